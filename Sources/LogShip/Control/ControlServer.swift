@@ -1,0 +1,124 @@
+import Foundation
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// The control socket: `logctl send` and `logctl status`.
+///
+/// `send` is answered only after the records are accepted by the spool, so a zero exit from `logctl send` means
+/// the daemon has them.
+public struct ControlServer: Service {
+    private let listener: UnixStreamListener
+    private let intake: RecordIntake
+    private let shipper: Shipper
+    private let spool: any Spool
+    private let hostname: String
+    private let maximumRecordBytes: Int
+    private let logger: Logger
+
+    /// Binds the control socket.
+    ///
+    /// - Throws: ``IngestError`` when the path is held by a live process or cannot be bound.
+    public static func bind(
+        path: String,
+        mode: UInt32,
+        maximumRecordBytes: Int,
+        hostname: String,
+        intake: RecordIntake,
+        shipper: Shipper,
+        spool: any Spool,
+        group: any EventLoopGroup,
+        logger: Logger
+    ) async throws -> ControlServer {
+        let listener = try await UnixStreamListener.bind(
+            path: path, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes, group: group)
+        return ControlServer(
+            listener: listener, intake: intake, shipper: shipper, spool: spool, hostname: hostname,
+            maximumRecordBytes: maximumRecordBytes, logger: logger)
+    }
+
+    /// Serves requests until graceful shutdown.
+    public func run() async throws {
+        logger.info("control socket listening", metadata: ["logship.socket": "\(listener.path)"])
+        try await cancelWhenGracefulShutdown {
+            try await listener.serve { connection, peer in
+                await serve(connection, peer: peer)
+            }
+        }
+    }
+
+    private func serve(_ connection: UnixStreamListener.Connection, peer: PeerCredentials) async {
+        do {
+            try await connection.executeThenClose { requests, responses in
+                for try await frame in requests {
+                    let response = await respond(to: frame, peer: peer)
+                    var line = try JSONEncoder().encode(response)
+                    line.append(UInt8(ascii: "\n"))
+                    try await responses.write(ByteBuffer(bytes: line))
+                }
+            }
+        } catch is CancellationError {
+        } catch {
+            logger.debug("control connection ended", metadata: ["logship.error": "\(error)"])
+        }
+    }
+
+    private func respond(to frame: Frame, peer: PeerCredentials) async -> ControlResponse {
+        if frame.truncated {
+            return .failure("request larger than \(ControlProtocol.maximumRequestBytes) bytes")
+        }
+        let request: ControlRequest
+        do {
+            request = try JSONDecoder().decode(ControlRequest.self, from: Data(frame.bytes))
+        } catch {
+            return .failure("malformed request: \(error)")
+        }
+        switch request.command {
+        case .send:
+            return await send(request.records ?? [], peer: peer)
+        case .status:
+            return ControlResponse(ok: true, status: await status())
+        }
+    }
+
+    private func send(_ submissions: [Submission], peer: PeerCredentials) async -> ControlResponse {
+        let receivedAt = Timestamp.now()
+        var records: [LogRecord] = []
+        records.reserveCapacity(submissions.count)
+        for (index, submission) in submissions.enumerated() {
+            switch SubmissionReader(hostname: hostname, maximumRecordBytes: maximumRecordBytes)
+                .record(from: submission, peer: peer, receivedAt: receivedAt)
+            {
+            case .success(let record): records.append(record)
+            case .failure(let reason): return .failure("record \(index + 1) rejected: \(reason)")
+            }
+        }
+        do {
+            let receipt = try await intake.accept(records)
+            if receipt.refused > 0 {
+                return ControlResponse(
+                    ok: false, accepted: receipt.accepted,
+                    error: "spool full: \(receipt.refused) crash record(s) refused")
+            }
+            return ControlResponse(ok: true, accepted: receipt.accepted)
+        } catch {
+            logger.error("records from logctl not accepted", metadata: ["logship.error": "\(error)"])
+            return .failure("not accepted: \(error)")
+        }
+    }
+
+    private func status() async -> DaemonStatus {
+        let intakeStatistics = intake.statistics
+        let shipperStatistics = shipper.statistics
+        let spoolStatistics = await spool.statistics()
+        return DaemonStatus(
+            accepted: intakeStatistics.accepted,
+            truncated: intakeStatistics.truncated,
+            evicted: spoolStatistics.evicted,
+            refused: spoolStatistics.refused,
+            delivered: shipperStatistics.deliveredRecords,
+            failedRequests: shipperStatistics.failedRequests,
+            inFlight: shipperStatistics.operationsInFlight,
+            pending: Dictionary(uniqueKeysWithValues: spoolStatistics.pending.map { ($0.key.description, $0.value) }))
+    }
+}

@@ -1,0 +1,179 @@
+import Configuration
+import Foundation
+import Logging
+import SystemPackage
+import Yams
+
+/// Reads ``DaemonConfiguration`` from a YAML file with `LOGSHIPD_*` environment overrides.
+///
+/// Values come through swift-configuration: the environment (`LOGSHIPD_` + the key path in upper case, dots as
+/// underscores) wins over the file, the file over the defaults. swift-configuration cannot list the keys a file
+/// holds, so the same YAML is also walked with Yams to reject keys that do not exist. Every value is read as
+/// text and parsed here, so a bad value stops start-up with its key named instead of falling back to a default.
+public struct ConfigurationLoader: Sendable {
+    /// The keys a file may hold, with a description used in error messages.
+    static let knownKeys: Set<String> = [
+        "ingest.stream", "ingest.datagram", "ingest.control", "ingest.socket_mode", "ingest.max_record_bytes",
+        "upload.url", "upload.format", "upload.max_in_flight", "upload.timeout", "upload.headers",
+        "upload.retry_initial", "upload.retry_max", "upload.shutdown_timeout",
+        "batch.max_records", "batch.max_bytes",
+        "spool.path", "spool.max_bytes",
+        "journal.enabled",
+        "log.level", "host.name",
+    ]
+
+    private let environment: [String: String]
+
+    /// - Parameter environment: The variables to read overrides from; the process environment by default.
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    /// Loads the configuration.
+    ///
+    /// - Parameters:
+    ///   - path: The YAML file; `nil` reads only defaults and environment.
+    /// - Throws: ``ConfigurationError`` naming the file or key at fault.
+    public func load(path: String?) async throws -> DaemonConfiguration {
+        var providers: [any ConfigProvider] = [
+            EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "logshipd")
+        ]
+        var fileHeaders: [(String, String)] = []
+        if let path {
+            let text: String
+            do {
+                text = try String(contentsOfFile: path, encoding: .utf8)
+            } catch {
+                throw ConfigurationError("cannot read \(path): \(error.localizedDescription)")
+            }
+            // A file of comments only holds no document; it means "all defaults".
+            if let headers = try Self.validate(yaml: text, path: path) {
+                fileHeaders = headers
+                providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
+            }
+        }
+        return try Self.read(ConfigReader(providers: providers), fileHeaders: fileHeaders)
+    }
+
+    /// Checks that every key in the file is known and every value a scalar (`upload.headers` a mapping of them).
+    ///
+    /// - Returns: The headers from `upload.headers`, which swift-configuration cannot enumerate; `nil` when the
+    ///   file holds no document at all.
+    static func validate(yaml: String, path: String) throws -> [(String, String)]? {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: yaml)
+        } catch {
+            throw ConfigurationError("\(path) is not valid YAML: \(error)")
+        }
+        guard let root else { return nil }
+        guard let mapping = root.mapping else { throw ConfigurationError("\(path): the top level must be a mapping") }
+
+        var headers: [(String, String)] = []
+        for (sectionNode, sectionValue) in mapping {
+            let section = sectionNode.string ?? "\(sectionNode)"
+            guard let entries = sectionValue.mapping else {
+                if case .scalar(let scalar) = sectionValue, scalar.string.isEmpty || scalar.string == "~" { continue }
+                throw ConfigurationError("\(path): \(section) must be a mapping of keys")
+            }
+            for (keyNode, value) in entries {
+                let key = "\(section).\(keyNode.string ?? "\(keyNode)")"
+                guard knownKeys.contains(key) else {
+                    throw ConfigurationError("\(path): unknown key \(key)")
+                }
+                if key == "upload.headers" {
+                    headers = try readHeaders(value, path: path)
+                } else if value.scalar == nil {
+                    throw ConfigurationError("\(path): \(key) must be a single value")
+                }
+            }
+        }
+        return headers
+    }
+
+    private static func readHeaders(_ node: Node, path: String) throws -> [(String, String)] {
+        if let scalar = node.scalar, scalar.string.isEmpty || scalar.string == "~" { return [] }
+        guard let mapping = node.mapping else {
+            throw ConfigurationError("\(path): upload.headers must be a mapping of header names to values")
+        }
+        return try mapping.map { name, value in
+            guard let name = name.string, let value = value.scalar?.string else {
+                throw ConfigurationError("\(path): upload.headers entries must be name: value")
+            }
+            return (name, value)
+        }
+    }
+
+    private static func read(_ reader: ConfigReader, fileHeaders: [(String, String)]) throws -> DaemonConfiguration {
+        let values = ConfigValues(reader: reader)
+        var configuration = DaemonConfiguration()
+
+        try values.read("ingest.stream", into: &configuration.ingest.stream, ValueParser.text)
+        try values.read("ingest.datagram", into: &configuration.ingest.datagram, ValueParser.text)
+        try values.read("ingest.control", into: &configuration.ingest.control, ValueParser.nonEmptyText)
+        try values.read("ingest.socket_mode", into: &configuration.ingest.socketMode, ValueParser.fileMode)
+        try values.read("ingest.max_record_bytes", into: &configuration.ingest.maxRecordBytes, ValueParser.byteCount(minimum: 256))
+
+        try values.read("upload.url", into: &configuration.upload.url, ValueParser.httpURL)
+        try values.read("upload.format", into: &configuration.upload.format, ValueParser.oneOf(["ndjson"]))
+        try values.read("upload.max_in_flight", into: &configuration.upload.maxInFlight, ValueParser.integer(1...64))
+        try values.read("upload.timeout", into: &configuration.upload.timeout, ValueParser.duration)
+        try values.read("upload.retry_initial", into: &configuration.upload.retryInitial, ValueParser.duration)
+        try values.read("upload.retry_max", into: &configuration.upload.retryMax, ValueParser.duration)
+        try values.read("upload.shutdown_timeout", into: &configuration.upload.shutdownTimeout, ValueParser.duration)
+        configuration.upload.headers = fileHeaders
+        try values.read("upload.headers", into: &configuration.upload.headers, ValueParser.headerList)
+
+        try values.read("batch.max_records", into: &configuration.batch.maxRecords, ValueParser.integer(1...1_000_000))
+        try values.read("batch.max_bytes", into: &configuration.batch.maxBytes, ValueParser.byteCount(minimum: 1024))
+
+        try values.read("spool.path", into: &configuration.spool.path, ValueParser.nonEmptyText)
+        try values.read("spool.max_bytes", into: &configuration.spool.maxBytes, ValueParser.byteCount(minimum: 65_536))
+
+        try values.read("journal.enabled", into: &configuration.journal.enabled, ValueParser.boolean)
+        try values.read("log.level", into: &configuration.logLevel, ValueParser.logLevel)
+        try values.read("host.name", into: &configuration.hostname, ValueParser.text)
+
+        try check(configuration)
+        return configuration
+    }
+
+    /// Rules that involve more than one key, and features this build does not have.
+    private static func check(_ configuration: DaemonConfiguration) throws {
+        if configuration.upload.retryMax < configuration.upload.retryInitial {
+            throw ConfigurationError("upload.retry_max must not be shorter than upload.retry_initial")
+        }
+        if configuration.spool.maxBytes < 4 * configuration.ingest.maxRecordBytes {
+            throw ConfigurationError("spool.max_bytes must hold at least four records of ingest.max_record_bytes")
+        }
+        if configuration.spool.path != "memory" {
+            throw ConfigurationError(
+                "spool.path: this build has only the in-memory spool; set it to \"memory\"")
+        }
+        if configuration.journal.enabled {
+            throw ConfigurationError("journal.enabled: this build has no journal input; set it to false")
+        }
+    }
+}
+
+/// A configuration problem; the description is the line `logshipd` prints before exiting.
+public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// Reads keys as text and parses them, naming the key when the text is bad.
+private struct ConfigValues {
+    let reader: ConfigReader
+
+    func read<Value>(_ key: String, into value: inout Value, _ parse: (String) -> Value?) throws {
+        guard let text = reader.string(forKey: ConfigKey(key)) else { return }
+        guard let parsed = parse(text) else {
+            throw ConfigurationError("\(key): invalid value \"\(text)\"")
+        }
+        value = parsed
+    }
+}

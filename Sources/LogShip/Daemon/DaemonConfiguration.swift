@@ -1,0 +1,58 @@
+import Logging
+
+/// Everything `logshipd` reads from `config/logshipd.yaml` and `LOGSHIPD_*` environment variables.
+///
+/// Defaults are the documented ones; ``ConfigurationLoader`` fills this in and rejects unknown keys and bad values.
+public struct DaemonConfiguration: Sendable {
+    public struct Ingest: Sendable {
+        /// Stream socket path; empty disables it.
+        public var stream = "/run/logshipd/ingest.sock"
+        /// Datagram socket path; empty disables it.
+        public var datagram = "/run/logshipd/ingest.dgram"
+        /// Control socket path for `logctl`.
+        public var control = "/run/logshipd/control.sock"
+        public var socketMode: UInt32 = 0o660
+        public var maxRecordBytes = 65_536
+    }
+
+    public struct Upload: Sendable {
+        public var url = "http://127.0.0.1:8514/ingest"
+        public var format = "ndjson"
+        public var maxInFlight = 2
+        public var timeout: Duration = .seconds(10)
+        public var headers: [(String, String)] = []
+        /// First retry delay after a failed request; doubles per consecutive failure.
+        public var retryInitial: Duration = .milliseconds(500)
+        /// The longest retry delay.
+        public var retryMax: Duration = .seconds(30)
+        /// How long requests in flight may take to finish after SIGTERM.
+        public var shutdownTimeout: Duration = .seconds(10)
+    }
+
+    public struct Batch: Sendable {
+        public var maxRecords = 1000
+        public var maxBytes = 1_048_576
+    }
+
+    public struct Spool: Sendable {
+        /// `memory`, or the path of the durable spool.
+        public var path = "/var/lib/logshipd/spool.db"
+        public var maxBytes = 1_073_741_824
+    }
+
+    public struct Journal: Sendable {
+        public var enabled = false
+    }
+
+    public var ingest = Ingest()
+    public var upload = Upload()
+    public var batch = Batch()
+    public var spool = Spool()
+    public var journal = Journal()
+    /// The daemon's own log level.
+    public var logLevel = Logger.Level.info
+    /// The host name stamped on records; the system's when empty.
+    public var hostname = ""
+
+    public init() {}
+}

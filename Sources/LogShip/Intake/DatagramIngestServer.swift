@@ -1,0 +1,55 @@
+import Logging
+import NIOPosix
+import ServiceLifecycle
+
+/// The ingest datagram socket: one record per datagram, for `/dev/log`-style clients (`logger -d`, glibc
+/// `syslog()`).
+public struct DatagramIngestServer: Service {
+    /// How many queued datagrams are read per wake-up before they are spooled together.
+    private static let batchLimit = 256
+
+    private let socket: UnixDatagramSocket
+    private let parser: RecordParser
+    private let intake: RecordIntake
+    private let logger: Logger
+
+    /// Binds the socket; datagrams queue in the kernel until ``run()`` reads them.
+    ///
+    /// - Throws: ``IngestError`` when the path is held by a live process or cannot be bound.
+    public static func bind(
+        path: String, mode: UInt32, maximumRecordBytes: Int, parser: RecordParser, intake: RecordIntake, logger: Logger
+    ) throws -> DatagramIngestServer {
+        let socket = try UnixDatagramSocket.bind(path: path, mode: mode, maximumRecordBytes: maximumRecordBytes)
+        return DatagramIngestServer(socket: socket, parser: parser, intake: intake, logger: logger)
+    }
+
+    /// Reads datagrams until graceful shutdown or cancellation, then closes the socket.
+    public func run() async throws {
+        logger.info("ingest datagram socket listening", metadata: ["logship.socket": "\(socket.path)"])
+        // The blocking poll/recvmsg loop gets a thread of its own, off the cooperative pool.
+        let reader = NIOThreadPool(numberOfThreads: 1)
+        reader.start()
+        defer { socket.close() }
+        do {
+            try await withTaskCancellationOrGracefulShutdownHandler {
+                while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                    let datagrams = try await reader.runIfActive { try socket.receive(limit: Self.batchLimit) }
+                    if datagrams.isEmpty { break }
+                    let receivedAt = Timestamp.now()
+                    let records = datagrams.map { datagram in
+                        parser.parse(
+                            datagram.frame, source: .datagram, peer: datagram.peer,
+                            receivedAt: receivedAt)
+                    }
+                    try await intake.accept(records)
+                }
+            } onCancelOrGracefulShutdown: {
+                socket.wake()
+            }
+        } catch {
+            try? await reader.shutdownGracefully()
+            throw error
+        }
+        try await reader.shutdownGracefully()
+    }
+}

@@ -1,0 +1,27 @@
+import CUnixSocket
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension PeerCredentials {
+    /// Credentials from the kernel, with `comm` read from `/proc/<pid>/comm`.
+    init(_ credentials: cunixsocket_credentials) {
+        self.init(
+            pid: credentials.pid,
+            uid: credentials.uid,
+            gid: credentials.gid,
+            comm: Self.processName(of: credentials.pid))
+    }
+
+    /// The name in `/proc/<pid>/comm`, or `nil` if the process is gone or the file is unreadable.
+    static func processName(of pid: Int32) -> String? {
+        guard pid > 0 else { return nil }
+        let descriptor = open("/proc/\(pid)/comm", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].trimmingLineEnding(), as: UTF8.self)
+    }
+}

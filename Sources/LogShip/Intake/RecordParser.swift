@@ -1,0 +1,86 @@
+/// Turns one frame into a ``LogRecord``: JSON object lines, RFC 5424 and RFC 3164 syslog messages, sd-daemon
+/// `<N>` prefixes, and plain text.
+///
+/// Parsing never fails: anything that is not a recognised form is kept as plain text, invalid UTF-8 is replaced
+/// with U+FFFD, and the sender's identity comes from the caller (the kernel), never from the payload.
+public struct RecordParser: Sendable {
+    /// The host name stamped on every record.
+    public var hostname: String
+
+    public init(hostname: String) {
+        self.hostname = hostname
+    }
+
+    /// Parses a frame.
+    ///
+    /// - Parameters:
+    ///   - frame: The record's bytes.
+    ///   - source: The input it arrived on.
+    ///   - peer: The sender's credentials as the kernel reported them.
+    ///   - receivedAt: When it arrived; used when the payload carries no timestamp.
+    public func parse(
+        _ frame: Frame,
+        source: LogRecord.Source,
+        peer: PeerCredentials?,
+        receivedAt: Timestamp
+    ) -> LogRecord {
+        var content = frame.bytes[...]
+        if frame.truncated {
+            content = content.droppingIncompleteUTF8Suffix()
+        }
+        content = content.trimmingLineEnding()
+
+        var record = LogRecord(
+            timestamp: receivedAt,
+            priority: .info,
+            severity: .informational,
+            host: hostname,
+            source: source,
+            message: "",
+            peer: peer,
+            truncated: frame.truncated)
+
+        if content.first == UInt8(ascii: "{"), let object = JSONLineParser.parseObject(content) {
+            JSONLineParser.apply(object, rawLine: content, to: &record)
+        } else if let syslog = SyslogParser.parse(content, receivedAt: receivedAt) {
+            syslog.apply(to: &record, localHostname: hostname)
+        } else {
+            record.message = String(decoding: content, as: UTF8.self)
+        }
+        return record
+    }
+}
+
+extension ArraySlice<UInt8> {
+    /// Drops a trailing newline (LF or CRLF) and trailing NULs, which some syslog clients append.
+    func trimmingLineEnding() -> ArraySlice<UInt8> {
+        var slice = self
+        while let last = slice.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") || last == 0 {
+            slice = slice.dropLast()
+        }
+        return slice
+    }
+
+    /// Drops a multi-byte UTF-8 sequence that a size cut left incomplete, so the cut does not become U+FFFD.
+    func droppingIncompleteUTF8Suffix() -> ArraySlice<UInt8> {
+        var leadIndex = endIndex
+        var continuationCount = 0
+        // A UTF-8 sequence is at most four bytes: look back at most three continuation bytes for its lead.
+        while leadIndex > startIndex, continuationCount < 4 {
+            leadIndex -= 1
+            let byte = self[leadIndex]
+            if byte & 0xC0 != 0x80 { break }
+            continuationCount += 1
+        }
+        guard leadIndex < endIndex else { return self }
+        let lead = self[leadIndex]
+        let expectedLength: Int
+        switch lead {
+        case 0xC0...0xDF: expectedLength = 2
+        case 0xE0...0xEF: expectedLength = 3
+        case 0xF0...0xF7: expectedLength = 4
+        default: return self
+        }
+        return endIndex - leadIndex < expectedLength ? self[startIndex..<leadIndex] : self
+    }
+}

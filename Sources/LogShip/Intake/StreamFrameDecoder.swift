@@ -1,0 +1,141 @@
+import NIOCore
+
+/// Splits a stream into record frames: newline-delimited, or RFC 6587 octet-counted (`LEN <PRI>…`).
+///
+/// A frame never holds more than `maximumRecordBytes`: the rest of a longer record is skipped as it arrives,
+/// without being buffered, and the frame is marked truncated. Octet counting is recognised per frame, only when
+/// the count is followed by a space and a syslog `<PRI>`, so plain text that starts with a number stays text.
+struct StreamFrameDecoder: ByteToMessageDecoder {
+    typealias InboundOut = Frame
+
+    private enum State {
+        case framing
+        /// A newline-delimited record was cut; skipping to its end.
+        case skippingLine
+        /// An octet-counted record was cut; skipping its remaining bytes.
+        case skippingBytes(Int)
+    }
+
+    private let maximumRecordBytes: Int
+    private var state = State.framing
+    /// How far the current frame has been searched for a newline, so slow writers cost no re-scans.
+    private var scannedBytes = 0
+
+    init(maximumRecordBytes: Int) {
+        precondition(maximumRecordBytes > 0)
+        self.maximumRecordBytes = maximumRecordBytes
+    }
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let frame = nextFrame(&buffer, atEnd: false) else { return .needMoreData }
+        context.fireChannelRead(wrapInboundOut(frame))
+        return .continue
+    }
+
+    mutating func decodeLast(
+        context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
+    ) throws -> DecodingState {
+        guard let frame = nextFrame(&buffer, atEnd: true) else { return .needMoreData }
+        context.fireChannelRead(wrapInboundOut(frame))
+        return .continue
+    }
+
+    /// Takes the next complete frame out of `buffer`, or `nil` when more bytes are needed.
+    mutating func nextFrame(_ buffer: inout ByteBuffer, atEnd: Bool) -> Frame? {
+        while true {
+            switch state {
+            case .skippingLine:
+                guard let newline = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) else {
+                    buffer.moveReaderIndex(to: buffer.writerIndex)
+                    return nil
+                }
+                buffer.moveReaderIndex(to: newline + 1)
+                state = .framing
+            case .skippingBytes(let remaining):
+                let skipped = min(remaining, buffer.readableBytes)
+                buffer.moveReaderIndex(forwardBy: skipped)
+                guard skipped == remaining else {
+                    state = .skippingBytes(remaining - skipped)
+                    return nil
+                }
+                state = .framing
+            case .framing:
+                switch octetCount(in: buffer, atEnd: atEnd) {
+                case .undecided:
+                    return nil
+                case .counted(let length, let headerLength):
+                    return octetCountedFrame(&buffer, length: length, headerLength: headerLength)
+                case .notCounted:
+                    return newlineFrame(&buffer, atEnd: atEnd)
+                }
+            }
+        }
+    }
+
+    private enum OctetCount {
+        case counted(length: Int, headerLength: Int)
+        case notCounted
+        case undecided
+    }
+
+    /// Whether the frame at the reader index starts with `LEN SP <`.
+    private func octetCount(in buffer: ByteBuffer, atEnd: Bool) -> OctetCount {
+        let view = buffer.readableBytesView
+        var index = view.startIndex
+        var length = 0
+        while index < view.endIndex, let digit = view[index].asciiDigit {
+            if index == view.startIndex && digit == 0 { return .notCounted }
+            length = length * 10 + digit
+            index += 1
+            if index - view.startIndex > 9 { return .notCounted }
+        }
+        if index == view.startIndex { return .notCounted }
+        guard index < view.endIndex else { return atEnd ? .notCounted : .undecided }
+        guard view[index] == UInt8(ascii: " ") else { return .notCounted }
+        index += 1
+        guard index < view.endIndex else { return atEnd ? .notCounted : .undecided }
+        guard view[index] == UInt8(ascii: "<"), length > 0 else { return .notCounted }
+        return .counted(length: length, headerLength: index - view.startIndex)
+    }
+
+    private mutating func octetCountedFrame(_ buffer: inout ByteBuffer, length: Int, headerLength: Int) -> Frame? {
+        let kept = min(length, maximumRecordBytes)
+        guard buffer.readableBytes >= headerLength + kept else { return nil }
+        buffer.moveReaderIndex(forwardBy: headerLength)
+        let bytes = buffer.readBytes(length: kept)!
+        if length > kept {
+            state = .skippingBytes(length - kept)
+        }
+        return Frame(bytes: bytes, truncated: length > kept)
+    }
+
+    private mutating func newlineFrame(_ buffer: inout ByteBuffer, atEnd: Bool) -> Frame? {
+        let view = buffer.readableBytesView
+        let searchStart = view.startIndex + scannedBytes
+        if let newline = view[searchStart...].firstIndex(of: UInt8(ascii: "\n")) {
+            scannedBytes = 0
+            let length = newline - view.startIndex
+            let kept = min(length, maximumRecordBytes)
+            let bytes = buffer.readBytes(length: kept)!
+            buffer.moveReaderIndex(forwardBy: length - kept + 1)
+            return Frame(bytes: bytes, truncated: length > kept)
+        }
+        if view.count > maximumRecordBytes {
+            scannedBytes = 0
+            state = .skippingLine
+            return Frame(bytes: buffer.readBytes(length: maximumRecordBytes)!, truncated: true)
+        }
+        if atEnd && view.count > 0 {
+            scannedBytes = 0
+            return Frame(bytes: buffer.readBytes(length: view.count)!, truncated: false)
+        }
+        scannedBytes = view.count
+        return nil
+    }
+}
+
+extension UInt8 {
+    fileprivate var asciiDigit: Int? {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) ? Int(self - UInt8(ascii: "0")) : nil
+    }
+}

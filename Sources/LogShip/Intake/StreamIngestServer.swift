@@ -1,0 +1,55 @@
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// The ingest stream socket: newline-delimited or octet-counted records from `logger -u`, applications and
+/// `socat`.
+public struct StreamIngestServer: Service {
+    private let listener: UnixStreamListener
+    private let parser: RecordParser
+    private let intake: RecordIntake
+    private let logger: Logger
+
+    /// Binds the socket; the server accepts connections once ``run()`` is called.
+    ///
+    /// - Throws: ``IngestError`` when the path is held by a live process or cannot be bound.
+    public static func bind(
+        path: String,
+        mode: UInt32,
+        maximumRecordBytes: Int,
+        parser: RecordParser,
+        intake: RecordIntake,
+        group: any EventLoopGroup,
+        logger: Logger
+    ) async throws -> StreamIngestServer {
+        let listener = try await UnixStreamListener.bind(
+            path: path, mode: mode, maximumFrameBytes: maximumRecordBytes, group: group)
+        return StreamIngestServer(listener: listener, parser: parser, intake: intake, logger: logger)
+    }
+
+    /// Serves connections until graceful shutdown, when intake stops and the socket is removed.
+    public func run() async throws {
+        logger.info("ingest stream socket listening", metadata: ["logship.socket": "\(listener.path)"])
+        try await cancelWhenGracefulShutdown {
+            try await listener.serve { connection, peer in
+                await serve(connection, peer: peer)
+            }
+        }
+    }
+
+    private func serve(_ connection: UnixStreamListener.Connection, peer: PeerCredentials) async {
+        do {
+            try await connection.executeThenClose { frames, _ in
+                for try await frame in frames {
+                    let record = parser.parse(frame, source: .socket, peer: peer, receivedAt: .now())
+                    try await intake.accept([record])
+                }
+            }
+        } catch is CancellationError {
+        } catch {
+            logger.warning(
+                "ingest connection ended with an error",
+                metadata: ["logship.peer.pid": "\(peer.pid)", "logship.error": "\(error)"])
+        }
+    }
+}

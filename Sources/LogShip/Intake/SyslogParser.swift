@@ -1,0 +1,245 @@
+/// A syslog message's header, parsed from the three forms local clients send over a Unix socket:
+/// RFC 5424 (`logger --rfc5424`), RFC 3164 with or without a host name (`logger`, glibc `syslog()`), and the
+/// sd-daemon prefix (`<3>disk failed`).
+struct SyslogMessage: Hashable, Sendable {
+    var severity: Severity
+    /// The facility, or `nil` for the sd-daemon form, which carries none.
+    var facility: Int?
+    var timestamp: Timestamp?
+    var hostname: String?
+    var identifier: String?
+    var processID: String?
+    var messageID: String?
+    var structuredData: [String: String] = [:]
+    var message: String
+
+    private static let facilityNames = [
+        "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", "ftp",
+        "ntp", "security", "console", "solaris-cron", "local0", "local1", "local2", "local3", "local4", "local5",
+        "local6", "local7",
+    ]
+
+    /// Copies the parsed header into `record`, keeping what the payload claims in fields, apart from the
+    /// trusted values the record already holds.
+    func apply(to record: inout LogRecord, localHostname: String) {
+        record.severity = severity
+        record.priority = PriorityClass(severity: severity)
+        record.message = message
+        if let timestamp { record.timestamp = timestamp }
+        if let facility { record.fields["syslog_facility"] = Self.facilityNames[facility] }
+        if let identifier { record.fields["syslog_identifier"] = identifier }
+        if let processID { record.fields["syslog_pid"] = processID }
+        if let messageID { record.fields["syslog_msgid"] = messageID }
+        if let hostname, hostname != localHostname { record.fields["syslog_hostname"] = hostname }
+        for (key, value) in structuredData { record.fields[key] = value }
+    }
+}
+
+enum SyslogParser {
+    /// Parses a syslog message; `nil` when `bytes` does not start with a valid `<PRI>`.
+    static func parse(_ bytes: ArraySlice<UInt8>, receivedAt: Timestamp) -> SyslogMessage? {
+        var scanner = ByteScanner(Array(bytes))
+        guard let priority = parsePriority(&scanner) else { return nil }
+        let severity = Severity(rawValue: priority & 7)!
+        let afterPriority = scanner.index
+
+        if scanner.skip(UInt8(ascii: "1")), scanner.skip(UInt8(ascii: " ")),
+            let message = parseRFC5424(&scanner, severity: severity, facility: priority >> 3)
+        {
+            return message
+        }
+        scanner.seek(to: afterPriority)
+        if let message = parseRFC3164(&scanner, severity: severity, facility: priority >> 3, receivedAt: receivedAt) {
+            return message
+        }
+        scanner.seek(to: afterPriority)
+        return SyslogMessage(severity: severity, facility: nil, message: text(scanner.remaining))
+    }
+
+    /// `<PRI>`: one to three digits, no leading zero unless the value is 0, at most 191.
+    private static func parsePriority(_ scanner: inout ByteScanner) -> Int? {
+        guard scanner.skip(UInt8(ascii: "<")) else { return nil }
+        var value = 0
+        var count = 0
+        let first = scanner.peek()
+        while let digit = scanner.digit() {
+            value = value * 10 + digit
+            count += 1
+            if count > 3 { return nil }
+        }
+        guard count > 0, scanner.skip(UInt8(ascii: ">")), value <= 191 else { return nil }
+        if count > 1 && first == UInt8(ascii: "0") { return nil }
+        return value
+    }
+
+    // MARK: RFC 5424
+
+    private static func parseRFC5424(_ scanner: inout ByteScanner, severity: Severity, facility: Int) -> SyslogMessage? {
+        guard
+            let timestampToken = scanner.token(), scanner.skip(UInt8(ascii: " ")),
+            let hostname = scanner.token(), scanner.skip(UInt8(ascii: " ")),
+            let appName = scanner.token(), scanner.skip(UInt8(ascii: " ")),
+            let processID = scanner.token(), scanner.skip(UInt8(ascii: " ")),
+            let messageID = scanner.token(), scanner.skip(UInt8(ascii: " "))
+        else { return nil }
+
+        var timestamp: Timestamp?
+        if !isNil(timestampToken) {
+            guard let parsed = Timestamp(rfc3339: text(timestampToken)) else { return nil }
+            timestamp = parsed
+        }
+        guard let structuredData = parseStructuredData(&scanner) else { return nil }
+        _ = scanner.skip(UInt8(ascii: " "))
+        var message = scanner.remaining
+        if message.starts(with: [0xEF, 0xBB, 0xBF]) {
+            message = message.dropFirst(3)
+        }
+        return SyslogMessage(
+            severity: severity,
+            facility: facility,
+            timestamp: timestamp,
+            hostname: optionalText(hostname),
+            identifier: optionalText(appName),
+            processID: optionalText(processID),
+            messageID: optionalText(messageID),
+            structuredData: structuredData,
+            message: text(message))
+    }
+
+    /// `-` or one or more `[SD-ID PARAM="VALUE" …]` elements; each parameter becomes a field `SD-ID.PARAM`.
+    private static func parseStructuredData(_ scanner: inout ByteScanner) -> [String: String]? {
+        if scanner.skip(UInt8(ascii: "-")) { return [:] }
+        var fields: [String: String] = [:]
+        guard scanner.peek() == UInt8(ascii: "[") else { return nil }
+        while scanner.skip(UInt8(ascii: "[")) {
+            guard let id = scanner.name(terminators: [UInt8(ascii: " "), UInt8(ascii: "]")]) else { return nil }
+            while scanner.skip(UInt8(ascii: " ")) {
+                guard
+                    let parameter = scanner.name(terminators: [UInt8(ascii: "=")]),
+                    scanner.skip(UInt8(ascii: "=")), scanner.skip(UInt8(ascii: "\""))
+                else { return nil }
+                var value: [UInt8] = []
+                while true {
+                    guard let byte = scanner.next() else { return nil }
+                    if byte == UInt8(ascii: "\"") { break }
+                    if byte == UInt8(ascii: "\\"), let escaped = scanner.peek(),
+                        escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\") || escaped == UInt8(ascii: "]")
+                    {
+                        value.append(escaped)
+                        _ = scanner.next()
+                        continue
+                    }
+                    value.append(byte)
+                }
+                fields["\(text(id)).\(text(parameter))"] = String(decoding: value, as: UTF8.self)
+            }
+            guard scanner.skip(UInt8(ascii: "]")) else { return nil }
+        }
+        return fields
+    }
+
+    // MARK: RFC 3164
+
+    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        .map { Array($0.utf8) }
+
+    /// `Mmm dd hh:mm:ss [HOSTNAME ]TAG[PID]: MSG`. The host name is optional because local clients (`logger -u`
+    /// without `--rfc3164`, glibc `syslog()`) leave it out: a first word that already ends the tag is the tag.
+    private static func parseRFC3164(
+        _ scanner: inout ByteScanner, severity: Severity, facility: Int, receivedAt: Timestamp
+    ) -> SyslogMessage? {
+        let start = scanner.index
+        guard scanner.bytes.count - start >= 16 else { return nil }
+        let monthBytes = Array(scanner.bytes[start..<start + 3])
+        guard let monthIndex = monthNames.firstIndex(of: monthBytes) else { return nil }
+        scanner.seek(to: start + 3)
+        guard scanner.skip(UInt8(ascii: " ")) else { return nil }
+        _ = scanner.skip(UInt8(ascii: " "))  // day padded with a space ("Nov  1")
+        var day = 0
+        var dayDigits = 0
+        while let digit = scanner.digit() {
+            day = day * 10 + digit
+            dayDigits += 1
+        }
+        guard (1...2).contains(dayDigits), (1...31).contains(day), scanner.skip(UInt8(ascii: " ")),
+            let hour = scanner.digits(2), scanner.skip(UInt8(ascii: ":")),
+            let minute = scanner.digits(2), scanner.skip(UInt8(ascii: ":")),
+            let second = scanner.digits(2), hour < 24, minute < 60, second < 61,
+            scanner.skip(UInt8(ascii: " ")) || scanner.isAtEnd
+        else { return nil }
+
+        let timestamp = inferYear(month: monthIndex + 1, day: day, hour: hour, minute: minute, second: second,
+                                  receivedAt: receivedAt)
+        var message = SyslogMessage(severity: severity, facility: facility, timestamp: timestamp, message: "")
+
+        let headerStart = scanner.index
+        if let first = scanner.token() {
+            if let tag = parseTag(first) {
+                (message.identifier, message.processID) = tag
+            } else if scanner.skip(UInt8(ascii: " ")), let second = scanner.token(), let tag = parseTag(second) {
+                message.hostname = text(first)
+                (message.identifier, message.processID) = tag
+            } else {
+                scanner.seek(to: headerStart)
+            }
+        }
+        _ = scanner.skip(UInt8(ascii: " "))
+        message.message = text(scanner.remaining)
+        return message
+    }
+
+    /// `TAG:` or `TAG[PID]:`; `nil` if `token` is not a tag.
+    private static func parseTag(_ token: ArraySlice<UInt8>) -> (identifier: String, processID: String?)? {
+        guard token.last == UInt8(ascii: ":") else { return nil }
+        let body = token.dropLast()
+        if let open = body.firstIndex(of: UInt8(ascii: "[")) {
+            guard body.last == UInt8(ascii: "]"), open > body.startIndex else { return nil }
+            let processID = body[(open + 1)..<(body.endIndex - 1)]
+            return (text(body[..<open]), processID.isEmpty ? nil : text(processID))
+        }
+        guard !body.isEmpty else { return nil }
+        return (text(body), nil)
+    }
+
+    /// RFC 3164 timestamps have no year: take the year that puts the message closest to its arrival.
+    private static func inferYear(
+        month: Int, day: Int, hour: Int, minute: Int, second: Int, receivedAt: Timestamp
+    ) -> Timestamp? {
+        let year = receivedAt.utcYear
+        let candidates = [year - 1, year, year + 1].compactMap {
+            Timestamp.local(year: $0, month: month, day: day, hour: hour, minute: minute, second: second)
+        }
+        return candidates.min {
+            abs($0.microsecondsSinceEpoch - receivedAt.microsecondsSinceEpoch)
+                < abs($1.microsecondsSinceEpoch - receivedAt.microsecondsSinceEpoch)
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func isNil(_ token: ArraySlice<UInt8>) -> Bool {
+        token.count == 1 && token.first == UInt8(ascii: "-")
+    }
+
+    private static func optionalText(_ token: ArraySlice<UInt8>) -> String? {
+        isNil(token) ? nil : text(token)
+    }
+
+    private static func text(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+extension ByteScanner {
+    /// An SD-NAME: printable ASCII up to one of `terminators`, without `=`, `]`, `"` or spaces.
+    fileprivate mutating func name(terminators: [UInt8]) -> ArraySlice<UInt8>? {
+        let start = index
+        while let byte = peek(), !terminators.contains(byte) {
+            guard byte > 32, byte < 127, byte != UInt8(ascii: "="), byte != UInt8(ascii: "]"),
+                byte != UInt8(ascii: "\"")
+            else { return nil }
+            _ = next()
+        }
+        return index > start ? bytes[start..<index] : nil
+    }
+}

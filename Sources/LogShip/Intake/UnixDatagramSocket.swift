@@ -1,0 +1,105 @@
+import CUnixSocket
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A bound Unix datagram socket that reports each sender's credentials (`SO_PASSCRED` / `SCM_CREDENTIALS`).
+///
+/// SwiftNIO's datagram channel does not surface `SCM_CREDENTIALS`, so this socket is read with `recvmsg` on a
+/// thread of its own. An `eventfd` wakes that thread when the daemon stops.
+struct UnixDatagramSocket: Sendable {
+    /// One received datagram.
+    struct Datagram: Sendable {
+        var frame: Frame
+        var peer: PeerCredentials?
+    }
+
+    let path: String
+    private let descriptor: Int32
+    private let wakeDescriptor: Int32
+    private let maximumRecordBytes: Int
+
+    /// Binds `path` (replacing a stale socket file), enables credential passing and sets the file's mode.
+    ///
+    /// - Throws: ``IngestError`` when the path is in use or a call fails.
+    static func bind(path: String, mode: mode_t, maximumRecordBytes: Int) throws -> UnixDatagramSocket {
+        try UnixSocketPath.prepare(path)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw IngestError.socketCall("socket", path: path, SystemError.describe(errno)) }
+        do {
+            guard cunixsocket_enable_passcred(descriptor) == 0 else {
+                throw IngestError.socketCall("setsockopt(SO_PASSCRED)", path: path, SystemError.describe(errno))
+            }
+            // A deeper receive queue absorbs bursts while a batch is being spooled; the kernel may cap it.
+            var receiveBuffer: Int32 = 4 << 20
+            _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
+            guard withUnixAddress(path, { Glibc.bind(descriptor, $0, $1) }) == 0 else {
+                throw IngestError.socketCall("bind", path: path, SystemError.describe(errno))
+            }
+            try UnixSocketPath.setMode(path, mode: mode)
+            let wakeDescriptor = cunixsocket_eventfd()
+            guard wakeDescriptor >= 0 else {
+                throw IngestError.socketCall("eventfd", path: path, SystemError.describe(errno))
+            }
+            return UnixDatagramSocket(
+                path: path, descriptor: descriptor, wakeDescriptor: wakeDescriptor,
+                maximumRecordBytes: maximumRecordBytes)
+        } catch {
+            Glibc.close(descriptor)
+            unlink(path)
+            throw error
+        }
+    }
+
+    /// Blocks until datagrams arrive or ``wake()`` is called, then returns up to `limit` of those queued.
+    ///
+    /// - Returns: The datagrams read; empty once ``wake()`` has been called.
+    func receive(limit: Int) throws -> [Datagram] {
+        var descriptors = [
+            pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        while poll(&descriptors, 2, -1) < 0 {
+            guard errno == EINTR else { throw IngestError.socketCall("poll", path: path, SystemError.describe(errno)) }
+        }
+        if descriptors[1].revents != 0 { return [] }
+
+        var datagrams: [Datagram] = []
+        var buffer = [UInt8](repeating: 0, count: maximumRecordBytes)
+        while datagrams.count < limit, let datagram = try receiveOne(into: &buffer) {
+            datagrams.append(datagram)
+        }
+        return datagrams
+    }
+
+    /// Reads one queued datagram without blocking; `nil` when none is queued.
+    private func receiveOne(into buffer: inout [UInt8]) throws -> Datagram? {
+        var credentials = cunixsocket_credentials()
+        var hasCredentials: Int32 = 0
+        let length = buffer.withUnsafeMutableBytes { bytes in
+            cunixsocket_receive(descriptor, bytes.baseAddress, bytes.count, &credentials, &hasCredentials)
+        }
+        if length < 0 {
+            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return nil }
+            throw IngestError.socketCall("recvmsg", path: path, SystemError.describe(errno))
+        }
+        let kept = min(length, buffer.count)
+        return Datagram(
+            frame: Frame(bytes: Array(buffer[..<kept]), truncated: length > kept),
+            // Read comm at once: a sender like `logger` exits right after sending.
+            peer: hasCredentials != 0 ? PeerCredentials(credentials) : nil)
+    }
+
+    /// Makes a blocked or later ``receive(limit:)`` return at once.
+    func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)
+    }
+
+    /// Closes the socket and removes its file.
+    func close() {
+        Glibc.close(descriptor)
+        Glibc.close(wakeDescriptor)
+        unlink(path)
+    }
+}

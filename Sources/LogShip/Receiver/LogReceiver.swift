@@ -1,0 +1,171 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A small HTTP server that accepts NDJSON batches as logshipd posts them: `logctl receive`, and the remote in
+/// the tests.
+///
+/// It counts requests in flight, numbers requests in the order they arrive, and can be told to answer slowly or
+/// to fail a share of requests, so it doubles as a misbehaving remote.
+public final class LogReceiver: Sendable {
+    /// How the receiver answers.
+    public struct Behavior: Sendable {
+        /// How long to wait before answering each request.
+        public var delay: Duration = .zero
+        /// The share of requests (0…1) answered with ``failureStatus``.
+        public var failureRate: Double = 0
+        public var failureStatus: Int = 503
+
+        public init(delay: Duration = .zero, failureRate: Double = 0, failureStatus: Int = 503) {
+            self.delay = delay
+            self.failureRate = failureRate
+            self.failureStatus = failureStatus
+        }
+    }
+
+    /// One request as it arrived.
+    public struct Request: Sendable {
+        /// 0 for the first request, in the order request heads arrived.
+        public var sequence: Int
+        public var records: [LogRecord]
+        /// Lines that did not decode as records.
+        public var malformedLines: Int
+        /// The status the receiver answers with.
+        public var status: Int
+        /// How many requests were in flight when this one arrived, itself included.
+        public var inFlightAtArrival: Int
+    }
+
+    /// Counts since start.
+    public struct Statistics: Hashable, Sendable {
+        public var requests = 0
+        public var inFlight = 0
+        public var maximumInFlight = 0
+    }
+
+    private static let maximumBodyBytes = 256 << 20
+
+    private let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+    private let behavior: Behavior
+    private let onRequest: @Sendable (Request) -> Void
+    private let counters = Mutex(Statistics())
+    private let logger: Logger
+
+    /// The address the receiver listens on (with the port chosen when 0 was asked for).
+    public let address: SocketAddress
+
+    /// Binds `host:port`.
+    ///
+    /// - Parameters:
+    ///   - onRequest: Called for every request once its body is read, before the answer is sent.
+    public init(
+        host: String,
+        port: Int,
+        behavior: Behavior = Behavior(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "logship.receiver"),
+        onRequest: @escaping @Sendable (Request) -> Void
+    ) async throws {
+        server = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        wrappingChannelSynchronously: channel)
+                }
+            }
+        guard let address = server.channel.localAddress else { throw ChannelError.unknownLocalAddress }
+        self.address = address
+        self.behavior = behavior
+        self.onRequest = onRequest
+        self.logger = logger
+    }
+
+    /// The URL logshipd should post to.
+    public var url: String {
+        "http://\(address.ipAddress ?? "127.0.0.1"):\(address.port ?? 0)/ingest"
+    }
+
+    public var statistics: Statistics { counters.withLock { $0 } }
+
+    /// Serves connections until the task is cancelled.
+    public func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            try await server.executeThenClose { connections in
+                for try await connection in connections {
+                    group.addTask { await self.serve(connection) }
+                }
+            }
+        }
+    }
+
+    private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {
+        do {
+            try await connection.executeThenClose { parts, writer in
+                var head: HTTPRequestHead?
+                var body = ByteBuffer()
+                var sequence = 0
+                var inFlight = 0
+                for try await part in parts {
+                    switch part {
+                    case .head(let requestHead):
+                        head = requestHead
+                        body.clear()
+                        (sequence, inFlight) = counters.withLock { counters in
+                            defer { counters.requests += 1 }
+                            counters.inFlight += 1
+                            counters.maximumInFlight = max(counters.maximumInFlight, counters.inFlight)
+                            return (counters.requests, counters.inFlight)
+                        }
+                    case .body(var chunk):
+                        if body.readableBytes + chunk.readableBytes <= Self.maximumBodyBytes {
+                            body.writeBuffer(&chunk)
+                        }
+                    case .end:
+                        guard let requestHead = head else { continue }
+                        let status = await answer(body: body, sequence: sequence, inFlight: inFlight)
+                        var responseHead = HTTPResponseHead(version: requestHead.version, status: .init(statusCode: status))
+                        responseHead.headers.add(name: "Content-Length", value: "0")
+                        responseHead.headers.add(name: "Connection", value: requestHead.isKeepAlive ? "keep-alive" : "close")
+                        try await writer.write(.head(responseHead))
+                        try await writer.write(.end(nil))
+                        counters.withLock { $0.inFlight -= 1 }
+                        head = nil
+                        if !requestHead.isKeepAlive { return }
+                    }
+                }
+                if head != nil { counters.withLock { $0.inFlight -= 1 } }
+            }
+        } catch {
+            logger.debug("receiver connection ended", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Decodes the batch, reports it, waits the configured delay, and picks the status.
+    private func answer(body: ByteBuffer, sequence: Int, inFlight: Int) async -> Int {
+        var records: [LogRecord] = []
+        var malformed = 0
+        let decoder = JSONDecoder()
+        for line in body.readableBytesView.split(separator: UInt8(ascii: "\n")) {
+            if let record = try? decoder.decode(LogRecord.self, from: Data(line)) {
+                records.append(record)
+            } else {
+                malformed += 1
+            }
+        }
+        let fails = behavior.failureRate > 0 && Double.random(in: 0..<1) < behavior.failureRate
+        let status = fails ? behavior.failureStatus : 200
+        onRequest(
+            Request(sequence: sequence, records: records, malformedLines: malformed, status: status,
+                    inFlightAtArrival: inFlight))
+        if behavior.delay > .zero {
+            try? await Task.sleep(for: behavior.delay)
+        }
+        return status
+    }
+}

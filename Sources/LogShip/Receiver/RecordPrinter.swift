@@ -1,0 +1,57 @@
+import Foundation
+import Synchronization
+
+/// Prints received records one per line, as `logctl receive` shows them.
+public final class RecordPrinter: Sendable {
+    private let colored: Bool
+    private let quiet: Bool
+    /// Serialises output: requests arrive on several connections at once.
+    private let output = Mutex(())
+
+    /// - Parameters:
+    ///   - colored: Highlight crash and error records (for a terminal).
+    ///   - quiet: Print one summary line per request instead of the records.
+    public init(colored: Bool, quiet: Bool) {
+        self.colored = colored
+        self.quiet = quiet
+    }
+
+    public func print(_ request: LogReceiver.Request) {
+        var text = ""
+        if quiet {
+            text = "request \(request.sequence): \(request.records.count) records, answered \(request.status)\n"
+        } else {
+            for record in request.records {
+                text += line(for: record) + "\n"
+            }
+        }
+        if request.malformedLines > 0 {
+            text += "request \(request.sequence): \(request.malformedLines) lines were not records\n"
+        }
+        output.withLock { _ in
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
+    }
+
+    /// `2026-11-21T10:00:00.123456Z crash    host comm[pid] uid=0 message {fields}`
+    public func line(for record: LogRecord) -> String {
+        var parts = [record.timestamp.rfc3339, record.priority.description.padding(toLength: 7, withPad: " ", startingAt: 0), record.host]
+        if let peer = record.peer {
+            parts.append("\(peer.comm ?? "?")[\(peer.pid)] uid=\(peer.uid)")
+        }
+        parts.append(record.source.rawValue + ":")
+        parts.append(record.message.replacingOccurrences(of: "\n", with: "\\n"))
+        if !record.fields.isEmpty {
+            parts.append("{" + record.fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "}")
+        }
+        if record.truncated { parts.append("[truncated]") }
+        let line = parts.joined(separator: " ")
+        guard colored else { return line }
+        switch record.priority {
+        case .crash: return "\u{1B}[1;97;41m\(line)\u{1B}[0m"
+        case .error: return "\u{1B}[1;31m\(line)\u{1B}[0m"
+        case .warning: return "\u{1B}[33m\(line)\u{1B}[0m"
+        default: return line
+        }
+    }
+}

@@ -1,0 +1,67 @@
+/// A cursor over bytes for the hand-written parsers: small, allocation-free, never traps on bad input.
+struct ByteScanner {
+    let bytes: [UInt8]
+    private(set) var index: Int
+
+    init(_ bytes: [UInt8], index: Int = 0) {
+        self.bytes = bytes
+        self.index = index
+    }
+
+    var isAtEnd: Bool { index >= bytes.count }
+
+    var remaining: ArraySlice<UInt8> { bytes[min(index, bytes.count)...] }
+
+    func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    mutating func next() -> UInt8? {
+        guard index < bytes.count else { return nil }
+        defer { index += 1 }
+        return bytes[index]
+    }
+
+    /// Consumes `byte` if it is next.
+    mutating func skip(_ byte: UInt8) -> Bool {
+        guard peek() == byte else { return false }
+        index += 1
+        return true
+    }
+
+    mutating func skip(anyOf choices: [UInt8]) -> Bool {
+        guard let byte = peek(), choices.contains(byte) else { return false }
+        index += 1
+        return true
+    }
+
+    /// Consumes one ASCII digit.
+    mutating func digit() -> Int? {
+        guard let byte = peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+        index += 1
+        return Int(byte - UInt8(ascii: "0"))
+    }
+
+    /// Consumes exactly `count` ASCII digits, or nothing.
+    mutating func digits(_ count: Int) -> Int? {
+        let start = index
+        var value = 0
+        for _ in 0..<count {
+            guard let digit = digit() else {
+                index = start
+                return nil
+            }
+            value = value * 10 + digit
+        }
+        return value
+    }
+
+    /// Consumes bytes up to (not including) the next space or the end; `nil` when that token is empty.
+    mutating func token() -> ArraySlice<UInt8>? {
+        let start = index
+        while let byte = peek(), byte != UInt8(ascii: " ") { index += 1 }
+        return index > start ? bytes[start..<index] : nil
+    }
+
+    mutating func seek(to newIndex: Int) {
+        index = newIndex
+    }
+}

@@ -1,0 +1,169 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A point in time with microsecond precision, as records carry it on the wire.
+public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// Microseconds since 1970-01-01T00:00:00Z.
+    public var microsecondsSinceEpoch: Int64
+
+    public init(microsecondsSinceEpoch: Int64) {
+        self.microsecondsSinceEpoch = microsecondsSinceEpoch
+    }
+
+    /// The current wall-clock time.
+    public static func now() -> Timestamp {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Timestamp(microsecondsSinceEpoch: Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1_000)
+    }
+
+    /// RFC 3339 in UTC with exactly six fraction digits: `2026-11-21T10:00:00.123456Z`.
+    public var rfc3339: String {
+        let (seconds, micros) = microsecondsSinceEpoch.floorDivided(by: 1_000_000)
+        let (days, secondOfDay) = seconds.floorDivided(by: 86_400)
+        let date = CivilDate(daysSinceEpoch: days)
+        var text = ""
+        text.reserveCapacity(27)
+        text.appendPadded(date.year, width: 4)
+        text.append("-")
+        text.appendPadded(date.month, width: 2)
+        text.append("-")
+        text.appendPadded(date.day, width: 2)
+        text.append("T")
+        text.appendPadded(secondOfDay / 3600, width: 2)
+        text.append(":")
+        text.appendPadded(secondOfDay / 60 % 60, width: 2)
+        text.append(":")
+        text.appendPadded(secondOfDay % 60, width: 2)
+        text.append(".")
+        text.appendPadded(micros, width: 6)
+        text.append("Z")
+        return text
+    }
+
+    public var description: String { rfc3339 }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
+        lhs.microsecondsSinceEpoch < rhs.microsecondsSinceEpoch
+    }
+}
+
+extension Timestamp {
+    /// Parses an RFC 3339 timestamp (`2026-11-21T05:06:08.772391+00:00`, `…Z`); fractions beyond microseconds are
+    /// cut. Returns `nil` for anything else.
+    public init?(rfc3339 text: some StringProtocol) {
+        var scanner = ByteScanner(Array(text.utf8))
+        guard
+            let year = scanner.digits(4), scanner.skip(UInt8(ascii: "-")),
+            let month = scanner.digits(2), scanner.skip(UInt8(ascii: "-")),
+            let day = scanner.digits(2), scanner.skip(anyOf: [UInt8(ascii: "T"), UInt8(ascii: "t"), UInt8(ascii: " ")]),
+            let hour = scanner.digits(2), scanner.skip(UInt8(ascii: ":")),
+            let minute = scanner.digits(2), scanner.skip(UInt8(ascii: ":")),
+            let second = scanner.digits(2),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60
+        else { return nil }
+
+        var micros: Int64 = 0
+        if scanner.skip(UInt8(ascii: ".")) {
+            var scale: Int64 = 100_000
+            var sawDigit = false
+            while let digit = scanner.digit() {
+                sawDigit = true
+                micros += Int64(digit) * scale
+                scale /= 10
+            }
+            guard sawDigit else { return nil }
+        }
+
+        var offsetSeconds: Int64 = 0
+        if scanner.skip(anyOf: [UInt8(ascii: "Z"), UInt8(ascii: "z")]) {
+            offsetSeconds = 0
+        } else if let sign = scanner.next(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+            guard let hours = scanner.digits(2), scanner.skip(UInt8(ascii: ":")), let minutes = scanner.digits(2) else {
+                return nil
+            }
+            offsetSeconds = Int64(hours * 3600 + minutes * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
+        } else {
+            return nil
+        }
+        guard scanner.isAtEnd else { return nil }
+
+        let days = CivilDate(year: year, month: month, day: day).daysSinceEpoch
+        let seconds = days * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59)) - offsetSeconds
+        self.init(microsecondsSinceEpoch: seconds * 1_000_000 + micros)
+    }
+
+    /// Interprets a calendar time without a zone (as RFC 3164 carries it) in the host's local time zone.
+    static func local(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Timestamp? {
+        var fields = tm()
+        fields.tm_year = Int32(year - 1900)
+        fields.tm_mon = Int32(month - 1)
+        fields.tm_mday = Int32(day)
+        fields.tm_hour = Int32(hour)
+        fields.tm_min = Int32(minute)
+        fields.tm_sec = Int32(second)
+        fields.tm_isdst = -1
+        let seconds = mktime(&fields)
+        guard seconds != -1 else { return nil }
+        return Timestamp(microsecondsSinceEpoch: Int64(seconds) * 1_000_000)
+    }
+
+    /// The calendar year of this instant in UTC.
+    var utcYear: Int {
+        let (seconds, _) = microsecondsSinceEpoch.floorDivided(by: 1_000_000)
+        return CivilDate(daysSinceEpoch: seconds.floorDivided(by: 86_400).quotient).year
+    }
+}
+
+/// A proleptic Gregorian date, converted with Howard Hinnant's days-from-civil algorithms.
+private struct CivilDate {
+    var year: Int
+    var month: Int
+    var day: Int
+
+    init(year: Int, month: Int, day: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    init(daysSinceEpoch: Int64) {
+        let z = daysSinceEpoch + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        day = Int(dayOfYear - (153 * monthIndex + 2) / 5 + 1)
+        month = Int(monthIndex < 10 ? monthIndex + 3 : monthIndex - 9)
+        year = Int(yearOfEra + era * 400) + (month <= 2 ? 1 : 0)
+    }
+
+    var daysSinceEpoch: Int64 {
+        let y = Int64(month <= 2 ? year - 1 : year)
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let m = Int64(month)
+        let dayOfYear = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + Int64(day) - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}
+
+extension Int64 {
+    fileprivate func floorDivided(by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+        let quotient = (self >= 0 ? self : self - (divisor - 1)) / divisor
+        return (quotient, self - quotient * divisor)
+    }
+}
+
+extension String {
+    fileprivate mutating func appendPadded(_ value: some BinaryInteger, width: Int) {
+        let digits = String(value)
+        if digits.count < width {
+            append(String(repeating: "0", count: width - digits.count))
+        }
+        append(digits)
+    }
+}

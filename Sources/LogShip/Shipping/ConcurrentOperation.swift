@@ -1,0 +1,145 @@
+import Foundation
+import Synchronization
+
+/// An `Operation` whose work ends asynchronously, with a ready → executing → finished state machine that is safe
+/// on swift-corelibs-foundation.
+///
+/// Subclasses override ``main()`` to start their work and call ``finish(_:)`` exactly once when it ends; they may
+/// override ``cancelExecution()`` to stop work in progress. The completion handler receives the result once.
+///
+/// Two facts of the Linux `OperationQueue` shape this class:
+/// - The queue frees a slot only on `didChangeValue(forKey: "isFinished")`, and only if `isFinished` already reads
+///   true; `willChangeValue` does nothing. State therefore changes under the lock and the notification is sent
+///   after the lock is released: notifying under it can deadlock against the queue's own lock.
+/// - An operation that reads finished before the queue started it crashes the queue. So ``cancel()`` never
+///   finishes a waiting operation, and a ``finish(_:)`` that comes before ``start()`` is kept until the queue
+///   starts the operation.
+///
+/// - Important: Do not add dependencies to these operations: corelibs' scheduler unlinks its priority list wrongly
+///   when it skips an operation that is not ready.
+open class ConcurrentOperation<Value: Sendable>: Operation, @unchecked Sendable {
+    // @unchecked: Operation is an open class without Sendable checking; all state of ours is in `machine`.
+
+    /// Receives the operation's result, exactly once.
+    public typealias Completion = @Sendable (Result<Value, any Error>) -> Void
+
+    private let machine: Mutex<OperationStateMachine<Value>>
+
+    /// - Parameter completion: Called once with the result, before the queue learns that the operation finished,
+    ///   so that work it enqueues is already waiting when the slot frees.
+    public init(completion: Completion? = nil) {
+        machine = Mutex(OperationStateMachine(completion: completion))
+        super.init()
+    }
+
+    public final override var isAsynchronous: Bool { true }
+
+    public final override var isExecuting: Bool { machine.withLock { $0.isExecuting } }
+
+    public final override var isFinished: Bool { machine.withLock { $0.isFinished } }
+
+    public final override func start() {
+        let cancelled = isCancelled
+        switch machine.withLock({ $0.start(isCancelled: cancelled) }) {
+        case .execute:
+            didChangeValue(forKey: "isExecuting")
+            main()
+        case .finish(let result, let completion):
+            deliver(result, to: completion)
+        case .none:
+            break
+        }
+    }
+
+    /// Starts the operation's work. Called once, by ``start()``, when the queue runs the operation.
+    open override func main() {}
+
+    /// Cancels the operation: a waiting one finishes as soon as the queue starts it, a running one has
+    /// ``cancelExecution()`` called.
+    public final override func cancel() {
+        super.cancel()
+        if isExecuting {
+            cancelExecution()
+        }
+    }
+
+    /// Stops work in progress; the work must still end with ``finish(_:)``.
+    open func cancelExecution() {}
+
+    /// Ends the operation with `result`. Only the first call counts.
+    public final func finish(_ result: Result<Value, any Error>) {
+        if case .finish(let result, let completion) = machine.withLock({ $0.finish(result) }) {
+            deliver(result, to: completion)
+        }
+    }
+
+    private func deliver(_ result: Result<Value, any Error>, to completion: Completion?) {
+        completion?(result)
+        didChangeValue(forKey: "isFinished")
+    }
+}
+
+/// The pure state machine behind ``ConcurrentOperation``: decides, its owner acts outside the lock.
+struct OperationStateMachine<Value: Sendable> {
+    typealias Completion = ConcurrentOperation<Value>.Completion
+
+    private enum State {
+        /// Not started by the queue; a result that arrived early waits here.
+        case waiting(earlyResult: Result<Value, any Error>?)
+        case executing
+        case finished
+    }
+
+    enum Action {
+        case none
+        case execute
+        case finish(Result<Value, any Error>, Completion?)
+    }
+
+    private var state = State.waiting(earlyResult: nil)
+    private var completion: Completion?
+
+    init(completion: Completion?) {
+        self.completion = completion
+    }
+
+    var isExecuting: Bool {
+        if case .executing = state { return true }
+        return false
+    }
+
+    var isFinished: Bool {
+        if case .finished = state { return true }
+        return false
+    }
+
+    mutating func start(isCancelled: Bool) -> Action {
+        guard case .waiting(let earlyResult) = state else { return .none }
+        if let earlyResult {
+            return finishNow(earlyResult)
+        }
+        if isCancelled {
+            return finishNow(.failure(CancellationError()))
+        }
+        state = .executing
+        return .execute
+    }
+
+    mutating func finish(_ result: Result<Value, any Error>) -> Action {
+        switch state {
+        case .waiting(nil):
+            state = .waiting(earlyResult: result)
+            return .none
+        case .waiting, .finished:
+            return .none
+        case .executing:
+            return finishNow(result)
+        }
+    }
+
+    private mutating func finishNow(_ result: Result<Value, any Error>) -> Action {
+        state = .finished
+        defer { completion = nil }
+        return .finish(result, completion)
+    }
+}

@@ -1,0 +1,99 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Posts NDJSON batches with async-http-client over keep-alive connections.
+public struct HTTPUploader: Uploader {
+    /// Where and how to post.
+    public struct Configuration: Sendable {
+        public var url: String
+        public var headers: [(String, String)]
+        public var timeout: Duration
+
+        public init(url: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10)) {
+            self.url = url
+            self.headers = headers
+            self.timeout = timeout
+        }
+    }
+
+    private static let excerptLimit = 512
+
+    private let client: HTTPClient
+    private let configuration: Configuration
+
+    /// - Parameters:
+    ///   - client: The client to send with; its connection pool should allow `max_in_flight` connections.
+    ///   - configuration: URL, extra headers and timeout.
+    public init(client: HTTPClient, configuration: Configuration) {
+        self.client = client
+        self.configuration = configuration
+    }
+
+    public func upload(_ body: [UInt8], recordCount: Int) async throws {
+        var request = HTTPClientRequest(url: configuration.url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-ndjson")
+        request.headers.add(name: "X-Logshipd-Records", value: String(recordCount))
+        for (name, value) in configuration.headers {
+            request.headers.replaceOrAdd(name: name, value: value)
+        }
+        request.body = .bytes(ByteBuffer(bytes: body))
+
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: TimeAmount(configuration.timeout))
+        } catch {
+            throw Self.translate(error)
+        }
+        let status = Int(response.status.code)
+        let excerpt: String
+        do {
+            excerpt = try await Self.excerpt(of: response.body)
+        } catch {
+            throw Self.translate(error)
+        }
+        guard (200...299).contains(status) else {
+            throw UploadError.status(
+                status,
+                responseExcerpt: excerpt,
+                retryAfter: response.headers.first(name: "Retry-After").flatMap { Self.retryAfterDate($0) })
+        }
+    }
+
+    /// Reads at most ``excerptLimit`` bytes of the body and drains the rest, so the connection can be reused.
+    private static func excerpt(of body: HTTPClientResponse.Body) async throws -> String {
+        var excerpt: [UInt8] = []
+        for try await chunk in body where excerpt.count < excerptLimit {
+            excerpt.append(contentsOf: chunk.readableBytesView.prefix(excerptLimit - excerpt.count))
+        }
+        return String(decoding: excerpt, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Maps client errors to ``UploadError``; cancellation stays cancellation.
+    private static func translate(_ error: any Error) -> any Error {
+        if error is CancellationError { return error }
+        if let clientError = error as? HTTPClientError {
+            switch clientError {
+            case .cancelled: return CancellationError()
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout: return UploadError.timeout
+            default: return UploadError.transport(String(describing: clientError))
+            }
+        }
+        return UploadError.transport(String(describing: error))
+    }
+
+    /// `Retry-After` as delay seconds or an HTTP date (RFC 9110 section 10.2.3).
+    static func retryAfterDate(_ value: String, now: Date = Date()) -> Date? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed), seconds >= 0 {
+            return now.addingTimeInterval(TimeInterval(seconds))
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: trimmed)
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Synchronization
+
+/// Carries one batch of one priority class to the remote.
+///
+/// The batch is claimed when the queue starts the operation, not when it is created, so it holds whatever
+/// records waited while the queue's slots were busy. The operation's `queuePriority` comes from its class, so a
+/// waiting crash operation runs before waiting chatter.
+final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Sendable {
+    // @unchecked: Operation is not checked for Sendable; `work` is immutable and `task` is in a Mutex.
+
+    let priorityClass: PriorityClass
+    private let delivery: BatchDelivery
+    /// Asks the shipper whether to proceed; false once it is shutting down.
+    private let admit: @Sendable (PriorityClass) -> Bool
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    init(
+        priorityClass: PriorityClass,
+        delivery: BatchDelivery,
+        admit: @escaping @Sendable (PriorityClass) -> Bool,
+        completion: @escaping Completion
+    ) {
+        self.priorityClass = priorityClass
+        self.delivery = delivery
+        self.admit = admit
+        super.init(completion: completion)
+        queuePriority = priorityClass.queuePriority
+        name = "LogOperation(\(priorityClass))"
+    }
+
+    override func main() {
+        guard admit(priorityClass) else {
+            finish(.success(.nothingToSend))
+            return
+        }
+        let work = Task { [delivery, priorityClass] in
+            let result = await Result(catching: { try await delivery.deliverNext(priorityClass) })
+            self.finish(result)
+        }
+        task.withLock { $0 = work }
+        if isCancelled { work.cancel() }
+    }
+
+    override func cancelExecution() {
+        task.withLock { $0 }?.cancel()
+    }
+}
+
+extension Result where Failure == any Error {
+    /// Captures the outcome of an async throwing closure.
+    init(catching body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
+}

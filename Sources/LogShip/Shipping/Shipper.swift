@@ -1,0 +1,254 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// The dam between the spool and the network: decides what goes next and hands `LogOperation`s to the queue.
+///
+/// The queue holds at most one waiting operation per class plus the ones in flight (at most
+/// `maxConcurrentOperationCount`); the backlog stays in the spool. So when a slot frees, the queue picks the
+/// most urgent waiting class, and that operation claims everything of its class that waited meanwhile, up to the
+/// batch limits. A lone record with a free slot leaves at once. Nothing outside the shipper knows that operations
+/// or queues exist.
+public final class Shipper: Service, Sendable {
+    /// Counts since start.
+    public struct Statistics: Hashable, Sendable {
+        public var deliveredRecords = 0
+        public var successfulRequests = 0
+        public var failedRequests = 0
+        public var operationsInFlight = 0
+    }
+
+    private struct TrackedOperation {
+        var priorityClass: PriorityClass
+        var isRunning: Bool
+        var operation: LogOperation
+    }
+
+    private struct State {
+        var operations: [UInt64: TrackedOperation] = [:]
+        var nextOperationID: UInt64 = 0
+        /// Classes that wait for a retry time, and the tasks that wake them.
+        var blocked: [PriorityClass: (until: Date, wakeup: Task<Void, Never>)] = [:]
+        var isClosed = false
+        var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiterID: UInt64 = 0
+        var statistics = Statistics()
+
+        var runningCount: Int { operations.values.count { $0.isRunning } }
+
+        func hasWaitingOperation(for priorityClass: PriorityClass) -> Bool {
+            operations.values.contains { $0.priorityClass == priorityClass && !$0.isRunning }
+        }
+    }
+
+    private let queue: OperationQueue
+    private let delivery: BatchDelivery
+    private let shutdownTimeout: Duration
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    /// - Parameters:
+    ///   - delivery: What each operation does: claim, post, settle.
+    ///   - maxInFlight: The most requests open at once (`upload.max_in_flight`).
+    ///   - shutdownTimeout: How long requests in flight may take to finish after shutdown begins.
+    ///   - queue: The queue to use; the shipper sets its concurrency. Injected for tests.
+    public init(
+        delivery: BatchDelivery,
+        maxInFlight: Int,
+        shutdownTimeout: Duration,
+        logger: Logger,
+        queue: OperationQueue = OperationQueue()
+    ) {
+        precondition(maxInFlight > 0)
+        queue.maxConcurrentOperationCount = maxInFlight
+        queue.name = "logshipd.upload"
+        self.queue = queue
+        self.delivery = delivery
+        self.shutdownTimeout = shutdownTimeout
+        self.logger = logger
+    }
+
+    /// Tells the shipper that records of these classes were accepted into the spool.
+    public func recordsAvailable(_ classes: some Sequence<PriorityClass>) {
+        let operations = state.withLock { state in
+            Set(classes).compactMap { priorityClass in
+                makeOperationIfNeeded(for: priorityClass, in: &state)
+            }
+        }
+        // Most urgent first, so a burst across classes enters the queue in the order it should leave.
+        for operation in operations.sorted(by: { $0.priorityClass > $1.priorityClass }) {
+            queue.addOperation(operation)
+        }
+    }
+
+    public var statistics: Statistics {
+        state.withLock { state in
+            var statistics = state.statistics
+            statistics.operationsInFlight = state.runningCount
+            return statistics
+        }
+    }
+
+    /// Resumes delivery of what the spool already holds, runs until graceful shutdown, then lets requests in flight
+    /// finish within the shutdown timeout.
+    ///
+    /// - Important: Records that are not delivered by then stay in the spool; nothing new starts once shutdown
+    ///   has begun.
+    public func run() async throws {
+        recordsAvailable(try await delivery.spool.pendingClasses())
+        try? await gracefulShutdown()
+        await drain()
+    }
+
+    // MARK: Operations
+
+    /// Creates the waiting operation for a class unless one is waiting already or the class is blocked.
+    private func makeOperationIfNeeded(for priorityClass: PriorityClass, in state: inout State) -> LogOperation? {
+        guard !state.isClosed, state.blocked[priorityClass] == nil,
+            !state.hasWaitingOperation(for: priorityClass)
+        else { return nil }
+        let id = state.nextOperationID
+        state.nextOperationID += 1
+        let operation = LogOperation(
+            priorityClass: priorityClass,
+            delivery: delivery,
+            admit: { [weak self] _ in self?.admit(id) ?? false },
+            completion: { [weak self] result in self?.operationFinished(id, priorityClass, result) })
+        state.operations[id] = TrackedOperation(priorityClass: priorityClass, isRunning: false, operation: operation)
+        return operation
+    }
+
+    /// Called when the queue starts an operation: from here on it counts as in flight.
+    private func admit(_ id: UInt64) -> Bool {
+        state.withLock { state in
+            guard !state.isClosed, state.operations[id] != nil else { return false }
+            state.operations[id]?.isRunning = true
+            return true
+        }
+    }
+
+    private func operationFinished(_ id: UInt64, _ priorityClass: PriorityClass, _ result: Result<DeliveryOutcome, any Error>) {
+        let (followUp, idleWaiters) = state.withLock { state in
+            state.operations[id] = nil
+            var followUp: LogOperation?
+            switch result {
+            case .success(.delivered(let records, let moreReady)):
+                state.statistics.deliveredRecords += records
+                state.statistics.successfulRequests += 1
+                if moreReady { followUp = makeOperationIfNeeded(for: priorityClass, in: &state) }
+            case .success(.retrying(_, let retryAt)):
+                state.statistics.failedRequests += 1
+                block(priorityClass, until: retryAt, in: &state)
+            case .success(.waiting(let until)):
+                block(priorityClass, until: until, in: &state)
+            case .success(.nothingToSend):
+                break
+            case .failure(is CancellationError):
+                break
+            case .failure:
+                block(priorityClass, until: Date().addingTimeInterval(delivery.backoff.nextDelay().seconds), in: &state)
+            }
+            var idleWaiters: [CheckedContinuation<Void, Never>] = []
+            if state.isClosed && state.runningCount == 0 {
+                idleWaiters = Array(state.idleWaiters.values)
+                state.idleWaiters = [:]
+            }
+            return (followUp, idleWaiters)
+        }
+        if case .failure(let error) = result, !(error is CancellationError) {
+            logger.error(
+                "delivery failed before upload; class paused",
+                metadata: ["logship.priority": "\(priorityClass)", "logship.error": "\(error)"])
+        }
+        if let followUp { queue.addOperation(followUp) }
+        for waiter in idleWaiters { waiter.resume() }
+    }
+
+    /// Pauses a class until `date`; a task wakes it then.
+    private func block(_ priorityClass: PriorityClass, until date: Date, in state: inout State) {
+        guard !state.isClosed else { return }
+        if let existing = state.blocked[priorityClass] {
+            guard date < existing.until else { return }
+            existing.wakeup.cancel()
+        }
+        let delay = max(date.timeIntervalSinceNow, 0)
+        let wakeup = Task { [weak self] in
+            do {
+                try await Task.sleep(for: .seconds(delay))
+            } catch {
+                return
+            }
+            self?.unblock(priorityClass)
+        }
+        state.blocked[priorityClass] = (date, wakeup)
+    }
+
+    private func unblock(_ priorityClass: PriorityClass) {
+        let operation = state.withLock { state -> LogOperation? in
+            state.blocked[priorityClass] = nil
+            return makeOperationIfNeeded(for: priorityClass, in: &state)
+        }
+        if let operation { queue.addOperation(operation) }
+    }
+
+    // MARK: Shutdown
+
+    private func drain() async {
+        let (waiting, running) = state.withLock { state in
+            state.isClosed = true
+            for entry in state.blocked.values { entry.wakeup.cancel() }
+            state.blocked = [:]
+            let waiting = state.operations.values.filter { !$0.isRunning }.map(\.operation)
+            return (waiting, state.runningCount)
+        }
+        // Waiting operations finish as soon as the queue starts them; cancelling them frees their place.
+        for operation in waiting { operation.cancel() }
+        guard running > 0 else { return }
+
+        logger.info("waiting for requests in flight", metadata: ["logship.requests": "\(running)"])
+        if await waitUntilIdle(within: shutdownTimeout) { return }
+
+        let stragglers = state.withLock { $0.operations.values.filter(\.isRunning).map(\.operation) }
+        logger.warning(
+            "requests still in flight at the shutdown timeout; cancelling them, their records stay spooled",
+            metadata: ["logship.requests": "\(stragglers.count)"])
+        for operation in stragglers { operation.cancel() }
+        _ = await waitUntilIdle(within: .seconds(2))
+    }
+
+    /// Waits until no operation is running, at most `timeout`; returns whether that happened.
+    private func waitUntilIdle(within timeout: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.idle() }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// Returns true once no operation is running, or false if the task is cancelled first.
+    private func idle() async -> Bool {
+        let waiterID = state.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state in
+                    guard state.runningCount > 0, !Task.isCancelled else { return true }
+                    state.idleWaiters[waiterID] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.idleWaiters.removeValue(forKey: waiterID) }?.resume()
+        }
+        return state.withLock { $0.runningCount == 0 }
+    }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import LogShip
+
+/// `logctl receive`: a small HTTP receiver that prints each record logshipd uploads.
+struct Receive: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Listen for logshipd's uploads and print each record on one line.")
+
+    @Option(name: .long, help: "HOST:PORT to listen on.")
+    var listen = "127.0.0.1:8514"
+
+    @Option(name: .customLong("delay-ms"), help: "Wait this long before answering each request.")
+    var delayMilliseconds = 0
+
+    @Option(name: .customLong("fail-rate"), help: "Share of requests (0-1) to answer with --fail-status.")
+    var failRate = 0.0
+
+    @Option(name: .customLong("fail-status"), help: "Status for failed requests.")
+    var failStatus = 503
+
+    @Flag(name: .long, help: "Print only a count per request, not the records.")
+    var quiet = false
+
+    func validate() throws {
+        guard ListenAddress(listen) != nil else { throw ValidationError("--listen \"\(listen)\" is not HOST:PORT") }
+        guard delayMilliseconds >= 0 else { throw ValidationError("--delay-ms must not be negative") }
+        guard (0...1).contains(failRate) else { throw ValidationError("--fail-rate must be between 0 and 1") }
+        guard (100...599).contains(failStatus) else { throw ValidationError("--fail-status must be an HTTP status") }
+    }
+
+    func run() async throws {
+        let address = ListenAddress(listen)!
+        let printer = RecordPrinter(colored: isatty(STDOUT_FILENO) == 1, quiet: quiet)
+        let receiver = try await LogReceiver(
+            host: address.host,
+            port: address.port,
+            behavior: .init(
+                delay: .milliseconds(delayMilliseconds), failureRate: failRate, failureStatus: failStatus),
+            onRequest: { request in printer.print(request) })
+        FileHandle.standardError.write(Data("logctl receive: listening on \(receiver.url)\n".utf8))
+        try await receiver.run()
+    }
+}
+
+/// `HOST:PORT`, the host optionally in brackets for IPv6.
+struct ListenAddress {
+    var host: String
+    var port: Int
+
+    init?(_ text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return nil }
+        let host = text[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        guard !host.isEmpty else { return nil }
+        self.host = host
+        self.port = port
+    }
+}

@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+import LogShip
+import Logging
+
+/// The daemon: reads its configuration, binds its sockets, ships until SIGTERM.
+@main
+struct Logshipd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "logshipd",
+        abstract: "Ships log records to a remote HTTP endpoint, crash reports first.")
+
+    @Option(name: .long, help: "The YAML configuration file.")
+    var config = "/etc/logshipd/logshipd.yaml"
+
+    func run() async throws {
+        let configuration: DaemonConfiguration
+        do {
+            // The default file may be absent (environment and defaults then apply); a named one must exist.
+            let path = config == "/etc/logshipd/logshipd.yaml" && !FileManager.default.fileExists(atPath: config)
+                ? nil : config
+            configuration = try await ConfigurationLoader().load(path: path)
+        } catch {
+            Self.fail("logshipd: configuration: \(error)")
+        }
+
+        let level = configuration.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "logshipd")
+
+        let daemon: Daemon
+        do {
+            daemon = try await Daemon.start(configuration: configuration, logger: logger)
+        } catch {
+            Self.fail("logshipd: \(error)")
+        }
+        try await daemon.run()
+    }
+
+    /// Prints one line to stderr and exits with status 1.
+    private static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+        Foundation.exit(1)
+    }
+}
