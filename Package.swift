@@ -56,7 +56,12 @@ let package = Package(
         ),
         .testTarget(
             name: "LogShipTests",
-            dependencies: ["LogShip", "logshipd", "logctl"]
+            dependencies: [
+                "LogShip",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ]
 )

@@ -1,0 +1,38 @@
+# logshipd — run it, test it, measure it.
+
+SWIFT ?= swift
+# Where `make run` puts the sockets: /run/logshipd as root, a private directory otherwise.
+RUN_DIR ?= $(if $(filter 0,$(shell id -u)),/run/logshipd,/tmp/logshipd-$(shell id -un))
+RECEIVER ?= 127.0.0.1:8514
+
+.PHONY: deps build run test bench clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build
+
+# Starts `logctl receive` on $(RECEIVER) and logshipd in the foreground with config/logshipd.yaml; Ctrl-C stops both.
+run: build
+	@mkdir -p $(RUN_DIR)
+	@bin=$$($(SWIFT) build --show-bin-path); \
+	$$bin/logctl receive --listen $(RECEIVER) & receiver=$$!; \
+	trap 'kill $$receiver 2>/dev/null' EXIT INT TERM; \
+	echo "sockets in $(RUN_DIR): logger -u $(RUN_DIR)/ingest.sock \"hello\"; $$bin/logctl send --socket $(RUN_DIR)/control.sock --priority crash \"segfault\""; \
+	LOGSHIPD_INGEST_STREAM=$(RUN_DIR)/ingest.sock \
+	LOGSHIPD_INGEST_DATAGRAM=$(RUN_DIR)/ingest.dgram \
+	LOGSHIPD_INGEST_CONTROL=$(RUN_DIR)/control.sock \
+	LOGSHIPD_UPLOAD_URL=http://$(RECEIVER)/ingest \
+	$$bin/logshipd --config config/logshipd.yaml
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+bench: deps
+	$(SWIFT) build -c release --product logshipd-bench
+	$$($(SWIFT) build -c release --show-bin-path)/logshipd-bench
+
+clean:
+	$(SWIFT) package clean

@@ -1,0 +1,188 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import LogShip
+
+/// An operation whose work ends when the test says so.
+final class GateOperation: ConcurrentOperation<Int>, @unchecked Sendable {
+    let started = Mutex(false)
+    let cancelledWhileRunning = Mutex(false)
+    private let value: Int
+
+    init(value: Int, completion: @escaping Completion) {
+        self.value = value
+        super.init(completion: completion)
+    }
+
+    override func main() {
+        started.withLock { $0 = true }
+    }
+
+    override func cancelExecution() {
+        cancelledWhileRunning.withLock { $0 = true }
+        finish(.failure(CancellationError()))
+    }
+
+    func open() { finish(.success(value)) }
+}
+
+/// Collects completions and lets a test wait for a number of them.
+final class CompletionLog: Sendable {
+    let results = Mutex<[Result<Int, any Error>]>([])
+    let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream()
+    }
+
+    func record(_ result: Result<Int, any Error>) {
+        results.withLock { $0.append(result) }
+        continuation.yield()
+    }
+
+    func waitFor(_ count: Int, within timeout: Duration = .seconds(5)) async throws {
+        let stream = self.stream
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var iterator = stream.makeAsyncIterator()
+                while self.results.withLock({ $0.count }) < count { _ = await iterator.next() }
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)  // the deadline, not synchronisation
+                throw WaitTimeout(description: "\(count) completions not seen within \(timeout)")
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    var values: [Int] { results.withLock { $0.compactMap { try? $0.get() } } }
+}
+
+@Suite("ConcurrentOperation on corelibs' OperationQueue")
+struct ConcurrentOperationTests {
+    @Test("the queue runs at most maxConcurrentOperationCount at once and frees a slot on finish")
+    func slots() async throws {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        let log = CompletionLog()
+        let operations = (0..<5).map { GateOperation(value: $0, completion: log.record) }
+        operations.forEach(queue.addOperation)
+        try await waitUntil { operations.filter(\.isExecuting).count == 2 }
+        #expect(operations.filter { $0.started.withLock { $0 } }.count == 2)
+
+        operations[0].open()
+        try await log.waitFor(1)
+        try await waitUntil { operations.filter(\.isExecuting).count == 2 }
+        for operation in operations where !operation.isFinished {
+            try await waitUntil { operation.isExecuting }
+            operation.open()
+        }
+        try await log.waitFor(5)
+        #expect(log.values.sorted() == [0, 1, 2, 3, 4])
+        #expect(operations.allSatisfy { $0.isFinished })
+    }
+
+    @Test("finish is delivered exactly once")
+    func finishOnce() async throws {
+        let queue = OperationQueue()
+        let log = CompletionLog()
+        let operation = GateOperation(value: 7, completion: log.record)
+        queue.addOperation(operation)
+        try await waitUntil { operation.isExecuting }
+        operation.open()
+        operation.finish(.success(8))
+        operation.cancel()
+        try await log.waitFor(1)
+        try await waitUntil { queue.operationCount == 0 }
+        #expect(log.values == [7])
+    }
+
+    @Test("an operation cancelled before it starts finishes only when the queue starts it, without crashing the queue")
+    func cancelBeforeStart() async throws {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let log = CompletionLog()
+        let blocker = GateOperation(value: 1, completion: log.record)
+        let waiting = GateOperation(value: 2, completion: log.record)
+        queue.addOperation(blocker)
+        queue.addOperation(waiting)
+        try await waitUntil { blocker.isExecuting }
+        waiting.cancel()
+        #expect(!waiting.isFinished, "finishing before the queue starts it would crash corelibs' queue")
+        blocker.open()
+        try await log.waitFor(2)
+        try await waitUntil { queue.operationCount == 0 }
+        #expect(!waiting.started.withLock { $0 }, "a cancelled operation's work never starts")
+        #expect(log.results.withLock { $0.contains { if case .failure(is CancellationError) = $0 { true } else { false } } })
+    }
+
+    @Test("cancelling a running operation stops its work, which still finishes once")
+    func cancelWhileRunning() async throws {
+        let queue = OperationQueue()
+        let log = CompletionLog()
+        let operation = GateOperation(value: 3, completion: log.record)
+        queue.addOperation(operation)
+        try await waitUntil { operation.isExecuting }
+        operation.cancel()
+        try await log.waitFor(1)
+        try await waitUntil { queue.operationCount == 0 }
+        #expect(operation.cancelledWhileRunning.withLock { $0 })
+        #expect(log.results.withLock { $0.count } == 1)
+    }
+
+    @Test("a finish that comes before the queue starts the operation is kept until it does")
+    func earlyFinish() async throws {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let log = CompletionLog()
+        let blocker = GateOperation(value: 1, completion: log.record)
+        let early = GateOperation(value: 2, completion: log.record)
+        queue.addOperation(blocker)
+        queue.addOperation(early)
+        try await waitUntil { blocker.isExecuting }
+        early.open()
+        #expect(!early.isFinished)
+        blocker.open()
+        try await log.waitFor(2)
+        try await waitUntil { queue.operationCount == 0 }
+        #expect(log.values == [1, 2])
+    }
+
+    @Test("a waiting veryHigh operation starts before waiting lower ones")
+    func priorityOrder() async throws {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let log = CompletionLog()
+        let blocker = GateOperation(value: 0, completion: log.record)
+        queue.addOperation(blocker)
+        try await waitUntil { blocker.isExecuting }
+        let waiting = PriorityClass.allCases.map { priorityClass in
+            let operation = GateOperation(value: priorityClass.rawValue + 1, completion: log.record)
+            operation.queuePriority = priorityClass.queuePriority
+            return operation
+        }
+        waiting.forEach(queue.addOperation)
+        blocker.open()
+        for _ in waiting {
+            try await waitUntil { waiting.contains(where: \.isExecuting) }
+            waiting.first(where: \.isExecuting)!.open()
+            try await waitUntil { !waiting.contains(where: \.isExecuting) || waiting.allSatisfy(\.isFinished) }
+        }
+        try await log.waitFor(6)
+        #expect(log.values == [0, 5, 4, 3, 2, 1])
+    }
+}
+
+/// Polls `condition` until it holds, failing after `timeout`; for state that offers no notification.
+func waitUntil(
+    within timeout: Duration = .seconds(5), _ condition: @Sendable () -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw WaitTimeout(description: "condition not met within \(timeout)") }
+        try await Task.sleep(for: .milliseconds(2))  // poll interval until the deadline
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import Testing
+
+@testable import LogShip
+
+@Suite("Record parsing")
+struct RecordParserTests {
+    let parser = RecordParser(hostname: "testhost")
+    let peer = PeerCredentials(pid: 42, uid: 1000, gid: 100, comm: "app")
+    let arrival = Timestamp(rfc3339: "2026-11-21T10:00:00.123456Z")!
+
+    func parse(_ text: String, truncated: Bool = false) -> LogRecord {
+        parser.parse(Frame(bytes: Array(text.utf8), truncated: truncated), source: .socket, peer: peer, receivedAt: arrival)
+    }
+
+    @Test("plain text is an info record stamped with arrival time, host and the kernel's peer")
+    func plainText() {
+        let record = parse("hello world\n")
+        #expect(record.message == "hello world")
+        #expect(record.priority == .info)
+        #expect(record.severity == .informational)
+        #expect(record.timestamp == arrival)
+        #expect(record.host == "testhost")
+        #expect(record.peer == peer)
+        #expect(record.fields.isEmpty)
+        #expect(!record.truncated)
+    }
+
+    @Test("an sd-daemon prefix sets the severity and is removed", arguments: [
+        ("<3>disk failed", 3, PriorityClass.error), ("<4>low space", 4, .warning), ("<5>notice", 5, .warning),
+        ("<6>fine", 6, .info), ("<7>noise", 7, .debug), ("<0>panic", 0, .error),
+    ])
+    func sdDaemonPrefix(line: String, severity: Int, priority: PriorityClass) {
+        let record = parse(line)
+        #expect(record.severity.rawValue == severity)
+        #expect(record.priority == priority)
+        #expect(record.message == String(line.dropFirst(3)))
+        #expect(record.fields["syslog_facility"] == nil)
+    }
+
+    @Test("RFC 3164 as logger sends it locally, without a host name")
+    func rfc3164Local() {
+        let record = parse("<13>Nov 21 09:59:58 root: hello stream\n")
+        #expect(record.message == "hello stream")
+        #expect(record.severity == .notice)
+        #expect(record.fields["syslog_identifier"] == "root")
+        #expect(record.fields["syslog_facility"] == "user")
+        #expect(record.fields["syslog_hostname"] == nil)
+        #expect(record.timestamp == Timestamp.local(year: 2026, month: 11, day: 21, hour: 9, minute: 59, second: 58))
+    }
+
+    @Test("RFC 3164 with host name, tag and pid, as glibc syslog() and logger --rfc3164 send it")
+    func rfc3164WithHost() {
+        let record = parse("<11>Nov  1 05:06:08 otherhost cron[812]: job failed: exit 2")
+        #expect(record.message == "job failed: exit 2")
+        #expect(record.priority == .error)
+        #expect(record.fields["syslog_hostname"] == "otherhost")
+        #expect(record.fields["syslog_identifier"] == "cron")
+        #expect(record.fields["syslog_pid"] == "812")
+        #expect(record.peer?.pid == 42, "the pid in the payload must not replace the kernel's")
+    }
+
+    @Test("RFC 3164 without a tag keeps the whole rest as message")
+    func rfc3164WithoutTag() {
+        let record = parse("<14>Nov 21 09:59:58 just some words")
+        #expect(record.message == "just some words")
+        #expect(record.fields["syslog_identifier"] == nil)
+    }
+
+    @Test("RFC 3164 picks the year that puts the message nearest its arrival")
+    func rfc3164YearRollover() {
+        let newYear = Timestamp(rfc3339: "2027-01-01T00:00:05Z")!
+        let record = parser.parse(
+            Frame(bytes: Array("<13>Dec 31 23:59:59 tag: late".utf8)), source: .socket, peer: nil, receivedAt: newYear)
+        #expect(record.timestamp.utcYear == 2026 || record.timestamp.utcYear == 2027)
+        #expect(abs(record.timestamp.microsecondsSinceEpoch - newYear.microsecondsSinceEpoch) < 2 * 86_400 * 1_000_000)
+    }
+
+    @Test("RFC 5424 with structured data, message id and BOM")
+    func rfc5424() {
+        let line =
+            "<11>1 2026-11-21T05:06:08.772391+01:00 vm mytag 1234 ID47 [timeQuality tzKnown=\"1\"][zoo@123 tiger=\"hungry \\\"cat\\\"\"] \u{FEFF}hello 5424"
+        let record = parse(line)
+        #expect(record.message == "hello 5424")
+        #expect(record.severity == .error)
+        #expect(record.timestamp == Timestamp(rfc3339: "2026-11-21T04:06:08.772391Z"))
+        #expect(record.fields["syslog_identifier"] == "mytag")
+        #expect(record.fields["syslog_pid"] == "1234")
+        #expect(record.fields["syslog_msgid"] == "ID47")
+        #expect(record.fields["syslog_hostname"] == "vm")
+        #expect(record.fields["timeQuality.tzKnown"] == "1")
+        #expect(record.fields["zoo@123.tiger"] == "hungry \"cat\"")
+    }
+
+    @Test("RFC 5424 with nil fields and no structured data")
+    func rfc5424Nil() {
+        let record = parse("<14>1 - - - - - - bare")
+        #expect(record.message == "bare")
+        #expect(record.timestamp == arrival)
+        #expect(record.fields == ["syslog_facility": "user"])
+    }
+
+    @Test("JSON lines set priority, severity, fields and timestamp")
+    func jsonLine() {
+        let record = parse(
+            #"{"priority":"crash","message":"segfault","timestamp":"2026-11-20T01:02:03.5Z","fields":{"worker":7,"ok":false},"service":"api"}"#)
+        #expect(record.priority == .crash)
+        #expect(record.severity == .critical)
+        #expect(record.message == "segfault")
+        #expect(record.timestamp == Timestamp(rfc3339: "2026-11-20T01:02:03.500000Z"))
+        #expect(record.fields == ["worker": "7", "ok": "false", "service": "api"])
+    }
+
+    @Test("JSON priority may be a severity name or number", arguments: [
+        (#"{"priority":"err","message":"x"}"#, PriorityClass.error, 3),
+        (#"{"priority":4,"message":"x"}"#, .warning, 4),
+        (#"{"severity":"debug","message":"x"}"#, .debug, 7),
+        (#"{"priority":"error","severity":1,"message":"x"}"#, .error, 1),
+    ])
+    func jsonPriorities(line: String, priority: PriorityClass, severity: Int) {
+        let record = parse(line)
+        #expect(record.priority == priority)
+        #expect(record.severity.rawValue == severity)
+    }
+
+    @Test("an invalid JSON line is kept as plain text")
+    func invalidJSON() {
+        let record = parse(#"{"priority":"crash","message": oops"#)
+        #expect(record.message == #"{"priority":"crash","message": oops"#)
+        #expect(record.priority == .info)
+    }
+
+    @Test("a JSON object without a message is kept whole")
+    func jsonWithoutMessage() {
+        let line = #"{"event":"login","user":"ann"}"#
+        #expect(parse(line).message == line)
+    }
+
+    @Test("invalid UTF-8 is repaired, never fatal")
+    func invalidUTF8() {
+        let bytes: [UInt8] = Array("bad ".utf8) + [0xFF, 0xC3] + Array(" end".utf8)
+        let record = parser.parse(Frame(bytes: bytes), source: .socket, peer: nil, receivedAt: arrival)
+        #expect(record.message == "bad \u{FFFD}\u{FFFD} end")
+    }
+
+    @Test("a cut in the middle of a UTF-8 sequence drops the partial character")
+    func truncatedUTF8() {
+        let bytes = Array("abcé".utf8).dropLast()
+        let record = parser.parse(Frame(bytes: Array(bytes), truncated: true), source: .socket, peer: nil, receivedAt: arrival)
+        #expect(record.message == "abc")
+        #expect(record.truncated)
+    }
+
+    @Test("random bytes always parse to some record")
+    func randomBytes() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let count = Int.random(in: 0..<300, using: &generator)
+            var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            if Bool.random(using: &generator) { bytes = Array("<13>1 ".utf8) + bytes }
+            if Bool.random(using: &generator) { bytes = Array("<13>Nov 21 09:59:58 ".utf8) + bytes }
+            let record = parser.parse(Frame(bytes: bytes), source: .socket, peer: nil, receivedAt: arrival)
+            #expect(record.host == "testhost")
+            #expect(record.ndjsonLine.first == UInt8(ascii: "{"))
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import LogShip
+import Logging
+import NIOPosix
+
+/// logshipd running in-process against a `TestReceiver`, with its sockets in a private temporary directory.
+final class TestDaemon: Sendable {
+    let directory: String
+    let receiver: TestReceiver
+    let daemon: Daemon
+    let configuration: DaemonConfiguration
+    private let task: Task<Void, any Error>
+
+    var streamPath: String { configuration.ingest.stream }
+    var datagramPath: String { configuration.ingest.datagram }
+    var controlPath: String { configuration.ingest.control }
+
+    private init(directory: String, receiver: TestReceiver, daemon: Daemon, configuration: DaemonConfiguration) {
+        self.directory = directory
+        self.receiver = receiver
+        self.daemon = daemon
+        self.configuration = configuration
+        task = Task { try await daemon.run() }
+    }
+
+    /// Starts a daemon posting to a new receiver with `behavior`.
+    ///
+    /// - Parameter configure: Adjusts the configuration after the test defaults are set.
+    static func start(
+        receiver behavior: LogReceiver.Behavior = .init(),
+        configure: (inout DaemonConfiguration) -> Void = { _ in }
+    ) async throws -> TestDaemon {
+        let receiver = try await TestReceiver(behavior: behavior)
+        let directory = try TemporaryDirectory.make()
+        var configuration = DaemonConfiguration()
+        configuration.ingest.stream = "\(directory)/ingest.sock"
+        configuration.ingest.datagram = "\(directory)/ingest.dgram"
+        configuration.ingest.control = "\(directory)/control.sock"
+        configuration.upload.url = receiver.url
+        configuration.upload.retryInitial = .milliseconds(50)
+        configuration.upload.retryMax = .milliseconds(500)
+        configuration.spool.path = "memory"
+        configuration.spool.maxBytes = 256 << 20
+        configure(&configuration)
+        let daemon = try await Daemon.start(configuration: configuration, logger: .test, shutdownSignals: [])
+        return TestDaemon(directory: directory, receiver: receiver, daemon: daemon, configuration: configuration)
+    }
+
+    /// Writes lines to the ingest stream socket over one connection, then closes it.
+    func ingest(_ lines: [String]) async throws {
+        try await ingest(bytes: Array(lines.map { $0 + "\n" }.joined().utf8))
+    }
+
+    func ingest(bytes: [UInt8]) async throws {
+        let path = streamPath
+        try await offloaded {
+            let client = try UnixClient(path: path, type: .stream)
+            try client.write(bytes)
+        }
+    }
+
+    /// Sends records over the control socket, as `logctl send` does, and returns the daemon's answer.
+    func send(_ submissions: [Submission]) async throws -> ControlResponse {
+        let path = controlPath
+        return try await offloaded {
+            try ControlClient(path: path).send(ControlRequest(command: .send, records: submissions))
+        }
+    }
+
+    /// Sends `count` records of one priority, in chunks, each acknowledged.
+    func send(count: Int, priority: String, prefix: String) async throws {
+        var sent = 0
+        while sent < count {
+            let chunk = (sent..<min(count, sent + 1000)).map { Submission(message: "\(prefix) \($0)", priority: priority) }
+            let response = try await send(chunk)
+            guard response.ok else { throw WaitTimeout(description: "send refused: \(response.error ?? "?")") }
+            sent += chunk.count
+        }
+    }
+
+    /// Shuts the daemon down gracefully and waits for it to stop.
+    func stop() async throws {
+        await daemon.shutdown()
+        try await task.value
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+extension Logger {
+    /// Quiet unless LOGSHIP_TEST_LOG is set, when it logs at debug level to stderr.
+    static var test: Logger {
+        guard ProcessInfo.processInfo.environment["LOGSHIP_TEST_LOG"] != nil else {
+            return Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        }
+        var logger = Logger(label: "test", factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel = .debug
+        return logger
+    }
+}
+
+/// Runs blocking work (socket calls, process waits) on NIO's thread pool instead of the cooperative pool.
+func offloaded<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    try await NIOThreadPool.singleton.runIfActive(body)
+}
+
+enum TemporaryDirectory {
+    /// A new directory with a short path, since Unix socket paths are limited to 107 bytes.
+    static func make() throws -> String {
+        var template = Array("/tmp/logship-XXXXXX".utf8CString)
+        guard let pointer = mkdtemp(&template) else {
+            throw WaitTimeout(description: "mkdtemp failed: \(String(cString: strerror(errno)))")
+        }
+        return String(cString: pointer)
+    }
+}

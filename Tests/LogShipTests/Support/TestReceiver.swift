@@ -1,0 +1,125 @@
+import Foundation
+import LogShip
+import Synchronization
+
+/// A real `LogReceiver` on loopback that remembers every request in arrival order and lets a test wait for
+/// what it expects.
+final class TestReceiver: Sendable {
+    let receiver: LogReceiver
+    private let log = RequestLog()
+    private let task: Task<Void, any Error>
+
+    /// Starts a receiver on 127.0.0.1 with an ephemeral port.
+    init(behavior: LogReceiver.Behavior = .init()) async throws {
+        let log = self.log
+        receiver = try await LogReceiver(host: "127.0.0.1", port: 0, behavior: behavior) { log.append($0) }
+        let receiver = receiver
+        task = Task { try await receiver.run() }
+    }
+
+    deinit {
+        task.cancel()
+    }
+
+    var url: String { receiver.url }
+
+    /// Requests in the order they arrived.
+    var requests: [LogReceiver.Request] { log.requests }
+
+    /// Records in the order their requests arrived.
+    var records: [LogRecord] { requests.flatMap(\.records) }
+
+    var maximumInFlight: Int { receiver.statistics.maximumInFlight }
+
+    /// Waits until `condition` holds for the requests received, or throws after `timeout`.
+    func waitUntil(
+        within timeout: Duration = .seconds(10),
+        _ condition: @escaping @Sendable ([LogReceiver.Request]) -> Bool
+    ) async throws {
+        try await log.waitUntil(within: timeout, condition)
+    }
+
+    /// Waits until at least `count` records have arrived.
+    func waitFor(records count: Int, within timeout: Duration = .seconds(10)) async throws {
+        try await waitUntil(within: timeout) { requests in
+            requests.reduce(0) { $0 + $1.records.count } >= count
+        }
+    }
+}
+
+/// The requests a receiver saw, with waiters woken as requests arrive.
+private final class RequestLog: Sendable {
+    private struct State {
+        var requests: [LogReceiver.Request] = []
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiterID: UInt64 = 0
+        /// Waits that timed out before their waiter was registered.
+        var abandoned: Set<UInt64> = []
+    }
+
+    private struct Waiter {
+        var condition: @Sendable ([LogReceiver.Request]) -> Bool
+        var continuation: CheckedContinuation<Void, Never>
+    }
+
+    private let state = Mutex(State())
+
+    func append(_ request: LogReceiver.Request) {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.requests.append(request)
+            let requests = state.requests
+            let satisfied = state.waiters.filter { $0.value.condition(requests) }
+            for id in satisfied.keys { state.waiters[id] = nil }
+            return satisfied.values.map(\.continuation)
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    var requests: [LogReceiver.Request] {
+        state.withLock { $0.requests.sorted { $0.sequence < $1.sequence } }
+    }
+
+    /// Waits until `condition` holds for the requests received, or fails the wait after `timeout`.
+    func waitUntil(
+        within timeout: Duration = .seconds(10),
+        _ condition: @escaping @Sendable ([LogReceiver.Request]) -> Bool
+    ) async throws {
+        let id = state.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    let satisfied = self.state.withLock { state in
+                        if condition(state.requests) || state.abandoned.remove(id) != nil { return true }
+                        state.waiters[id] = Waiter(condition: condition, continuation: continuation)
+                        return false
+                    }
+                    if satisfied { continuation.resume() }
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)  // the deadline, not synchronisation
+                throw WaitTimeout(description: "receiver condition not met within \(timeout)")
+            }
+            defer { group.cancelAll() }
+            do {
+                try await group.next()
+            } catch {
+                // Release the waiting child so the group can end.
+                let waiter = self.state.withLock { state in
+                    let waiter = state.waiters.removeValue(forKey: id)
+                    if waiter == nil { state.abandoned.insert(id) }
+                    return waiter
+                }
+                waiter?.continuation.resume()
+                throw error
+            }
+        }
+    }
+}
+
+struct WaitTimeout: Error, CustomStringConvertible {
+    let description: String
+}

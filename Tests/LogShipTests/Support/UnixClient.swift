@@ -1,0 +1,68 @@
+import Foundation
+
+/// A blocking Unix socket client for tests: the peer whose credentials the daemon should report.
+final class UnixClient: @unchecked Sendable {
+    // @unchecked: the descriptor is only used by one test at a time.
+    enum SocketType {
+        case stream
+        case datagram
+
+        var rawValue: Int32 {
+            switch self {
+            case .stream: Int32(SOCK_STREAM.rawValue)
+            case .datagram: Int32(SOCK_DGRAM.rawValue)
+            }
+        }
+    }
+
+    let descriptor: Int32
+
+    init(path: String, type: SocketType) throws {
+        descriptor = socket(AF_UNIX, type.rawValue | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw UnixClientError(call: "socket", errno: errno) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            let bytes = Array(path.utf8)
+            buffer.copyBytes(from: bytes)
+            buffer[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            let code = errno
+            close(descriptor)
+            throw UnixClientError(call: "connect \(path)", errno: code)
+        }
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Writes all of `bytes` (one datagram on a datagram socket).
+    func write(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw UnixClientError(call: "send", errno: errno)
+            }
+            offset += written
+        }
+    }
+
+    func write(_ text: String) throws {
+        try write(Array(text.utf8))
+    }
+}
+
+struct UnixClientError: Error, CustomStringConvertible {
+    let call: String
+    let errno: Int32
+    var description: String { "\(call): \(String(cString: strerror(errno)))" }
+}
