@@ -1,0 +1,107 @@
+import Foundation
+import LogShip
+import Testing
+
+/// The real `logctl` and `logshipd` binaries.
+@Suite("logctl and logshipd binaries")
+struct CommandLineTests {
+    @Test("logctl send --priority crash arrives as a crash record from logctl, once accepted")
+    func sendCrash() async throws {
+        let daemon = try await TestDaemon.start()
+        let logctl = try ChildProcess(
+            Binaries.logctl,
+            ["send", "--socket", daemon.controlPath, "--priority", "crash", "--field", "worker=7", "segfault in worker 7"])
+        let pid = logctl.pid
+        let result = try await logctl.wait()
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardError.isEmpty)
+
+        try await daemon.receiver.waitFor(records: 1)
+        let record = try #require(daemon.receiver.records.first)
+        #expect(record.message == "segfault in worker 7")
+        #expect(record.priority == .crash && record.severity == .critical)
+        #expect(record.source == .control)
+        #expect(record.fields == ["worker": "7"])
+        #expect(record.peer?.pid == pid && record.peer?.uid == getuid() && record.peer?.comm == "logctl")
+        try await daemon.stop()
+    }
+
+    @Test("stdin lines become one info record each, found through $LOGSHIPD_CONTROL")
+    func sendStdin() async throws {
+        let daemon = try await TestDaemon.start()
+        let result = try await run(
+            Binaries.logctl, ["send"], environment: ["LOGSHIPD_CONTROL": daemon.controlPath],
+            stdin: Data("a\nb\n".utf8))
+        #expect(result.status == 0, "\(result.standardError)")
+        try await daemon.receiver.waitFor(records: 2)
+        #expect(daemon.receiver.records.map(\.message) == ["a", "b"])
+        #expect(daemon.receiver.records.allSatisfy { $0.priority == .info && $0.severity == .informational })
+        try await daemon.stop()
+    }
+
+    @Test("logctl send against a stopped daemon exits non-zero with one clear line")
+    func sendWithoutDaemon() async throws {
+        let directory = try TemporaryDirectory.make()
+        let result = try await run(Binaries.logctl, ["send", "--socket", "\(directory)/control.sock", "hello"])
+        #expect(result.status != 0)
+        #expect(result.standardError == "logctl: logshipd is not running (no daemon listening at \(directory)/control.sock)\n")
+    }
+
+    @Test("logctl send rejects an unknown priority before contacting the daemon")
+    func badPriority() async throws {
+        let result = try await run(Binaries.logctl, ["send", "--socket", "/nonexistent", "--priority", "fatal", "x"])
+        #expect(result.status != 0)
+        #expect(result.standardError.contains("unknown priority \"fatal\""))
+    }
+
+    @Test("logshipd stops on an unknown key or a bad value, naming it")
+    func badConfiguration() async throws {
+        let directory = try TemporaryDirectory.make()
+        for (yaml, expected) in [
+            ("upload:\n  urll: http://x\n", "unknown key upload.urll"),
+            ("upload:\n  max_in_flight: lots\n", "upload.max_in_flight: invalid value \"lots\""),
+        ] {
+            let path = "\(directory)/logshipd.yaml"
+            try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+            let result = try await run(Binaries.logshipd, ["--config", path])
+            #expect(result.status == 1)
+            #expect(result.standardError.contains(expected), "\(result.standardError)")
+        }
+    }
+
+    @Test("SIGTERM with requests in flight: they complete and logshipd exits 0 within the bound")
+    func gracefulShutdown() async throws {
+        let receiver = try await TestReceiver(behavior: .init(delay: .seconds(2)))
+        let directory = try TemporaryDirectory.make()
+        let configPath = "\(directory)/logshipd.yaml"
+        try """
+            ingest:
+              stream: \(directory)/ingest.sock
+              datagram: ""
+              control: \(directory)/control.sock
+            upload:
+              url: \(receiver.url)
+              shutdown_timeout: 10s
+            spool:
+              path: memory
+            """.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let daemon = try ChildProcess(Binaries.logshipd, ["--config", configPath])
+
+        try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: "\(directory)/control.sock") }
+        let sent = try await run(
+            Binaries.logctl, ["send", "--socket", "\(directory)/control.sock"], stdin: Data("one\ntwo\nthree\n".utf8))
+        #expect(sent.status == 0, "\(sent.standardError)")
+        try await waitUntil(within: .seconds(10)) { receiver.receiver.statistics.inFlight > 0 }
+
+        let signalled = ContinuousClock.now
+        daemon.signal(SIGTERM)
+        let result = try await daemon.wait(within: .seconds(20))
+        let elapsed = ContinuousClock.now - signalled
+
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(elapsed < .seconds(10), "within upload.shutdown_timeout")
+        #expect(receiver.receiver.statistics.inFlight == 0, "every request in flight was answered, none cut off")
+        #expect(receiver.requests.allSatisfy { $0.status == 200 })
+        #expect(receiver.records.map(\.message).sorted() == ["one", "three", "two"])
+    }
+}

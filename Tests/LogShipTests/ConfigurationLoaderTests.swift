@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+
+@testable import LogShip
+
+@Suite("Configuration")
+struct ConfigurationLoaderTests {
+    func load(_ yaml: String?, environment: [String: String] = [:]) async throws -> DaemonConfiguration {
+        var path: String?
+        if let yaml {
+            let directory = try TemporaryDirectory.make()
+            path = "\(directory)/logshipd.yaml"
+            try yaml.write(toFile: path!, atomically: true, encoding: .utf8)
+        }
+        return try await ConfigurationLoader(environment: environment).load(path: path)
+    }
+
+    func loadError(_ yaml: String, environment: [String: String] = [:]) async -> String {
+        do {
+            _ = try await load(yaml, environment: environment)
+            return "no error"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test("the documented config file is valid and matches the contract's defaults")
+    func documentedFile() async throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("config/logshipd.yaml").path
+        let configuration = try await ConfigurationLoader(environment: [:]).load(path: path)
+        #expect(configuration.ingest.stream == "/run/logshipd/ingest.sock")
+        #expect(configuration.ingest.datagram == "/run/logshipd/ingest.dgram")
+        #expect(configuration.ingest.control == "/run/logshipd/control.sock")
+        #expect(configuration.ingest.socketMode == 0o660)
+        #expect(configuration.ingest.maxRecordBytes == 65_536)
+        #expect(configuration.upload.url == "http://127.0.0.1:8514/ingest")
+        #expect(configuration.upload.maxInFlight == 2)
+        #expect(configuration.upload.timeout == .seconds(10))
+        #expect(configuration.batch.maxRecords == 1000)
+        #expect(configuration.batch.maxBytes == 1_048_576)
+        #expect(configuration.spool.maxBytes == 1_073_741_824)
+    }
+
+    @Test("environment variables override the file")
+    func environmentOverrides() async throws {
+        let configuration = try await load(
+            "upload:\n  url: http://file:1/x\n  max_in_flight: 3\nspool:\n  path: memory\n",
+            environment: [
+                "LOGSHIPD_UPLOAD_URL": "http://env:2/y",
+                "LOGSHIPD_BATCH_MAX_RECORDS": "7",
+                "LOGSHIPD_UPLOAD_HEADERS": "Authorization: Bearer t; X-Env: 1",
+            ])
+        #expect(configuration.upload.url == "http://env:2/y")
+        #expect(configuration.upload.maxInFlight == 3)
+        #expect(configuration.batch.maxRecords == 7)
+        #expect(configuration.upload.headers.map { "\($0.0)=\($0.1)" } == ["Authorization=Bearer t", "X-Env=1"])
+    }
+
+    @Test("headers, durations, sizes and modes are read from the file")
+    func valueForms() async throws {
+        let configuration = try await load(
+            """
+            ingest:
+              socket_mode: "0600"
+              max_record_bytes: 128KiB
+            upload:
+              timeout: 1500ms
+              headers:
+                X-Token: abc
+            spool:
+              path: memory
+              max_bytes: 2MiB
+            """)
+        #expect(configuration.ingest.socketMode == 0o600)
+        #expect(configuration.ingest.maxRecordBytes == 131_072)
+        #expect(configuration.upload.timeout == .milliseconds(1500))
+        #expect(configuration.upload.headers.map { "\($0.0)=\($0.1)" } == ["X-Token=abc"])
+        #expect(configuration.spool.maxBytes == 2 << 20)
+    }
+
+    @Test("unknown keys and bad values stop start-up with the key named", arguments: [
+        ("uplod:\n  url: x\n", "unknown key uplod.url"),
+        ("upload:\n  timeout: soon\n", "upload.timeout: invalid value \"soon\""),
+        ("upload:\n  url: ftp://x/\n", "upload.url: invalid value"),
+        ("ingest:\n  socket_mode: \"0999\"\n", "ingest.socket_mode: invalid value"),
+        ("batch:\n  max_records: [1, 2]\n", "batch.max_records must be a single value"),
+        ("journal:\n  enabled: maybe\n", "journal.enabled: invalid value"),
+        ("upload: [1]\n", "upload must be a mapping"),
+        ("upload:\n  url: [unclosed\n", "not valid YAML"),
+    ])
+    func rejects(yaml: String, message: String) async {
+        let error = await loadError(yaml)
+        #expect(error.contains(message), "\(error)")
+    }
+
+    @Test("a bad environment value names the key too")
+    func badEnvironmentValue() async {
+        let error = await loadError("spool:\n  path: memory\n", environment: ["LOGSHIPD_UPLOAD_MAX_IN_FLIGHT": "0"])
+        #expect(error.contains("upload.max_in_flight: invalid value \"0\""), "\(error)")
+    }
+
+    @Test("a file of comments only means all defaults")
+    func emptyFile() async throws {
+        let configuration = try await load("# nothing here\n", environment: ["LOGSHIPD_SPOOL_PATH": "memory"])
+        #expect(configuration.upload.maxInFlight == 2)
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import LogShip
+import Testing
+
+/// The real `logger` from util-linux against the real sockets, through to a real HTTP receiver.
+@Suite("Ingest sockets, end to end")
+struct IngestIntegrationTests {
+    struct LoggerCase: CustomTestStringConvertible, Sendable {
+        var name: String
+        var arguments: [String]
+        var datagram: Bool
+        var testDescription: String { name }
+    }
+
+    static let loggerCases: [LoggerCase] = [
+        LoggerCase(name: "logger -T (local form)", arguments: ["-T"], datagram: false),
+        LoggerCase(name: "logger -d (local form)", arguments: ["-d"], datagram: true),
+        LoggerCase(name: "logger -T --rfc5424", arguments: ["-T", "--rfc5424"], datagram: false),
+        LoggerCase(name: "logger -d --rfc5424", arguments: ["-d", "--rfc5424"], datagram: true),
+        LoggerCase(name: "logger -d --rfc3164", arguments: ["-d", "--rfc3164"], datagram: true),
+        LoggerCase(name: "logger -T --octet-count", arguments: ["-T", "--octet-count"], datagram: false),
+        LoggerCase(name: "logger -T --octet-count --rfc5424", arguments: ["-T", "--octet-count", "--rfc5424"], datagram: false),
+    ]
+
+    @Test("what logger sends arrives with priority, message, timestamp, host and sender", arguments: loggerCases)
+    func loggerForms(_ loggerCase: LoggerCase) async throws {
+        let daemon = try await TestDaemon.start()
+        let socket = loggerCase.datagram ? daemon.datagramPath : daemon.streamPath
+        let message = "disk sda1 failed \(UUID().uuidString)"
+        let before = Timestamp.now()
+        let logger = try ChildProcess(
+            "/usr/bin/logger",
+            ["-u", socket, "-t", "smartd", "-p", "daemon.err"] + loggerCase.arguments + [message])
+        let loggerPID = logger.pid
+        let result = try await logger.wait()
+        #expect(result.status == 0, "logger: \(result.standardError)")
+
+        try await daemon.receiver.waitFor(records: 1)
+        let record = try #require(daemon.receiver.records.first)
+        #expect(record.message == message)
+        #expect(record.severity == .error)
+        #expect(record.priority == .error)
+        #expect(record.fields["syslog_identifier"] == "smartd")
+        #expect(record.fields["syslog_facility"] == "daemon")
+        #expect(record.source == (loggerCase.datagram ? .datagram : .socket))
+        #expect(record.host == daemon.daemon.configuration.hostname.nonEmpty ?? Hostname.system)
+        // RFC 3164 stamps whole seconds.
+        #expect(record.timestamp.microsecondsSinceEpoch >= before.microsecondsSinceEpoch / 1_000_000 * 1_000_000)
+        #expect(record.timestamp <= Timestamp.now())
+        let peer = try #require(record.peer, "the kernel's credentials must be attached")
+        #expect(peer.pid == loggerPID)
+        #expect(peer.uid == getuid())
+        #expect(peer.gid == getgid())
+        // comm is read from /proc while the sender lives; logger may exit before its data is read.
+        #expect(peer.comm == nil || peer.comm == "logger")
+        try await daemon.stop()
+    }
+
+    @Test("a live client's pid, uid, gid and comm come from the kernel, not from the payload")
+    func peerCredentials() async throws {
+        let daemon = try await TestDaemon.start()
+        try await daemon.ingest(["<11>Nov 21 05:06:08 fakehost fake[1]: spoofed"])
+        let datagramPath = daemon.datagramPath
+        try await offloaded { try UnixClient(path: datagramPath, type: .datagram).write(#"{"message":"dgram","pid":1}"#) }
+        try await daemon.receiver.waitFor(records: 2)
+        let ownComm = try String(contentsOfFile: "/proc/self/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
+        for record in daemon.receiver.records {
+            #expect(record.peer == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid(), comm: ownComm))
+        }
+        #expect(daemon.receiver.records.contains { $0.fields["syslog_pid"] == "1" && $0.fields["syslog_hostname"] == "fakehost" })
+        try await daemon.stop()
+    }
+
+    @Test("a raw sd-daemon line, as socat sends it, arrives as an error record")
+    func socatLine() async throws {
+        let daemon = try await TestDaemon.start()
+        let result = try await run(
+            "/usr/bin/socat", ["-", "UNIX-CONNECT:\(daemon.streamPath)"], stdin: Data("<3>disk failed\n".utf8))
+        #expect(result.status == 0, "socat: \(result.standardError)")
+        try await daemon.receiver.waitFor(records: 1)
+        let record = try #require(daemon.receiver.records.first)
+        #expect(record.message == "disk failed")
+        #expect(record.severity == .error && record.priority == .error)
+        try await daemon.stop()
+    }
+
+    @Test("a 10 MB line, random bytes, invalid JSON, an idle and a byte-a-second client do not stop other clients")
+    func hostileInput() async throws {
+        let daemon = try await TestDaemon.start()
+        let streamPath = daemon.streamPath
+
+        // Connects and never writes; stays open for the whole test.
+        let idle = try await offloaded { try UnixClient(path: streamPath, type: .stream) }
+        // Writes its line a byte at a time, starting before the others and finishing after them.
+        let slow = try await offloaded { try UnixClient(path: streamPath, type: .stream) }
+        let slowLine = Array("slow but complete\n".utf8)
+        try await offloaded { try slow.write(Array(slowLine.prefix(4))) }
+
+        let huge = "<4>" + String(repeating: "x", count: 10 * 1024 * 1024) + "\n"
+        try await daemon.ingest(bytes: Array(huge.utf8))
+        var random = SystemRandomNumberGenerator()
+        let garbage = (0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) }.filter { $0 != UInt8(ascii: "\n") }
+        try await daemon.ingest(bytes: garbage + [UInt8(ascii: "\n")])
+        try await daemon.ingest([#"{"priority":"crash","message": broken"#, "after the bad ones"])
+
+        try await daemon.receiver.waitUntil { requests in
+            requests.flatMap(\.records).contains { $0.message == "after the bad ones" }
+        }
+        #expect(!daemon.receiver.records.contains { $0.message.hasPrefix("slow") }, "the slow line is not complete yet")
+
+        // The slow client paces itself; the pauses are its behaviour, not synchronisation.
+        for byte in slowLine.dropFirst(4) {
+            try await Task.sleep(for: .milliseconds(20))
+            try await offloaded { try slow.write([byte]) }
+        }
+        try await daemon.receiver.waitUntil { requests in
+            requests.flatMap(\.records).contains { $0.message == "slow but complete" }
+        }
+
+        let records = daemon.receiver.records
+        let cut = try #require(records.first { $0.message.hasPrefix("xxxx") })
+        #expect(cut.truncated)
+        #expect(cut.severity == .warning)
+        #expect(cut.message.utf8.count <= daemon.configuration.ingest.maxRecordBytes)
+        #expect(cut.message.utf8.count > daemon.configuration.ingest.maxRecordBytes - 8)
+        #expect(records.contains { $0.message.contains("\u{FFFD}") || $0.message.utf8.count > 100 }, "the random line arrives")
+        #expect(records.contains { $0.message == #"{"priority":"crash","message": broken"# && $0.priority == .info })
+        #expect(records.count == 5)
+        _ = idle
+        try await daemon.stop()
+    }
+
+    @Test("a stale socket file is replaced; a socket a live daemon holds is refused with a clear error")
+    func socketOwnership() async throws {
+        let directory = try TemporaryDirectory.make()
+        let stale = "\(directory)/ingest.sock"
+        // A socket file whose listener is gone, as a crashed daemon leaves it.
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(stale.utf8)) }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        close(descriptor)
+        #expect(FileManager.default.fileExists(atPath: stale))
+
+        let first = try await TestDaemon.start { $0.ingest.stream = stale }
+        try await first.ingest(["through the replaced socket"])
+        try await first.receiver.waitFor(records: 1)
+
+        await #expect {
+            _ = try await TestDaemon.start { $0.ingest.stream = stale }
+        } throws: { error in
+            "\(error)".contains(stale) && "\(error)".contains("in use")
+        }
+        try await first.stop()
+    }
+}
+
+extension String {
+    var nonEmpty: String? { isEmpty ? nil : self }
+}
+
+enum Hostname {
+    /// The kernel's host name, which the daemon stamps when none is configured.
+    static var system: String {
+        (try? String(contentsOfFile: "/proc/sys/kernel/hostname", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+    }
+}

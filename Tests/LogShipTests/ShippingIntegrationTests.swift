@@ -1,0 +1,108 @@
+import Foundation
+import LogShip
+import Testing
+
+/// The dam under load: real control socket, real OperationQueue, real HTTP to a real receiver.
+@Suite("Shipping, end to end", .serialized)
+struct ShippingIntegrationTests {
+    @Test("the receiver never sees more than two requests in flight: 10 000 records, slow receiver")
+    func twoInFlight() async throws {
+        let daemon = try await TestDaemon.start(receiver: .init(delay: .milliseconds(20))) {
+            $0.batch.maxRecords = 50
+        }
+        try await daemon.send(count: 10_000, priority: "info", prefix: "load")
+        try await daemon.receiver.waitFor(records: 10_000, within: .seconds(120))
+        #expect(daemon.receiver.records.count == 10_000)
+        #expect(daemon.receiver.maximumInFlight == 2, "both slots are used, and never a third")
+        #expect(daemon.receiver.requests.allSatisfy { $0.inFlightAtArrival <= 2 })
+        try await daemon.stop()
+    }
+
+    struct OvertakeCase: CustomTestStringConvertible, Sendable {
+        var urgent: String
+        var backlog: String
+        var testDescription: String { "\(urgent) overtakes \(backlog)" }
+    }
+
+    @Test(
+        "an urgent record overtakes a queued backlog of 5 000 records",
+        arguments: [OvertakeCase(urgent: "crash", backlog: "info"), OvertakeCase(urgent: "error", backlog: "debug")])
+    func urgentOvertakesBacklog(_ overtake: OvertakeCase) async throws {
+        let daemon = try await TestDaemon.start(receiver: .init(delay: .milliseconds(100))) {
+            $0.batch.maxRecords = 100
+        }
+        try await daemon.send(count: 5_000, priority: overtake.backlog, prefix: "chatter")
+        let response = try await daemon.send([Submission(message: "URGENT", priority: overtake.urgent)])
+        #expect(response.ok)
+        // Requests that had started by the time the urgent record was accepted; at most one per slot.
+        let startedBeforeAcceptance = daemon.receiver.receiver.statistics.requests
+
+        try await daemon.receiver.waitFor(records: 5_001, within: .seconds(60))
+        let requests = daemon.receiver.requests
+        let carrier = try #require(requests.first { $0.records.contains { $0.message == "URGENT" } })
+        #expect(carrier.records.count == 1, "an urgent batch holds only its own class")
+        #expect(
+            carrier.sequence < startedBeforeAcceptance + daemon.configuration.upload.maxInFlight,
+            "the urgent record is in one of the first requests to start after it was accepted")
+        let overtaken = requests.filter { $0.sequence > carrier.sequence }.reduce(0) { $0 + $1.records.count }
+        #expect(overtaken >= 4_500, "ahead of at least 90% of the backlog (was ahead of \(overtaken))")
+
+        let backlogOrder = requests.flatMap(\.records).filter { $0.message.hasPrefix("chatter") }
+            .map { Int($0.message.split(separator: " ")[1])! }
+        #expect(backlogOrder.count == 5_000)
+        #expect(inversions(backlogOrder) <= 200, "within a class, arrival order (two requests may overlap)")
+        try await daemon.stop()
+    }
+
+    @Test("with a slow receiver records coalesce into batches")
+    func batching() async throws {
+        let daemon = try await TestDaemon.start(receiver: .init(delay: .milliseconds(50)))
+        let streamPath = daemon.streamPath
+        try await offloaded {
+            let client = try UnixClient(path: streamPath, type: .stream)
+            for index in 0..<1_000 { try client.write("<6>line \(index)\n") }
+        }
+        try await daemon.receiver.waitFor(records: 1_000, within: .seconds(60))
+        let requests = daemon.receiver.requests
+        #expect(requests.count < 100, "1 000 records in \(requests.count) requests")
+        #expect(requests.contains { $0.records.count > 1 })
+        #expect(requests.flatMap(\.records).map(\.message) == (0..<1_000).map { "line \($0)" })
+        try await daemon.stop()
+    }
+
+    @Test("an idle daemon sends a lone record at once, in a request of its own")
+    func loneRecord() async throws {
+        let daemon = try await TestDaemon.start()
+        try await daemon.ingest(["<6>first"])
+        try await daemon.receiver.waitFor(records: 1, within: .seconds(3))
+        try await daemon.ingest(["<6>second"])
+        try await daemon.receiver.waitFor(records: 2, within: .seconds(3))
+        #expect(daemon.receiver.requests.map { $0.records.map(\.message) } == [["first"], ["second"]])
+        try await daemon.stop()
+    }
+
+    @Test("a remote that answers 500 gets the batch again until it takes it")
+    func retriesFailures() async throws {
+        let daemon = try await TestDaemon.start(receiver: .init(failureRate: 0.5, failureStatus: 500)) {
+            $0.batch.maxRecords = 10
+        }
+        try await daemon.send(count: 200, priority: "warning", prefix: "retry")
+        try await daemon.receiver.waitUntil(within: .seconds(60)) { requests in
+            Set(requests.filter { $0.status == 200 }.flatMap(\.records).map(\.message)).count == 200
+        }
+        let requests = daemon.receiver.requests
+        #expect(requests.contains { $0.status == 500 }, "some requests failed and were retried")
+        try await daemon.stop()
+    }
+
+    /// Pairs out of order in `values`, counted in a window: enough to tell FIFO with overlap from disorder.
+    private func inversions(_ values: [Int]) -> Int {
+        var count = 0
+        var highest = Int.min
+        for value in values {
+            if value < highest { count += 1 }
+            highest = max(highest, value)
+        }
+        return count
+    }
+}
