@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .executable(name: "logshipd", targets: ["logshipd"]),
         .executable(name: "logctl", targets: ["logctl"]),
+        .executable(name: "logshipd-bench", targets: ["logshipd-bench"]),
         .library(name: "LogShip", targets: ["LogShip"]),
     ],
     dependencies: [
@@ -52,6 +53,14 @@ let package = Package(
             dependencies: [
                 "LogShip",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "logshipd-bench",
+            dependencies: [
+                "LogShip",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
