@@ -83,12 +83,11 @@ public struct ControlServer: Service {
 
     private func send(_ submissions: [Submission], peer: PeerCredentials) async -> ControlResponse {
         let receivedAt = Timestamp.now()
+        let reader = SubmissionReader(hostname: hostname, maximumRecordBytes: maximumRecordBytes)
         var records: [LogRecord] = []
         records.reserveCapacity(submissions.count)
         for (index, submission) in submissions.enumerated() {
-            switch SubmissionReader(hostname: hostname, maximumRecordBytes: maximumRecordBytes)
-                .record(from: submission, peer: peer, receivedAt: receivedAt)
-            {
+            switch reader.record(from: submission, peer: peer, receivedAt: receivedAt) {
             case .success(let record): records.append(record)
             case .failure(let reason): return .failure("record \(index + 1) rejected: \(reason)")
             }
