@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LogShip
 
 /// logshipd's command-line companion.
 @main
@@ -7,7 +8,7 @@ struct Logctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logctl",
         abstract: "Send records to logshipd, ask for its status, or receive what it uploads.",
-        subcommands: [Send.self, Status.self, Receive.self])
+        subcommands: [Send.self, Status.self, DeadLetters.self, Receive.self])
 }
 
 /// Where to find the daemon's control socket.
@@ -18,6 +19,19 @@ struct ControlSocketOptions: ParsableArguments {
     var path: String {
         socket ?? ProcessInfo.processInfo.environment["LOGSHIPD_CONTROL"] ?? "/run/logshipd/control.sock"
     }
+}
+
+/// Sends one request and returns the response; on any failure prints the reason and exits 1.
+func request(_ request: ControlRequest, at path: String) -> ControlResponse {
+    signal(SIGPIPE, SIG_IGN)
+    let response: ControlResponse
+    do {
+        response = try ControlClient(path: path).send(request)
+    } catch {
+        fail("\(error)")
+    }
+    guard response.ok else { fail(response.error ?? "request refused") }
+    return response
 }
 
 /// Prints `logctl: <message>` to stderr and exits with status 1.

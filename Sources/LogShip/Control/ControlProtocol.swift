@@ -8,18 +8,30 @@ public enum ControlProtocol {
 /// A request from `logctl`.
 public struct ControlRequest: Codable, Hashable, Sendable {
     public enum Command: String, Codable, Hashable, Sendable {
-        /// Accept records; answered once they are accepted.
+        /// Accept records; answered once they are committed.
         case send
         /// Report counts.
         case status
+        /// List dead letters, oldest first, up to `limit`.
+        case deadLetters = "dead-letters"
+        /// Put dead letters (`ids`, or all with `all`) back into their class.
+        case requeue
+        /// Delete dead letters (`ids`, or all with `all`).
+        case purge
     }
 
     public var command: Command
     public var records: [Submission]?
+    public var ids: [Int64]?
+    public var all: Bool?
+    public var limit: Int?
 
-    public init(command: Command, records: [Submission]? = nil) {
+    public init(command: Command, records: [Submission]? = nil, ids: [Int64]? = nil, all: Bool? = nil, limit: Int? = nil) {
         self.command = command
         self.records = records
+        self.ids = ids
+        self.all = all
+        self.limit = limit
     }
 }
 
@@ -54,12 +66,20 @@ public struct ControlResponse: Codable, Hashable, Sendable {
     /// A one-line reason when `ok` is false.
     public var error: String?
     public var status: DaemonStatus?
+    public var deadLetters: [DeadLetter]?
+    /// Dead letters requeued or purged.
+    public var count: Int?
 
-    public init(ok: Bool, accepted: Int? = nil, error: String? = nil, status: DaemonStatus? = nil) {
+    public init(
+        ok: Bool, accepted: Int? = nil, error: String? = nil, status: DaemonStatus? = nil,
+        deadLetters: [DeadLetter]? = nil, count: Int? = nil
+    ) {
         self.ok = ok
         self.accepted = accepted
         self.error = error
         self.status = status
+        self.deadLetters = deadLetters
+        self.count = count
     }
 
     public static func failure(_ reason: String) -> ControlResponse { ControlResponse(ok: false, error: reason) }
@@ -67,27 +87,42 @@ public struct ControlResponse: Codable, Hashable, Sendable {
 
 /// Counts reported by `logctl status`.
 public struct DaemonStatus: Codable, Hashable, Sendable {
-    public var accepted: Int
+    /// Records received from all inputs since start.
+    public var received: Int
     public var truncated: Int
+    /// Unclaimed records in the spool per class name.
+    public var pending: [String: Int]
+    /// Records claimed by requests in flight.
+    public var claimed: Int
+    public var spoolBytes: Int
     public var evicted: Int
     public var refused: Int
     public var delivered: Int
+    /// Records in the dead-letter table.
+    public var deadLetters: Int
+    public var requests: Int
     public var failedRequests: Int
     public var inFlight: Int
-    /// Pending records per class name.
-    public var pending: [String: Int]
+    /// When delivery resumes after a failure, RFC 3339, if it is paused.
+    public var pausedUntil: String?
 
     public init(
-        accepted: Int, truncated: Int, evicted: Int, refused: Int, delivered: Int, failedRequests: Int, inFlight: Int,
-        pending: [String: Int]
+        received: Int, truncated: Int, pending: [String: Int], claimed: Int, spoolBytes: Int, evicted: Int,
+        refused: Int, delivered: Int, deadLetters: Int, requests: Int, failedRequests: Int, inFlight: Int,
+        pausedUntil: String?
     ) {
-        self.accepted = accepted
+        self.received = received
         self.truncated = truncated
+        self.pending = pending
+        self.claimed = claimed
+        self.spoolBytes = spoolBytes
         self.evicted = evicted
         self.refused = refused
         self.delivered = delivered
+        self.deadLetters = deadLetters
+        self.requests = requests
         self.failedRequests = failedRequests
         self.inFlight = inFlight
-        self.pending = pending
+        self.pausedUntil = pausedUntil
     }
 }

@@ -78,7 +78,33 @@ public struct ControlServer: Service {
             return await send(request.records ?? [], peer: peer)
         case .status:
             return ControlResponse(ok: true, status: await status())
+        case .deadLetters:
+            do {
+                return ControlResponse(ok: true, deadLetters: try await spool.deadLetters(limit: request.limit ?? 100))
+            } catch {
+                return .failure("cannot read dead letters: \(error)")
+            }
+        case .requeue, .purge:
+            guard let selection = Self.selection(request) else {
+                return .failure("name dead letter ids, or all")
+            }
+            do {
+                let count = request.command == .requeue
+                    ? try await spool.requeueDeadLetters(selection) : try await spool.purgeDeadLetters(selection)
+                logger.notice(
+                    "dead letters \(request.command.rawValue)d",
+                    metadata: ["logship.dead_letters": "\(count)", "logship.peer.uid": "\(peer.uid)"])
+                return ControlResponse(ok: true, count: count)
+            } catch {
+                return .failure("cannot \(request.command.rawValue) dead letters: \(error)")
+            }
         }
+    }
+
+    private static func selection(_ request: ControlRequest) -> DeadLetterSelection? {
+        if request.all == true { return .all }
+        guard let ids = request.ids, !ids.isEmpty else { return nil }
+        return .ids(ids)
     }
 
     private func send(_ submissions: [Submission], peer: PeerCredentials) async -> ControlResponse {
@@ -97,7 +123,7 @@ public struct ControlServer: Service {
             if receipt.refused > 0 {
                 return ControlResponse(
                     ok: false, accepted: receipt.accepted,
-                    error: "spool full: \(receipt.refused) crash record(s) refused")
+                    error: "spool full of crash records: \(receipt.refused) crash record(s) refused")
             }
             return ControlResponse(ok: true, accepted: receipt.accepted)
         } catch {
@@ -111,13 +137,18 @@ public struct ControlServer: Service {
         let shipperStatistics = shipper.statistics
         let spoolStatistics = await spool.statistics()
         return DaemonStatus(
-            accepted: intakeStatistics.accepted,
+            received: intakeStatistics.received,
             truncated: intakeStatistics.truncated,
+            pending: Dictionary(uniqueKeysWithValues: spoolStatistics.pending.map { ($0.key.description, $0.value) }),
+            claimed: spoolStatistics.claimed,
+            spoolBytes: spoolStatistics.bytes,
             evicted: spoolStatistics.evicted,
             refused: spoolStatistics.refused,
             delivered: shipperStatistics.deliveredRecords,
+            deadLetters: spoolStatistics.deadLetters,
+            requests: shipperStatistics.requests,
             failedRequests: shipperStatistics.failedRequests,
             inFlight: shipperStatistics.operationsInFlight,
-            pending: Dictionary(uniqueKeysWithValues: spoolStatistics.pending.map { ($0.key.description, $0.value) }))
+            pausedUntil: shipperStatistics.pausedUntil.map { Timestamp($0).rfc3339 })
     }
 }

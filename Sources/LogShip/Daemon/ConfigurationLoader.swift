@@ -17,7 +17,7 @@ public struct ConfigurationLoader: Sendable {
         "upload.url", "upload.format", "upload.max_in_flight", "upload.timeout", "upload.headers",
         "upload.retry_initial", "upload.retry_max", "upload.shutdown_timeout",
         "batch.max_records", "batch.max_bytes",
-        "spool.path", "spool.max_bytes",
+        "spool.path", "spool.max_bytes", "spool.min_free_disk",
         "journal.enabled",
         "log.level", "host.name",
     ]
@@ -129,6 +129,7 @@ public struct ConfigurationLoader: Sendable {
 
         try values.read("spool.path", into: &configuration.spool.path, ValueParser.nonEmptyText)
         try values.read("spool.max_bytes", into: &configuration.spool.maxBytes, ValueParser.byteCount(minimum: 65_536))
+        try values.read("spool.min_free_disk", into: &configuration.spool.minFreeDisk, ValueParser.byteCount(minimum: 0))
 
         try values.read("journal.enabled", into: &configuration.journal.enabled, ValueParser.boolean)
         try values.read("log.level", into: &configuration.logLevel, ValueParser.logLevel)
@@ -145,10 +146,6 @@ public struct ConfigurationLoader: Sendable {
         }
         if configuration.spool.maxBytes < 4 * configuration.ingest.maxRecordBytes {
             throw ConfigurationError("spool.max_bytes must hold at least four records of ingest.max_record_bytes")
-        }
-        if configuration.spool.path != "memory" {
-            throw ConfigurationError(
-                "spool.path: this build has only the in-memory spool; set it to \"memory\"")
         }
         if configuration.journal.enabled {
             throw ConfigurationError("journal.enabled: this build has no journal input; set it to false")

@@ -54,7 +54,19 @@ public final class Daemon: Sendable {
             concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.upload.maxInFlight)
         let httpClient = HTTPClient(eventLoopGroup: group, configuration: clientConfiguration)
 
-        let spool = MemorySpool(maximumBytes: configuration.spool.maxBytes)
+        let spool: any Spool
+        if configuration.spool.path == "memory" {
+            spool = MemorySpool(maximumBytes: configuration.spool.maxBytes)
+        } else {
+            do {
+                spool = try await SQLiteSpool.open(
+                    path: configuration.spool.path, maximumBytes: configuration.spool.maxBytes,
+                    minimumFreeDiskBytes: configuration.spool.minFreeDisk, logger: logger)
+            } catch {
+                try? await httpClient.shutdown()
+                throw error
+            }
+        }
         let delivery = BatchDelivery(
             spool: spool,
             uploader: HTTPUploader(
@@ -71,7 +83,7 @@ public final class Daemon: Sendable {
             maxInFlight: configuration.upload.maxInFlight,
             shutdownTimeout: configuration.upload.shutdownTimeout,
             logger: logger)
-        let intake = RecordIntake(spool: spool, shipper: shipper, logger: logger)
+        let intake = RecordIntake(spool: spool, logger: logger)
 
         // Inputs come after the shipper: a service group stops its services in reverse order, so intake stops
         // before the shipper drains.
@@ -95,6 +107,7 @@ public final class Daemon: Sendable {
                     path: ingest.control, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
                     hostname: hostname, intake: intake, shipper: shipper, spool: spool, group: group, logger: logger))
         } catch {
+            await spool.close()
             try? await httpClient.shutdown()
             throw error
         }
@@ -130,12 +143,15 @@ public final class Daemon: Sendable {
         } catch {
             failure = error
         }
-        let pending = await spool.statistics().pendingTotal
-        if pending > 0 {
-            logger.warning(
-                "stopping with records not yet delivered; the in-memory spool does not keep them",
-                metadata: ["logship.spool.pending": "\(pending)"])
+        let statistics = await spool.statistics()
+        if statistics.pendingTotal + statistics.claimed > 0 {
+            let kept = configuration.spool.path == "memory"
+                ? "lost: the in-memory spool does not keep them" : "kept in the spool for the next start"
+            logger.notice(
+                "stopping with records not yet delivered; \(kept)",
+                metadata: ["logship.spool.pending": "\(statistics.pendingTotal + statistics.claimed)"])
         }
+        await spool.close()
         try? await httpClient.shutdown()
         logger.info("logshipd stopped")
         if let failure { throw failure }

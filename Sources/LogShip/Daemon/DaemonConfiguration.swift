@@ -38,6 +38,8 @@ public struct DaemonConfiguration: Sendable {
         /// `memory`, or the path of the durable spool.
         public var path = "/var/lib/logshipd/spool.db"
         public var maxBytes = 1_073_741_824
+        /// Disk space the durable spool leaves free; past it, records are evicted as if the budget were reached.
+        public var minFreeDisk = 64 << 20
     }
 
     public struct Journal: Sendable {

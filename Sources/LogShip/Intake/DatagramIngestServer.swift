@@ -41,7 +41,7 @@ public struct DatagramIngestServer: Service {
                             datagram.frame, source: .datagram, peer: datagram.peer,
                             receivedAt: receivedAt)
                     }
-                    try await intake.accept(records)
+                    try await intake.submit(records)
                 }
             } onCancelOrGracefulShutdown: {
                 socket.wake()

@@ -1,43 +1,34 @@
 import Logging
 import Synchronization
 
-/// Where every input hands its records: they are encoded, stored in the spool, and the shipper is told.
+/// Where every input hands its records: they are encoded and stored in the spool, which tells the shipper once
+/// they are committed.
 public final class RecordIntake: Sendable {
     /// Counts since start.
     public struct Statistics: Hashable, Sendable {
-        public var accepted = 0
+        public var received = 0
         public var truncated = 0
-        public var evicted = 0
-        public var refused = 0
     }
 
     private let spool: any Spool
-    private let shipper: Shipper
     private let logger: Logger
     private let counters = Mutex(Statistics())
 
-    public init(spool: any Spool, shipper: Shipper, logger: Logger) {
+    public init(spool: any Spool, logger: Logger) {
         self.spool = spool
-        self.shipper = shipper
         self.logger = logger
     }
 
-    /// Accepts records into the spool and wakes the shipper for their classes.
+    /// Stores records and returns once they are committed: for `logctl send`, whose acknowledgement means the
+    /// records are safe.
     ///
     /// - Returns: The spool's receipt; `refused` counts crash records that found no room.
     /// - Throws: ``SpoolError`` when the spool could not store them at all.
     @discardableResult
     public func accept(_ records: [LogRecord]) async throws -> AppendReceipt {
         guard !records.isEmpty else { return AppendReceipt() }
+        count(records)
         let receipt = try await spool.append(records.map(SpoolEntry.init))
-        shipper.recordsAvailable(Set(records.map(\.priority)))
-        let truncated = records.count { $0.truncated }
-        counters.withLock { counters in
-            counters.accepted += receipt.accepted
-            counters.truncated += truncated
-            counters.evicted += receipt.evicted
-            counters.refused += receipt.refused
-        }
         if receipt.refused > 0 {
             logger.error(
                 "spool full of crash records; crash records refused",
@@ -46,5 +37,21 @@ public final class RecordIntake: Sendable {
         return receipt
     }
 
+    /// Hands records to the spool's next commit without waiting for it: for the ingest sockets, whose clients
+    /// expect no answer. Waits only while the spool's commit queue is full.
+    public func submit(_ records: [LogRecord]) async throws {
+        guard !records.isEmpty else { return }
+        count(records)
+        try await spool.enqueue(records.map(SpoolEntry.init))
+    }
+
     public var statistics: Statistics { counters.withLock { $0 } }
+
+    private func count(_ records: [LogRecord]) {
+        let truncated = records.count { $0.truncated }
+        counters.withLock { counters in
+            counters.received += records.count
+            counters.truncated += truncated
+        }
+    }
 }

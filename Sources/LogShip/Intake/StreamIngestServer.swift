@@ -42,7 +42,7 @@ public struct StreamIngestServer: Service {
             try await connection.executeThenClose { frames, _ in
                 for try await frame in frames {
                     let record = parser.parse(frame, source: .socket, peer: peer, receivedAt: .now())
-                    try await intake.accept([record])
+                    try await intake.submit([record])
                 }
             }
         } catch is CancellationError {

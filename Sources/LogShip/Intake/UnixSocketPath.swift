@@ -13,7 +13,9 @@ enum UnixSocketPath {
         guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
             throw IngestError.socketPath(path, "is longer than a Unix socket path may be")
         }
-        try createDirectory(containing: path)
+        if let failure = FileSystem.createParentDirectories(of: path, mode: 0o755) {
+            throw IngestError.socketPath(path, failure)
+        }
 
         var status = stat()
         guard lstat(path, &status) == 0 else {
@@ -52,18 +54,6 @@ enum UnixSocketPath {
         }
         return false
     }
-
-    private static func createDirectory(containing path: String) throws {
-        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
-        let directory = path[..<slash]
-        var prefix = directory.hasPrefix("/") ? "" : "."
-        for component in directory.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                throw IngestError.socketPath(path, "directory \(prefix) cannot be created: \(SystemError.describe(errno))")
-            }
-        }
-    }
 }
 
 /// Calls `body` with a `sockaddr_un` for `path`.
@@ -79,12 +69,5 @@ func withUnixAddress<Result>(
     }
     return withUnsafePointer(to: &address) { pointer in
         pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
-}
-
-/// Text for `errno` values.
-enum SystemError {
-    static func describe(_ code: Int32) -> String {
-        String(cString: strerror(code))
     }
 }

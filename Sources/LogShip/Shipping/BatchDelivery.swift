@@ -7,13 +7,31 @@ public enum DeliveryOutcome: Hashable, Sendable {
     case nothingToSend
     /// The class's oldest record waits for its retry time.
     case waiting(until: Date)
-    /// A batch reached the remote; `moreReady` says whether ready records of the class remain.
-    case delivered(records: Int, moreReady: Bool)
-    /// A batch failed and was put back, to be retried at the given time.
-    case retrying(records: Int, at: Date)
+    /// A batch was claimed and every record of it settled: delivered, dead-lettered or put back.
+    case attempted(DeliveryReport)
 }
 
-/// One delivery attempt: claim a batch of one class, post it, and settle it in the spool.
+/// The settlement of one claimed batch.
+public struct DeliveryReport: Hashable, Sendable {
+    public var delivered = 0
+    public var deadLettered = 0
+    public var requests = 0
+    public var failedRequests = 0
+    /// Set when a retryable failure put records back: nothing should be sent before this time.
+    public var retryAt: Date?
+    /// Whether ready records of the class remained after the claim.
+    public var moreReady = false
+
+    public init() {}
+}
+
+/// One delivery attempt: claim a batch of one class, post it, and settle every record of it in the spool.
+///
+/// - Retryable failures (transport errors, timeouts, 408, 429, 5xx) put the batch back with a retry time: the
+///   remote's `Retry-After` if it sent one, else the shared backoff.
+/// - Permanent failures (other 4xx, and 413 Payload Too Large) split the batch in halves, and the halves are sent
+///   in turn, until the records the remote refuses are alone; only those go to the dead-letter table, so nothing
+///   behind a bad record waits for a human.
 ///
 /// This is the work a `LogOperation` performs; keeping it apart from the operation keeps the queue mechanics and
 /// the delivery rules separately testable.
@@ -34,50 +52,86 @@ public struct BatchDelivery: Sendable {
 
     /// Claims and sends the next batch of `priority`.
     ///
-    /// - Important: A claimed batch is always settled: acknowledged after a 2xx, otherwise released with a retry
-    ///   time, also when the task is cancelled mid-request.
-    /// - Throws: Only spool errors; upload failures become ``DeliveryOutcome/retrying(records:at:)``.
+    /// - Important: A claimed batch is always settled, also when the task is cancelled mid-request (its records
+    ///   are then put back, ready at once).
+    /// - Throws: Only spool errors.
     public func deliverNext(_ priority: PriorityClass) async throws -> DeliveryOutcome {
-        let batch: Batch
-        let moreReady: Bool
         switch try await spool.claim(priority, limits: limits) {
-        case .empty: return .nothingToSend
-        case .waiting(let until): return .waiting(until: until)
-        case .batch(let claimed, let more): (batch, moreReady) = (claimed, more)
+        case .empty:
+            return .nothingToSend
+        case .waiting(let until):
+            return .waiting(until: until)
+        case .batch(let batch, let moreReady):
+            var report = DeliveryReport()
+            report.moreReady = moreReady
+            try await deliver(batch, report: &report)
+            return .attempted(report)
         }
+    }
 
+    private func deliver(_ batch: Batch, report: inout DeliveryReport) async throws {
+        report.requests += 1
+        do {
+            try await uploader.upload(Self.body(of: batch), recordCount: batch.records.count)
+        } catch is CancellationError {
+            try await spool.release(batch, retryAt: Date())
+            logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
+            return
+        } catch let error as UploadError where !error.isRetryable {
+            report.failedRequests += 1
+            try await isolateRefused(batch, error: error, report: &report)
+            return
+        } catch {
+            report.failedRequests += 1
+            let retryAt = (error as? UploadError)?.retryAfter ?? Date().addingTimeInterval(backoff.nextDelay().seconds)
+            try await spool.release(batch, retryAt: retryAt)
+            report.retryAt = retryAt
+            var metadata = metadata(batch)
+            metadata["logship.upload.error"] = "\(error)"
+            metadata["logship.upload.retry_at"] = "\(Timestamp(retryAt).rfc3339)"
+            logger.warning("upload failed; will retry", metadata: metadata)
+            return
+        }
+        backoff.reset()
+        try await spool.acknowledge(batch)
+        report.delivered += batch.records.count
+    }
+
+    /// Halves a refused batch until the refused records are alone, and dead-letters those.
+    private func isolateRefused(_ batch: Batch, error: UploadError, report: inout DeliveryReport) async throws {
+        guard batch.records.count > 1 else {
+            try await spool.deadLetter(batch, failure: DeliveryFailure(status: error.status, reason: error.description))
+            report.deadLettered += 1
+            var metadata = metadata(batch)
+            metadata["logship.upload.error"] = "\(error)"
+            logger.error("remote refused a record; moved to dead letters", metadata: metadata)
+            return
+        }
+        let (first, second) = batch.halves()
+        try await deliver(first, report: &report)
+        if let retryAt = report.retryAt {
+            // The remote stopped answering for good reasons: the rest waits with everything else.
+            try await spool.release(second, retryAt: retryAt)
+            return
+        }
+        try await deliver(second, report: &report)
+    }
+
+    static func body(of batch: Batch) -> [UInt8] {
         var body: [UInt8] = []
         body.reserveCapacity(batch.byteCount)
         for record in batch.records {
             body.append(contentsOf: record.line)
             body.append(UInt8(ascii: "\n"))
         }
-
-        do {
-            try await uploader.upload(body, recordCount: batch.records.count)
-        } catch {
-            let retryAt = (error as? UploadError)?.retryAfter ?? Date().addingTimeInterval(backoff.nextDelay().seconds)
-            try await spool.release(batch, retryAt: retryAt)
-            if error is CancellationError {
-                logger.debug("upload cancelled; batch kept", metadata: batchMetadata(batch))
-            } else {
-                var metadata = batchMetadata(batch)
-                metadata["logship.upload.error"] = "\(error)"
-                metadata["logship.upload.retry_at"] = "\(retryAt)"
-                logger.warning("upload failed; will retry", metadata: metadata)
-            }
-            return .retrying(records: batch.records.count, at: retryAt)
-        }
-        backoff.reset()
-        try await spool.acknowledge(batch)
-        return .delivered(records: batch.records.count, moreReady: moreReady)
+        return body
     }
 
-    private func batchMetadata(_ batch: Batch) -> Logger.Metadata {
+    private func metadata(_ batch: Batch) -> Logger.Metadata {
         [
-            "logship.batch.id": "\(batch.id)",
             "logship.batch.priority": "\(batch.priority)",
             "logship.batch.records": "\(batch.records.count)",
+            "logship.batch.first": "\(batch.records.first?.sequence ?? 0)",
         ]
     }
 }
@@ -87,5 +141,11 @@ extension Duration {
     var seconds: TimeInterval {
         let (seconds, attoseconds) = components
         return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}
+
+extension Timestamp {
+    init(_ date: Date) {
+        self.init(microsecondsSinceEpoch: Int64((date.timeIntervalSince1970 * 1_000_000).rounded()))
     }
 }

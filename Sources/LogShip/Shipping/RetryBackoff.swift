@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Capped exponential backoff with jitter, shared by every operation of one shipper.
+/// Capped exponential backoff with full jitter, shared by every operation of one shipper.
 ///
 /// Failures against one remote are rarely independent, so consecutive failures of any batch lengthen the delay
 /// and a success resets it.
@@ -15,15 +15,19 @@ public final class RetryBackoff: Sendable {
         self.maximum = maximum
     }
 
-    /// Records a failure and returns how long to wait before the next attempt: a random point in the upper half of
-    /// `initial · 2^(failures-1)`, capped at `maximum`.
+    /// Records a failure and returns how long to wait before the next attempt: a uniformly random delay up to
+    /// `initial · 2^(failures-1)`, capped at `maximum` ("full jitter").
     public func nextDelay() -> Duration {
         let failures = consecutiveFailures.withLock { failures in
             failures += 1
             return failures
         }
-        let ceiling = min(initial * Double(1 << min(failures - 1, 30)), maximum)
-        return ceiling * Double.random(in: 0.5...1.0)
+        return ceiling(afterFailures: failures) * Double.random(in: 0...1)
+    }
+
+    /// The largest delay after `failures` consecutive failures.
+    func ceiling(afterFailures failures: Int) -> Duration {
+        min(initial * Double(1 << min(max(failures - 1, 0), 30)), maximum)
     }
 
     /// Records a success.

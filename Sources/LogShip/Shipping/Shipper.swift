@@ -14,9 +14,12 @@ public final class Shipper: Service, Sendable {
     /// Counts since start.
     public struct Statistics: Hashable, Sendable {
         public var deliveredRecords = 0
-        public var successfulRequests = 0
+        public var deadLetteredRecords = 0
+        public var requests = 0
         public var failedRequests = 0
         public var operationsInFlight = 0
+        /// Until when delivery is paused after a failure, if it is.
+        public var pausedUntil: Date?
     }
 
     private struct TrackedOperation {
@@ -28,8 +31,10 @@ public final class Shipper: Service, Sendable {
     private struct State {
         var operations: [UInt64: TrackedOperation] = [:]
         var nextOperationID: UInt64 = 0
-        /// Classes that wait for a retry time, and the tasks that wake them.
+        /// Classes whose oldest record waits for a retry time, and the tasks that wake them.
         var blocked: [PriorityClass: (until: Date, wakeup: Task<Void, Never>)] = [:]
+        /// A failure paused all delivery until then: one shared backoff, not one per request.
+        var paused: (until: Date, resume: Task<Void, Never>)?
         var isClosed = false
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterID: UInt64 = 0
@@ -86,6 +91,7 @@ public final class Shipper: Service, Sendable {
         state.withLock { state in
             var statistics = state.statistics
             statistics.operationsInFlight = state.runningCount
+            statistics.pausedUntil = state.paused?.until
             return statistics
         }
     }
@@ -97,7 +103,15 @@ public final class Shipper: Service, Sendable {
     ///   has begun.
     public func run() async throws {
         recordsAvailable(try await delivery.spool.pendingClasses())
-        try? await gracefulShutdown()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await classes in self.delivery.spool.availability {
+                    self.recordsAvailable(classes)
+                }
+            }
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
         await drain()
     }
 
@@ -133,13 +147,17 @@ public final class Shipper: Service, Sendable {
             state.operations[id] = nil
             var followUp: LogOperation?
             switch result {
-            case .success(.delivered(let records, let moreReady)):
-                state.statistics.deliveredRecords += records
-                state.statistics.successfulRequests += 1
-                if moreReady { followUp = makeOperationIfNeeded(for: priorityClass, in: &state) }
-            case .success(.retrying(_, let retryAt)):
-                state.statistics.failedRequests += 1
-                block(priorityClass, until: retryAt, in: &state)
+            case .success(.attempted(let report)):
+                state.statistics.deliveredRecords += report.delivered
+                state.statistics.deadLetteredRecords += report.deadLettered
+                state.statistics.requests += report.requests
+                state.statistics.failedRequests += report.failedRequests
+                if let retryAt = report.retryAt {
+                    pause(until: retryAt, in: &state)
+                }
+                if report.moreReady || report.retryAt != nil {
+                    followUp = makeOperationIfNeeded(for: priorityClass, in: &state)
+                }
             case .success(.waiting(let until)):
                 block(priorityClass, until: until, in: &state)
             case .success(.nothingToSend):
@@ -160,6 +178,9 @@ public final class Shipper: Service, Sendable {
             logger.error(
                 "delivery failed before upload; class paused",
                 metadata: ["logship.priority": "\(priorityClass)", "logship.error": "\(error)"])
+        }
+        if case .success(.attempted(let report)) = result, let retryAt = report.retryAt {
+            logger.info("delivery paused after a failure", metadata: ["logship.resume_at": "\(Timestamp(retryAt).rfc3339)"])
         }
         if let followUp { queue.addOperation(followUp) }
         for waiter in idleWaiters { waiter.resume() }
@@ -184,6 +205,38 @@ public final class Shipper: Service, Sendable {
         state.blocked[priorityClass] = (date, wakeup)
     }
 
+    /// Suspends the queue until `date`: operations in flight finish, none starts. When it resumes, the queue
+    /// starts the most urgent waiting class first.
+    ///
+    /// `isSuspended` is set under the shipper's lock so that a pause and a resume cannot overtake each other;
+    /// that is safe because the setter takes only the queue's own locks and starts operations asynchronously,
+    /// never calling back into the shipper on this thread.
+    private func pause(until date: Date, in state: inout State) {
+        guard !state.isClosed else { return }
+        if let existing = state.paused {
+            guard date > existing.until else { return }
+            existing.resume.cancel()
+        }
+        let resume = Task { [weak self] in
+            do {
+                try await Task.sleep(for: .seconds(max(date.timeIntervalSinceNow, 0)))
+            } catch {
+                return
+            }
+            self?.resume(pausedUntil: date)
+        }
+        state.paused = (date, resume)
+        queue.isSuspended = true
+    }
+
+    private func resume(pausedUntil date: Date) {
+        state.withLock { state in
+            guard state.paused?.until == date else { return }
+            state.paused = nil
+            queue.isSuspended = false
+        }
+    }
+
     private func unblock(_ priorityClass: PriorityClass) {
         let operation = state.withLock { state -> LogOperation? in
             state.blocked[priorityClass] = nil
@@ -199,6 +252,10 @@ public final class Shipper: Service, Sendable {
             state.isClosed = true
             for entry in state.blocked.values { entry.wakeup.cancel() }
             state.blocked = [:]
+            // Waiting operations must be started to finish, so the queue cannot stay suspended.
+            state.paused?.resume.cancel()
+            state.paused = nil
+            queue.isSuspended = false
             let waiting = state.operations.values.filter { !$0.isRunning }.map(\.operation)
             return (waiting, state.runningCount)
         }

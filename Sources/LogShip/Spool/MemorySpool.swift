@@ -2,11 +2,10 @@ import DequeModule
 import Foundation
 import Synchronization
 
-/// A spool that keeps records in memory only, bounded by a byte budget.
+/// A spool that keeps records in memory only, bounded by a byte budget (`spool.path: memory`).
 ///
-/// When the budget is exceeded the lowest class is evicted first, oldest record first; a record never evicts one
-/// of a higher class, and crash records are never evicted. A crash record that finds only crash records (and
-/// claimed batches) in a full spool is refused, and the refusal is reported, never silent.
+/// Eviction follows ``EvictionPolicy``. Appends take effect at once, so ``enqueue(_:)`` and ``append(_:)`` are
+/// the same here.
 ///
 /// - Important: Everything here is lost when the process exits; use it where no local storage is wanted.
 public final class MemorySpool: Spool {
@@ -18,36 +17,38 @@ public final class MemorySpool: Spool {
 
     private struct State {
         var queues = [Deque<Entry>](repeating: [], count: PriorityClass.allCases.count)
-        var claimed: [Int64: Batch] = [:]
+        var claimed: [Int64: (priority: PriorityClass, line: [UInt8])] = [:]
+        var deadLetters: [Int64: (record: SpooledRecord, priority: PriorityClass, letter: DeadLetter)] = [:]
         var nextSequence: Int64 = 1
-        var nextBatchID: Int64 = 1
+        var nextDeadLetterID: Int64 = 1
         var bytes = 0
         var evicted = 0
         var refused = 0
+        var isClosed = false
     }
-
-    /// Bookkeeping per stored record, so a spool of tiny records still respects its budget.
-    static let entryOverhead = 64
 
     private let maximumBytes: Int
     private let state = Mutex(State())
+    public let availability: AsyncStream<Set<PriorityClass>>
+    private let availabilityContinuation: AsyncStream<Set<PriorityClass>>.Continuation
 
     /// - Parameter maximumBytes: The budget for stored lines plus per-record overhead.
     public init(maximumBytes: Int) {
         self.maximumBytes = maximumBytes
+        (availability, availabilityContinuation) = AsyncStream.makeStream()
     }
 
     public func append(_ entries: [SpoolEntry]) async throws -> AppendReceipt {
-        state.withLock { state in
+        let receipt = try state.withLock { state in
+            guard !state.isClosed else { throw SpoolError.closed }
             var receipt = AppendReceipt()
             for entry in entries {
-                let size = entry.line.count + Self.entryOverhead
-                guard makeRoom(for: size, priority: entry.priority, in: &state, receipt: &receipt) else {
+                guard makeRoom(for: entry, in: &state, receipt: &receipt) else {
                     if entry.priority == .crash {
                         receipt.refused += 1
                         state.refused += 1
                     } else {
-                        // Everything left is of a higher class: the newcomer is the lowest and oldest-to-go.
+                        // Everything left is of a higher class: the newcomer is the one to go.
                         receipt.evicted += 1
                         state.evicted += 1
                     }
@@ -56,26 +57,31 @@ public final class MemorySpool: Spool {
                 state.queues[entry.priority.rawValue].append(
                     Entry(sequence: state.nextSequence, line: entry.line, notBefore: nil))
                 state.nextSequence += 1
-                state.bytes += size
+                state.bytes += entry.accountedBytes
                 receipt.accepted += 1
             }
             return receipt
         }
+        if receipt.accepted > 0 {
+            availabilityContinuation.yield(Set(entries.map(\.priority)))
+        }
+        return receipt
     }
 
-    /// Evicts records of classes up to `priority` (never crash) until `size` more bytes fit.
-    private func makeRoom(
-        for size: Int, priority: PriorityClass, in state: inout State, receipt: inout AppendReceipt
-    ) -> Bool {
-        let highestEvictable = min(priority, .error)
-        while state.bytes + size > maximumBytes {
+    public func enqueue(_ entries: [SpoolEntry]) async throws {
+        _ = try await append(entries)
+    }
+
+    /// Evicts records that ``EvictionPolicy`` allows until `entry` fits.
+    private func makeRoom(for entry: SpoolEntry, in state: inout State, receipt: inout AppendReceipt) -> Bool {
+        while state.bytes + entry.accountedBytes > maximumBytes {
             guard
-                let victimClass = PriorityClass.allCases.first(where: {
-                    $0 <= highestEvictable && !state.queues[$0.rawValue].isEmpty
+                let victimClass = EvictionPolicy.victims(for: entry.priority).first(where: {
+                    !state.queues[$0.rawValue].isEmpty
                 }),
                 let victim = state.queues[victimClass.rawValue].popFirst()
             else { return false }
-            state.bytes -= victim.line.count + Self.entryOverhead
+            state.bytes -= victim.line.count + SpoolEntry.overhead
             state.evicted += 1
             receipt.evicted += 1
         }
@@ -84,7 +90,8 @@ public final class MemorySpool: Spool {
 
     public func claim(_ priority: PriorityClass, limits: BatchLimits) async throws -> ClaimResult {
         let now = Date()
-        return state.withLock { state in
+        return try state.withLock { state in
+            guard !state.isClosed else { throw SpoolError.closed }
             guard let head = state.queues[priority.rawValue].first else { return .empty }
             if let notBefore = head.notBefore, notBefore > now {
                 return .waiting(until: notBefore)
@@ -97,37 +104,44 @@ public final class MemorySpool: Spool {
                 if !records.isEmpty && bytes + size > limits.maxBytes { break }
                 state.queues[priority.rawValue].removeFirst()
                 records.append(SpooledRecord(sequence: next.sequence, line: next.line))
+                state.claimed[next.sequence] = (priority, next.line)
                 bytes += size
             }
-            let batch = Batch(id: state.nextBatchID, priority: priority, records: records)
-            state.nextBatchID += 1
-            state.claimed[batch.id] = batch
-            let moreReady = state.queues[priority.rawValue].first.map { $0.notBefore.map { $0 <= now } ?? true } ?? false
-            return .batch(batch, moreReady: moreReady)
+            let moreReady = state.queues[priority.rawValue].first.map { ($0.notBefore ?? now) <= now } ?? false
+            return .batch(Batch(priority: priority, records: records), moreReady: moreReady)
         }
     }
 
     public func acknowledge(_ batch: Batch) async throws {
-        try state.withLock { state in
-            guard let claimed = state.claimed.removeValue(forKey: batch.id) else { throw SpoolError.unknownBatch(batch.id) }
-            state.bytes -= claimed.records.reduce(0) { $0 + $1.line.count + Self.entryOverhead }
+        state.withLock { state in
+            for sequence in batch.sequences {
+                if let claimed = state.claimed.removeValue(forKey: sequence) {
+                    state.bytes -= claimed.line.count + SpoolEntry.overhead
+                }
+            }
         }
     }
 
     public func release(_ batch: Batch, retryAt: Date) async throws {
-        try state.withLock { state in
-            guard let claimed = state.claimed.removeValue(forKey: batch.id) else { throw SpoolError.unknownBatch(batch.id) }
-            guard let firstSequence = claimed.records.first?.sequence else { return }
-            // Put the batch back where it came from: before every record that arrived after it.
-            let queue = state.queues[batch.priority.rawValue]
-            var low = queue.startIndex
-            var high = queue.endIndex
-            while low < high {
-                let middle = (low + high) / 2
-                if queue[middle].sequence < firstSequence { low = middle + 1 } else { high = middle }
+        state.withLock { state in
+            let entries = batch.records.filter { state.claimed.removeValue(forKey: $0.sequence) != nil }
+                .map { Entry(sequence: $0.sequence, line: $0.line, notBefore: retryAt) }
+            Self.insertInOrder(entries, into: &state.queues[batch.priority.rawValue])
+        }
+    }
+
+    public func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws {
+        let failedAt = Timestamp.now().rfc3339
+        state.withLock { state in
+            for record in batch.records where state.claimed.removeValue(forKey: record.sequence) != nil {
+                let id = state.nextDeadLetterID
+                state.nextDeadLetterID += 1
+                state.bytes -= record.line.count + SpoolEntry.overhead
+                let letter = DeadLetter(
+                    id: id, priority: batch.priority.description, line: String(decoding: record.line, as: UTF8.self),
+                    status: failure.status, reason: failure.reason, failedAt: failedAt)
+                state.deadLetters[id] = (record, batch.priority, letter)
             }
-            let entries = claimed.records.map { Entry(sequence: $0.sequence, line: $0.line, notBefore: retryAt) }
-            state.queues[batch.priority.rawValue].insert(contentsOf: entries, at: low)
         }
     }
 
@@ -137,17 +151,81 @@ public final class MemorySpool: Spool {
         }
     }
 
+    public func deadLetters(limit: Int) async throws -> [DeadLetter] {
+        state.withLock { state in
+            Array(state.deadLetters.values.map(\.letter).sorted { $0.id < $1.id }.prefix(limit))
+        }
+    }
+
+    public func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
+        let (count, classes) = state.withLock { state -> (Int, Set<PriorityClass>) in
+            var count = 0
+            var classes: Set<PriorityClass> = []
+            for id in Self.selectedIDs(selection, in: state) {
+                guard let (record, priority, _) = state.deadLetters.removeValue(forKey: id) else { continue }
+                state.bytes += record.line.count + SpoolEntry.overhead
+                Self.insertInOrder(
+                    [Entry(sequence: record.sequence, line: record.line, notBefore: nil)],
+                    into: &state.queues[priority.rawValue])
+                count += 1
+                classes.insert(priority)
+            }
+            return (count, classes)
+        }
+        if !classes.isEmpty { availabilityContinuation.yield(classes) }
+        return count
+    }
+
+    public func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
+        state.withLock { state in
+            Self.selectedIDs(selection, in: state).reduce(0) { count, id in
+                count + (state.deadLetters.removeValue(forKey: id) == nil ? 0 : 1)
+            }
+        }
+    }
+
     public func statistics() async -> SpoolStatistics {
         state.withLock { state in
             var statistics = SpoolStatistics()
             for priority in PriorityClass.allCases {
                 statistics.pending[priority] = state.queues[priority.rawValue].count
             }
-            statistics.claimed = state.claimed.values.reduce(0) { $0 + $1.records.count }
+            statistics.claimed = state.claimed.count
             statistics.bytes = state.bytes
+            statistics.deadLetters = state.deadLetters.count
             statistics.evicted = state.evicted
             statistics.refused = state.refused
             return statistics
         }
+    }
+
+    public func close() async {
+        state.withLock { $0.isClosed = true }
+        availabilityContinuation.finish()
+    }
+
+    private static func selectedIDs(_ selection: DeadLetterSelection, in state: State) -> [Int64] {
+        switch selection {
+        case .all: Array(state.deadLetters.keys)
+        case .ids(let ids): ids
+        }
+    }
+
+    /// Merges entries, sorted by sequence, into a queue sorted by sequence.
+    ///
+    /// Released records usually go back as one run at the front; records queued meanwhile that fall inside the
+    /// run's span (another part of the same claim, released earlier) are merged in.
+    private static func insertInOrder(_ entries: [Entry], into queue: inout Deque<Entry>) {
+        guard let first = entries.first?.sequence, let last = entries.last?.sequence else { return }
+        var low = queue.startIndex
+        var high = queue.endIndex
+        while low < high {
+            let middle = (low + high) / 2
+            if queue[middle].sequence < first { low = middle + 1 } else { high = middle }
+        }
+        var end = low
+        while end < queue.endIndex && queue[end].sequence < last { end += 1 }
+        let merged = (Array(queue[low..<end]) + entries).sorted { $0.sequence < $1.sequence }
+        queue.replaceSubrange(low..<end, with: merged)
     }
 }

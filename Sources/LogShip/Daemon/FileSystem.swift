@@ -1,0 +1,28 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum FileSystem {
+    /// Creates the directories leading to `path` (`mkdir -p` of its parent) with `mode`.
+    ///
+    /// - Returns: A description of the failure, or `nil` on success.
+    static func createParentDirectories(of path: String, mode: mode_t) -> String? {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
+        let directory = path[..<slash]
+        var prefix = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, mode) != 0 && errno != EEXIST {
+                return "directory \(prefix) cannot be created: \(SystemError.describe(errno))"
+            }
+        }
+        return nil
+    }
+}
+
+/// Text for `errno` values.
+enum SystemError {
+    static func describe(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}

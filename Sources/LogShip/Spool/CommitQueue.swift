@@ -1,0 +1,150 @@
+import Synchronization
+
+/// Gathers appends from many callers into group commits: while one transaction is being written, new appends
+/// queue up, and the next transaction takes all of them.
+///
+/// Callers that need durability wait for their commit; fire-and-forget callers wait only while the queue holds
+/// `capacity` records, which bounds both memory and what a `kill -9` can lose.
+final class CommitQueue: Sendable {
+    /// Commits groups of entries in one transaction; returns one receipt per group.
+    typealias Commit = @Sendable ([[SpoolEntry]]) async throws -> [AppendReceipt]
+    /// Told what a commit of fire-and-forget entries did, or how it failed.
+    typealias Report = @Sendable (Result<AppendReceipt, any Error>) -> Void
+
+    private struct Pending {
+        var entries: [SpoolEntry]
+        var waiter: CheckedContinuation<AppendReceipt, any Error>?
+    }
+
+    private struct State {
+        var pending: [Pending] = []
+        var pendingRecords = 0
+        var isWriting = false
+        var isClosed = false
+        var roomWaiters: [CheckedContinuation<Void, Never>] = []
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    let capacity: Int
+    private let commit: Commit
+    private let report: Report
+    private let state = Mutex(State())
+
+    init(capacity: Int, commit: @escaping Commit, report: @escaping Report) {
+        self.capacity = capacity
+        self.commit = commit
+        self.report = report
+    }
+
+    /// Queues entries and waits until they are committed.
+    func append(_ entries: [SpoolEntry]) async throws -> AppendReceipt {
+        try await waitForRoom()
+        return try await withCheckedThrowingContinuation { continuation in
+            submit(Pending(entries: entries, waiter: continuation))
+        }
+    }
+
+    /// Queues entries for the next commit; waits only while the queue is full.
+    func enqueue(_ entries: [SpoolEntry]) async throws {
+        try await waitForRoom()
+        submit(Pending(entries: entries, waiter: nil))
+    }
+
+    /// Refuses new entries and waits until everything queued is committed.
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { state in
+                state.isClosed = true
+                if state.isWriting || !state.pending.isEmpty {
+                    state.idleWaiters.append(continuation)
+                    return false
+                }
+                return true
+            }
+            if idle { continuation.resume() }
+        }
+        let roomWaiters = state.withLock { state in
+            defer { state.roomWaiters = [] }
+            return state.roomWaiters
+        }
+        for waiter in roomWaiters { waiter.resume() }
+    }
+
+    private func waitForRoom() async throws {
+        while true {
+            let hasRoom = try state.withLock { state in
+                guard !state.isClosed else { throw SpoolError.closed }
+                return state.pendingRecords < capacity
+            }
+            if hasRoom { return }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let roomNow = state.withLock { state in
+                    if state.pendingRecords < capacity || state.isClosed { return true }
+                    state.roomWaiters.append(continuation)
+                    return false
+                }
+                if roomNow { continuation.resume() }
+            }
+        }
+    }
+
+    private func submit(_ pending: Pending) {
+        enum Action { case startWriter, none, refuse }
+        let action = state.withLock { state -> Action in
+            guard !state.isClosed else { return .refuse }
+            state.pending.append(pending)
+            state.pendingRecords += pending.entries.count
+            if state.isWriting { return .none }
+            state.isWriting = true
+            return .startWriter
+        }
+        switch action {
+        case .startWriter: Task { await writeLoop() }
+        case .refuse: pending.waiter?.resume(throwing: SpoolError.closed)
+        case .none: break
+        }
+    }
+
+    /// Commits queued groups until the queue is empty.
+    private func writeLoop() async {
+        while true {
+            let (batch, roomWaiters, idleWaiters) = state.withLock { state in
+                let batch = state.pending
+                state.pending = []
+                state.pendingRecords = 0
+                let roomWaiters = state.roomWaiters
+                state.roomWaiters = []
+                var idleWaiters: [CheckedContinuation<Void, Never>] = []
+                if batch.isEmpty {
+                    state.isWriting = false
+                    idleWaiters = state.idleWaiters
+                    state.idleWaiters = []
+                }
+                return (batch, roomWaiters, idleWaiters)
+            }
+            for waiter in roomWaiters { waiter.resume() }
+            guard !batch.isEmpty else {
+                for waiter in idleWaiters { waiter.resume() }
+                return
+            }
+            do {
+                let receipts = try await commit(batch.map(\.entries))
+                for (pending, receipt) in zip(batch, receipts) {
+                    if let waiter = pending.waiter {
+                        waiter.resume(returning: receipt)
+                    } else {
+                        report(.success(receipt))
+                    }
+                }
+            } catch {
+                for pending in batch {
+                    if let waiter = pending.waiter {
+                        waiter.resume(throwing: error)
+                    } else {
+                        report(.failure(error))
+                    }
+                }
+            }
+        }
+    }
+}

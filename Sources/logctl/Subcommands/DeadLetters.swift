@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import LogShip
+
+/// `logctl dead-letters`: records the remote refused for good, and what to do with them.
+struct DeadLetters: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dead-letters",
+        abstract: "List dead letters, or requeue or purge them.",
+        discussion: """
+            Without --requeue or --purge, lists dead letters oldest first: id, time, class, status, reason, and \
+            the record. --requeue puts records back in their class at their old place; --purge deletes them.
+            """)
+
+    @OptionGroup var control: ControlSocketOptions
+
+    @Flag(name: .long, help: "Put the named dead letters back in the spool for delivery.")
+    var requeue = false
+
+    @Flag(name: .long, help: "Delete the named dead letters.")
+    var purge = false
+
+    @Flag(name: .long, help: "With --requeue or --purge: every dead letter.")
+    var all = false
+
+    @Option(name: .long, help: "The most dead letters to list.")
+    var limit = 100
+
+    @Argument(help: "Dead letter ids, for --requeue or --purge.")
+    var ids: [Int64] = []
+
+    func validate() throws {
+        if requeue && purge { throw ValidationError("use --requeue or --purge, not both") }
+        if requeue || purge {
+            if all == !ids.isEmpty { throw ValidationError("name dead letter ids, or --all (not both)") }
+        } else if all || !ids.isEmpty {
+            throw ValidationError("ids and --all go with --requeue or --purge")
+        }
+        if limit < 1 { throw ValidationError("--limit must be at least 1") }
+    }
+
+    func run() throws {
+        guard requeue || purge else {
+            list()
+            return
+        }
+        let command: ControlRequest.Command = requeue ? .requeue : .purge
+        let response = request(
+            ControlRequest(command: command, ids: ids.isEmpty ? nil : ids, all: all ? true : nil), at: control.path)
+        print("\(requeue ? "requeued" : "purged") \(response.count ?? 0) dead letter(s)")
+    }
+
+    private func list() {
+        let response = request(ControlRequest(command: .deadLetters, limit: limit), at: control.path)
+        let letters = response.deadLetters ?? []
+        guard !letters.isEmpty else {
+            print("no dead letters")
+            return
+        }
+        for letter in letters {
+            let status = letter.status.map(String.init) ?? "-"
+            print("\(letter.id)  \(letter.failedAt)  \(letter.priority)  \(status)  \(letter.reason)")
+            print("    \(letter.line)")
+        }
+    }
+}

@@ -1,0 +1,264 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import LogShip
+
+/// The spools, each against the same rules: the in-memory one and the SQLite one on a real file.
+enum SpoolKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case memory
+    case sqlite
+
+    var testDescription: String { rawValue }
+
+    func make(maximumBytes: Int = 1 << 30, path: String? = nil, minimumFreeDisk: Int = 1 << 20) async throws -> any Spool {
+        switch self {
+        case .memory:
+            return MemorySpool(maximumBytes: maximumBytes)
+        case .sqlite:
+            let path = try path ?? "\(TemporaryDirectory.make())/spool.db"
+            return try await SQLiteSpool.open(
+                path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDisk, logger: .test)
+        }
+    }
+}
+
+func entry(_ priority: PriorityClass, _ text: String, padding: Int = 0) -> SpoolEntry {
+    SpoolEntry(priority: priority, line: Array(text.utf8) + [UInt8](repeating: UInt8(ascii: " "), count: padding))
+}
+
+func messages(_ batch: Batch) -> [String] {
+    batch.records.map { String(decoding: $0.line, as: UTF8.self).trimmingCharacters(in: .whitespaces) }
+}
+
+func claimBatch(_ spool: any Spool, _ priority: PriorityClass, maxRecords: Int = 100, maxBytes: Int = 1 << 20)
+    async throws -> Batch
+{
+    guard case .batch(let batch, _) = try await spool.claim(priority, limits: BatchLimits(maxRecords: maxRecords, maxBytes: maxBytes))
+    else {
+        throw WaitTimeout(description: "no batch of \(priority)")
+    }
+    return batch
+}
+
+@Suite("Spools")
+struct SpoolTests {
+    let limits = BatchLimits(maxRecords: 100, maxBytes: 1 << 20)
+    /// The accounted size of an `entry(_, _, padding: 98)` with a two-character text.
+    let recordSize = 100 + SpoolEntry.overhead
+
+    @Test("claims keep arrival order within a class and never mix classes", arguments: SpoolKind.allCases)
+    func orderPerClass(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make()
+        _ = try await spool.append([entry(.info, "i1"), entry(.crash, "c1"), entry(.info, "i2"), entry(.crash, "c2")])
+        #expect(messages(try await claimBatch(spool, .crash)) == ["c1", "c2"])
+        #expect(messages(try await claimBatch(spool, .info)) == ["i1", "i2"])
+        #expect(try await spool.claim(.info, limits: limits) == .empty)
+        #expect(try await spool.pendingClasses().isEmpty)
+        await spool.close()
+    }
+
+    @Test("a claim stops at the record and byte limits and says whether more is ready", arguments: SpoolKind.allCases)
+    func limitsAndMoreReady(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make()
+        _ = try await spool.append((0..<5).map { entry(.info, "r\($0)", padding: 98) })
+        guard case .batch(let first, let more) = try await spool.claim(.info, limits: BatchLimits(maxRecords: 3, maxBytes: 1 << 20)) else {
+            Issue.record("expected a batch")
+            return
+        }
+        #expect(first.records.count == 3 && more)
+        guard case .batch(let second, let moreAfter) = try await spool.claim(.info, limits: BatchLimits(maxRecords: 10, maxBytes: 150)) else {
+            Issue.record("expected a batch")
+            return
+        }
+        #expect(second.records.count == 1 && moreAfter, "each line is 101 bytes with its newline")
+        await spool.close()
+    }
+
+    @Test("a released batch goes back before later records and waits for its retry time", arguments: SpoolKind.allCases)
+    func releaseKeepsOrder(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make()
+        _ = try await spool.append((1...4).map { entry(.error, "e\($0)") })
+        let first = try await claimBatch(spool, .error, maxRecords: 2)
+        let (head, tail) = first.halves()
+        try await spool.release(tail, retryAt: Date(timeIntervalSinceNow: -1))
+        let again = try await claimBatch(spool, .error, maxRecords: 2)
+        #expect(messages(again) == ["e2", "e3"], "the released record is ready and first")
+        try await spool.release(again, retryAt: Date(timeIntervalSinceNow: -1))
+        try await spool.release(head, retryAt: Date(timeIntervalSinceNow: 3600))
+        guard case .waiting(let until) = try await spool.claim(.error, limits: limits) else {
+            Issue.record("the head waits for its retry time, and nothing of the class may pass it")
+            return
+        }
+        #expect(until > Date())
+        let statistics = await spool.statistics()
+        #expect(statistics.pending[.error] == 4 && statistics.claimed == 0)
+        await spool.close()
+    }
+
+    @Test("acknowledging frees the bytes", arguments: SpoolKind.allCases)
+    func acknowledge(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make()
+        _ = try await spool.append([entry(.warning, "w1"), entry(.warning, "w2")])
+        let batch = try await claimBatch(spool, .warning)
+        #expect(await spool.statistics().bytes == 2 * (2 + SpoolEntry.overhead))
+        try await spool.acknowledge(batch)
+        #expect(await spool.statistics().bytes == 0)
+        #expect(try await spool.claim(.warning, limits: limits) == .empty)
+        await spool.close()
+    }
+
+    @Test("when full, the lowest class goes first, oldest first, and crash records are never evicted",
+          arguments: SpoolKind.allCases)
+    func eviction(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make(maximumBytes: 4 * recordSize)
+        _ = try await spool.append([
+            entry(.debug, "d1", padding: 98), entry(.info, "i1", padding: 98), entry(.debug, "d2", padding: 98),
+            entry(.crash, "c1", padding: 98),
+        ])
+        let receipt = try await spool.append([entry(.error, "e1", padding: 98), entry(.crash, "c2", padding: 98)])
+        #expect(receipt == AppendReceipt(accepted: 2, evicted: 2))
+        #expect(messages(try await claimBatch(spool, .info)) == ["i1"])
+        #expect(try await spool.claim(.debug, limits: limits) == .empty)
+
+        let lower = try await spool.append([entry(.debug, "d3", padding: 98)])
+        #expect(lower == AppendReceipt(accepted: 0, evicted: 1), "a debug record never pushes out an error")
+        #expect(await spool.statistics().evicted == 3)
+        await spool.close()
+    }
+
+    @Test("a crash record that finds only crash records is refused, loudly", arguments: SpoolKind.allCases)
+    func crashRefused(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make(maximumBytes: 2 * recordSize)
+        _ = try await spool.append([entry(.crash, "c1", padding: 98), entry(.crash, "c2", padding: 98)])
+        let receipt = try await spool.append([entry(.crash, "c3", padding: 98)])
+        #expect(receipt == AppendReceipt(accepted: 0, evicted: 0, refused: 1))
+        #expect(await spool.statistics().refused == 1)
+        #expect(messages(try await claimBatch(spool, .crash)) == ["c1", "c2"])
+        await spool.close()
+    }
+
+    @Test("dead letters keep the reason, and requeue puts records back at their old place", arguments: SpoolKind.allCases)
+    func deadLetters(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make()
+        _ = try await spool.append((1...3).map { entry(.info, "i\($0)") })
+        let batch = try await claimBatch(spool, .info, maxRecords: 2)
+        let (good, bad) = batch.halves()
+        try await spool.acknowledge(good)
+        try await spool.deadLetter(bad, failure: DeliveryFailure(status: 400, reason: "HTTP 400: bad field"))
+        let letters = try await spool.deadLetters(limit: 10)
+        #expect(letters.count == 1)
+        #expect(letters.first?.line == "i2" && letters.first?.status == 400 && letters.first?.reason == "HTTP 400: bad field")
+        #expect(letters.first?.priority == "info")
+        #expect(await spool.statistics().deadLetters == 1)
+
+        #expect(try await spool.requeueDeadLetters(.ids([letters[0].id])) == 1)
+        #expect(messages(try await claimBatch(spool, .info)) == ["i2", "i3"])
+        #expect(try await spool.deadLetters(limit: 10).isEmpty)
+        await spool.close()
+    }
+
+    @Test("purge deletes dead letters, by id or all", arguments: SpoolKind.allCases)
+    func purge(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make()
+        _ = try await spool.append((1...3).map { entry(.debug, "d\($0)") })
+        let batch = try await claimBatch(spool, .debug)
+        try await spool.deadLetter(batch, failure: DeliveryFailure(status: 422, reason: "no"))
+        let ids = try await spool.deadLetters(limit: 10).map(\.id)
+        #expect(try await spool.purgeDeadLetters(.ids([ids[0]])) == 1)
+        #expect(try await spool.purgeDeadLetters(.all) == 2)
+        #expect(await spool.statistics().deadLetters == 0)
+        await spool.close()
+    }
+
+    @Test("every commit is announced with its classes", arguments: SpoolKind.allCases)
+    func availability(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make()
+        try await spool.enqueue([entry(.warning, "w"), entry(.crash, "c")])
+        var iterator = spool.availability.makeAsyncIterator()
+        let classes = await iterator.next()
+        #expect(classes == [.warning, .crash])
+        await spool.close()
+    }
+}
+
+@Suite("SQLite spool")
+struct SQLiteSpoolTests {
+    @Test("records, retry times and dead letters survive a restart; claims do not")
+    func restart() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let first = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
+        _ = try await first.append([entry(.crash, "c1"), entry(.info, "i1"), entry(.info, "i2"), entry(.debug, "d1")])
+        _ = try await claimBatch(first, .info)  // claimed, never settled: as if killed mid-request
+        let debug = try await claimBatch(first, .debug)
+        try await first.deadLetter(debug, failure: DeliveryFailure(status: 400, reason: "bad"))
+        await first.close()
+
+        let second = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
+        #expect(try await second.pendingClasses() == [.crash, .info])
+        let statistics = await second.statistics()
+        #expect(statistics.pending[.info] == 2 && statistics.claimed == 0 && statistics.deadLetters == 1)
+        #expect(statistics.bytes == 3 * (2 + SpoolEntry.overhead))
+        #expect(messages(try await claimBatch(second, .info)) == ["i1", "i2"], "the claim was released at start")
+        await second.close()
+    }
+
+    @Test("a second process cannot open a spool in use")
+    func exclusive() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let first = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
+        await #expect(throws: SpoolError.inUse(path)) {
+            _ = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
+        }
+        await first.close()
+        let reopened = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
+        await reopened.close()
+    }
+
+    @Test("many concurrent appends all commit, in group commits")
+    func groupCommit() async throws {
+        let spool = try await SpoolKind.sqlite.make()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<20 {
+                group.addTask {
+                    for index in 0..<50 {
+                        let receipt = try await spool.append([entry(.info, "w\(writer)-\(index)")])
+                        #expect(receipt.accepted == 1)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(await spool.statistics().pending[.info] == 1000)
+        await spool.close()
+    }
+
+    @Test("a filling disk evicts lower classes like a full budget; crash records that find no room are refused",
+          .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    func diskFull() async throws {
+        let mountPoint = try TemporaryDirectory.make()
+        let mount = try await run("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint])
+        try #require(mount.status == 0, "mount: \(mount.standardError)")
+        defer { _ = umount2(mountPoint, Int32(MNT_DETACH)) }
+
+        let spool = try await SpoolKind.sqlite.make(path: "\(mountPoint)/spool.db", minimumFreeDisk: 512 << 10)
+        let padding = 2000
+        // Far more debug records than fit on the disk: the oldest make room for the newest.
+        var evicted = 0
+        for index in 0..<3000 {
+            evicted += try await spool.append([entry(.debug, "d\(index)", padding: padding)]).evicted
+        }
+        #expect(evicted > 1000)
+        #expect(try await spool.append([entry(.crash, "c0", padding: padding)]).accepted == 1)
+
+        // Only crash records left to give way: a crash record that finds no room is refused, not stored.
+        var refused = 0
+        for index in 1..<3000 where refused == 0 {
+            refused += try await spool.append([entry(.crash, "c\(index)", padding: padding)]).refused
+        }
+        #expect(refused == 1)
+        #expect(await spool.statistics().refused == 1)
+        #expect(try await claimBatch(spool, .crash, maxRecords: 1).records.count == 1, "the spool still works")
+        await spool.close()
+    }
+}
