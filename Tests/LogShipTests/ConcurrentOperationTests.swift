@@ -186,3 +186,25 @@ func waitUntil(
         try await Task.sleep(for: .milliseconds(2))  // poll interval until the deadline
     }
 }
+
+/// Polls an async `condition` until it holds, failing after `timeout`; for the daemon's status counters.
+func eventually(
+    within timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw WaitTimeout(description: "condition not met within \(timeout)") }
+        try await Task.sleep(for: .milliseconds(20))  // poll interval until the deadline
+    }
+}
+
+/// How many values come after a larger one: zero for a sorted sequence, small when two requests overlapped.
+func inversions(_ values: [Int]) -> Int {
+    var count = 0
+    var highest = Int.min
+    for value in values {
+        if value < highest { count += 1 }
+        highest = max(highest, value)
+    }
+    return count
+}

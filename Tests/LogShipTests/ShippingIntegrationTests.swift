@@ -94,15 +94,4 @@ struct ShippingIntegrationTests {
         #expect(requests.contains { $0.status == 500 }, "some requests failed and were retried")
         try await daemon.stop()
     }
-
-    /// Pairs out of order in `values`, counted in a window: enough to tell FIFO with overlap from disorder.
-    private func inversions(_ values: [Int]) -> Int {
-        var count = 0
-        var highest = Int.min
-        for value in values {
-            if value < highest { count += 1 }
-            highest = max(highest, value)
-        }
-        return count
-    }
 }

@@ -52,6 +52,10 @@ public final class Daemon: Sendable {
         clientConfiguration.connectionPool = .init(
             idleTimeout: .seconds(60),
             concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.upload.maxInFlight)
+        // A refused connection must fail the request at once: the shipper's shared backoff decides when to try
+        // again, and a pause, unlike the client's own silent reconnecting, keeps crash records first in line.
+        clientConfiguration.connectionPool.retryConnectionEstablishment = false
+        clientConfiguration.timeout = .init(connect: TimeAmount(configuration.upload.timeout))
         let httpClient = HTTPClient(eventLoopGroup: group, configuration: clientConfiguration)
 
         let spool: any Spool

@@ -18,11 +18,21 @@ public final class LogReceiver: Sendable {
         /// The share of requests (0…1) answered with ``failureStatus``.
         public var failureRate: Double = 0
         public var failureStatus: Int = 503
+        /// `Retry-After` seconds sent with every answer that is not 2xx.
+        public var retryAfter: Int?
+        /// Picks the status of a request from its sequence number and records, before the failure rate is
+        /// applied; `nil` leaves the request to the failure rate.
+        public var decide: (@Sendable (_ sequence: Int, _ records: [LogRecord]) -> Int?)?
 
-        public init(delay: Duration = .zero, failureRate: Double = 0, failureStatus: Int = 503) {
+        public init(
+            delay: Duration = .zero, failureRate: Double = 0, failureStatus: Int = 503, retryAfter: Int? = nil,
+            decide: (@Sendable (_ sequence: Int, _ records: [LogRecord]) -> Int?)? = nil
+        ) {
             self.delay = delay
             self.failureRate = failureRate
             self.failureStatus = failureStatus
+            self.retryAfter = retryAfter
+            self.decide = decide
         }
     }
 
@@ -37,6 +47,8 @@ public final class LogReceiver: Sendable {
         public var status: Int
         /// How many requests were in flight when this one arrived, itself included.
         public var inFlightAtArrival: Int
+        /// When its head arrived.
+        public var arrivedAt: ContinuousClock.Instant
     }
 
     /// Counts since start.
@@ -111,11 +123,13 @@ public final class LogReceiver: Sendable {
                 var body = ByteBuffer()
                 var sequence = 0
                 var inFlight = 0
+                var arrivedAt = ContinuousClock.now
                 for try await part in parts {
                     switch part {
                     case .head(let requestHead):
                         head = requestHead
                         body.clear()
+                        arrivedAt = .now
                         (sequence, inFlight) = counters.withLock { counters in
                             defer { counters.requests += 1 }
                             counters.inFlight += 1
@@ -128,11 +142,18 @@ public final class LogReceiver: Sendable {
                         }
                     case .end:
                         guard let requestHead = head else { continue }
-                        let status = await answer(body: body, sequence: sequence, inFlight: inFlight)
+                        let status = await answer(body: body, sequence: sequence, inFlight: inFlight, arrivedAt: arrivedAt)
+                        let responseBody = (200...299).contains(status) ? "" : "logctl receive answered \(status)\n"
                         var responseHead = HTTPResponseHead(version: requestHead.version, status: .init(statusCode: status))
-                        responseHead.headers.add(name: "Content-Length", value: "0")
+                        responseHead.headers.add(name: "Content-Length", value: String(responseBody.utf8.count))
                         responseHead.headers.add(name: "Connection", value: requestHead.isKeepAlive ? "keep-alive" : "close")
+                        if let retryAfter = behavior.retryAfter, !(200...299).contains(status) {
+                            responseHead.headers.add(name: "Retry-After", value: String(retryAfter))
+                        }
                         try await writer.write(.head(responseHead))
+                        if !responseBody.isEmpty {
+                            try await writer.write(.body(.byteBuffer(ByteBuffer(string: responseBody))))
+                        }
                         try await writer.write(.end(nil))
                         counters.withLock { $0.inFlight -= 1 }
                         head = nil
@@ -147,7 +168,9 @@ public final class LogReceiver: Sendable {
     }
 
     /// Decodes the batch, reports it, waits the configured delay, and picks the status.
-    private func answer(body: ByteBuffer, sequence: Int, inFlight: Int) async -> Int {
+    private func answer(
+        body: ByteBuffer, sequence: Int, inFlight: Int, arrivedAt: ContinuousClock.Instant
+    ) async -> Int {
         var records: [LogRecord] = []
         var malformed = 0
         let decoder = JSONDecoder()
@@ -159,10 +182,10 @@ public final class LogReceiver: Sendable {
             }
         }
         let fails = behavior.failureRate > 0 && Double.random(in: 0..<1) < behavior.failureRate
-        let status = fails ? behavior.failureStatus : 200
+        let status = behavior.decide?(sequence, records) ?? (fails ? behavior.failureStatus : 200)
         onRequest(
             Request(sequence: sequence, records: records, malformedLines: malformed, status: status,
-                    inFlightAtArrival: inFlight))
+                    inFlightAtArrival: inFlight, arrivedAt: arrivedAt))
         if behavior.delay > .zero {
             try? await Task.sleep(for: behavior.delay)
         }

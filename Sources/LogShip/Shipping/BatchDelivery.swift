@@ -52,18 +52,24 @@ public struct BatchDelivery: Sendable {
 
     /// Claims and sends the next batch of `priority`.
     ///
+    /// - Parameters:
+    ///   - moreReady: Called right after a claim that left ready records of the class behind, before the upload,
+    ///     so the next batch of the class can be waiting for the other slot.
     /// - Important: A claimed batch is always settled, also when the task is cancelled mid-request (its records
     ///   are then put back, ready at once).
     /// - Throws: Only spool errors.
-    public func deliverNext(_ priority: PriorityClass) async throws -> DeliveryOutcome {
+    public func deliverNext(
+        _ priority: PriorityClass, moreReady: @Sendable () -> Void = {}
+    ) async throws -> DeliveryOutcome {
         switch try await spool.claim(priority, limits: limits) {
         case .empty:
             return .nothingToSend
         case .waiting(let until):
             return .waiting(until: until)
-        case .batch(let batch, let moreReady):
+        case .batch(let batch, let more):
+            if more { moreReady() }
             var report = DeliveryReport()
-            report.moreReady = moreReady
+            report.moreReady = more
             try await deliver(batch, report: &report)
             return .attempted(report)
         }

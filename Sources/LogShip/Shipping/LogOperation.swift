@@ -7,35 +7,39 @@ import Synchronization
 /// records waited while the queue's slots were busy. The operation's `queuePriority` comes from its class, so a
 /// waiting crash operation runs before waiting chatter.
 final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Sendable {
-    // @unchecked: Operation is not checked for Sendable; `work` is immutable and `task` is in a Mutex.
+    // @unchecked: Operation is not checked for Sendable; the stored closures are immutable, `task` is in a Mutex.
 
     let priorityClass: PriorityClass
     private let delivery: BatchDelivery
     /// Asks the shipper whether to proceed; false once it is shutting down.
-    private let admit: @Sendable (PriorityClass) -> Bool
+    private let admit: @Sendable () -> Bool
+    /// Tells the shipper that the claim left ready records of the class behind.
+    private let moreReady: @Sendable () -> Void
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     init(
         priorityClass: PriorityClass,
         delivery: BatchDelivery,
-        admit: @escaping @Sendable (PriorityClass) -> Bool,
+        admit: @escaping @Sendable () -> Bool,
+        moreReady: @escaping @Sendable () -> Void,
         completion: @escaping Completion
     ) {
         self.priorityClass = priorityClass
         self.delivery = delivery
         self.admit = admit
+        self.moreReady = moreReady
         super.init(completion: completion)
         queuePriority = priorityClass.queuePriority
         name = "LogOperation(\(priorityClass))"
     }
 
     override func main() {
-        guard admit(priorityClass) else {
+        guard admit() else {
             finish(.success(.nothingToSend))
             return
         }
-        let work = Task { [delivery, priorityClass] in
-            let result = await Result(catching: { try await delivery.deliverNext(priorityClass) })
+        let work = Task { [delivery, priorityClass, moreReady] in
+            let result = await Result(catching: { try await delivery.deliverNext(priorityClass, moreReady: moreReady) })
             self.finish(result)
         }
         task.withLock { $0 = work }

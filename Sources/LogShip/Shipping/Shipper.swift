@@ -8,8 +8,9 @@ import Synchronization
 /// The queue holds at most one waiting operation per class plus the ones in flight (at most
 /// `maxConcurrentOperationCount`); the backlog stays in the spool. So when a slot frees, the queue picks the
 /// most urgent waiting class, and that operation claims everything of its class that waited meanwhile, up to the
-/// batch limits. A lone record with a free slot leaves at once. Nothing outside the shipper knows that operations
-/// or queues exist.
+/// batch limits. A claim that leaves more behind puts the class's next operation in the queue at once, so a
+/// backlog drains in class order through both slots. A lone record with a free slot leaves at once. Nothing
+/// outside the shipper knows that operations or queues exist.
 public final class Shipper: Service, Sendable {
     /// Counts since start.
     public struct Statistics: Hashable, Sendable {
@@ -127,7 +128,8 @@ public final class Shipper: Service, Sendable {
         let operation = LogOperation(
             priorityClass: priorityClass,
             delivery: delivery,
-            admit: { [weak self] _ in self?.admit(id) ?? false },
+            admit: { [weak self] in self?.admit(id) ?? false },
+            moreReady: { [weak self] in self?.recordsAvailable([priorityClass]) },
             completion: { [weak self] result in self?.operationFinished(id, priorityClass, result) })
         state.operations[id] = TrackedOperation(priorityClass: priorityClass, isRunning: false, operation: operation)
         return operation

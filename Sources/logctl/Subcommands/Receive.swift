@@ -19,6 +19,9 @@ struct Receive: AsyncParsableCommand {
     @Option(name: .customLong("fail-status"), help: "Status for failed requests.")
     var failStatus = 503
 
+    @Option(name: .customLong("retry-after"), help: "Send Retry-After: SECONDS with failed requests.")
+    var retryAfter: Int?
+
     @Flag(name: .long, help: "Print only a count per request, not the records.")
     var quiet = false
 
@@ -27,6 +30,7 @@ struct Receive: AsyncParsableCommand {
         guard delayMilliseconds >= 0 else { throw ValidationError("--delay-ms must not be negative") }
         guard (0...1).contains(failRate) else { throw ValidationError("--fail-rate must be between 0 and 1") }
         guard (100...599).contains(failStatus) else { throw ValidationError("--fail-status must be an HTTP status") }
+        if let retryAfter, retryAfter < 0 { throw ValidationError("--retry-after must not be negative") }
     }
 
     func run() async throws {
@@ -36,7 +40,8 @@ struct Receive: AsyncParsableCommand {
             host: address.host,
             port: address.port,
             behavior: .init(
-                delay: .milliseconds(delayMilliseconds), failureRate: failRate, failureStatus: failStatus),
+                delay: .milliseconds(delayMilliseconds), failureRate: failRate, failureStatus: failStatus,
+                retryAfter: retryAfter),
             onRequest: { request in printer.print(request) })
         FileHandle.standardError.write(Data("logctl receive: listening on \(receiver.url)\n".utf8))
         try await receiver.run()

@@ -30,8 +30,16 @@ final class TestDaemon: Sendable {
         receiver behavior: LogReceiver.Behavior = .init(),
         configure: (inout DaemonConfiguration) -> Void = { _ in }
     ) async throws -> TestDaemon {
-        let receiver = try await TestReceiver(behavior: behavior)
-        let directory = try TemporaryDirectory.make()
+        try await start(receiver: try await TestReceiver(behavior: behavior), configure: configure)
+    }
+
+    /// Starts a daemon posting to `receiver`; `configure` may point it elsewhere.
+    static func start(
+        receiver: TestReceiver,
+        directory: String? = nil,
+        configure: (inout DaemonConfiguration) -> Void = { _ in }
+    ) async throws -> TestDaemon {
+        let directory = try directory ?? TemporaryDirectory.make()
         var configuration = DaemonConfiguration()
         configuration.ingest.stream = "\(directory)/ingest.sock"
         configuration.ingest.datagram = "\(directory)/ingest.dgram"
@@ -68,10 +76,12 @@ final class TestDaemon: Sendable {
     }
 
     /// Sends `count` records of one priority, in chunks, each acknowledged.
-    func send(count: Int, priority: String, prefix: String) async throws {
+    func send(count: Int, priority: String, prefix: String, fields: [String: String]? = nil) async throws {
         var sent = 0
         while sent < count {
-            let chunk = (sent..<min(count, sent + 1000)).map { Submission(message: "\(prefix) \($0)", priority: priority) }
+            let chunk = (sent..<min(count, sent + 1000)).map {
+                Submission(message: "\(prefix) \($0)", priority: priority, fields: fields)
+            }
             let response = try await send(chunk)
             guard response.ok else { throw WaitTimeout(description: "send refused: \(response.error ?? "?")") }
             sent += chunk.count
@@ -79,10 +89,24 @@ final class TestDaemon: Sendable {
     }
 
     /// Shuts the daemon down gracefully and waits for it to stop.
-    func stop() async throws {
+    ///
+    /// - Parameter keepDirectory: Leave the sockets' directory (and a spool in it) for a restart.
+    func stop(keepDirectory: Bool = false) async throws {
         await daemon.shutdown()
         try await task.value
-        try? FileManager.default.removeItem(atPath: directory)
+        if !keepDirectory {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// Asks the daemon for its counters over the control socket.
+    func status() async throws -> DaemonStatus {
+        let path = controlPath
+        return try await offloaded {
+            let response = try ControlClient(path: path).send(ControlRequest(command: .status))
+            guard let status = response.status else { throw WaitTimeout(description: "no status") }
+            return status
+        }
     }
 }
 

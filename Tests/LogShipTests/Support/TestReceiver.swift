@@ -9,10 +9,10 @@ final class TestReceiver: Sendable {
     private let log = RequestLog()
     private let task: Task<Void, any Error>
 
-    /// Starts a receiver on 127.0.0.1 with an ephemeral port.
-    init(behavior: LogReceiver.Behavior = .init()) async throws {
+    /// Starts a receiver on 127.0.0.1, on `port` or an ephemeral one.
+    init(port: Int = 0, behavior: LogReceiver.Behavior = .init()) async throws {
         let log = self.log
-        receiver = try await LogReceiver(host: "127.0.0.1", port: 0, behavior: behavior) { log.append($0) }
+        receiver = try await LogReceiver(host: "127.0.0.1", port: port, behavior: behavior) { log.append($0) }
         let receiver = receiver
         task = Task { try await receiver.run() }
     }
@@ -118,6 +118,24 @@ private final class RequestLog: Sendable {
             }
         }
     }
+}
+
+/// A loopback port nothing listens on at the moment of asking: for a remote that is down, to be started later.
+func unusedPort() throws -> Int {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw WaitTimeout(description: "no free port: \(String(cString: strerror(errno)))") }
+    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 struct WaitTimeout: Error, CustomStringConvertible {
