@@ -30,8 +30,9 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# Throughput and latency figures; builds release binaries (the benchmark also starts logshipd itself).
 bench: deps
-	$(SWIFT) build -c release --product logshipd-bench
+	$(SWIFT) build -c release
 	$$($(SWIFT) build -c release --show-bin-path)/logshipd-bench
 
 clean:

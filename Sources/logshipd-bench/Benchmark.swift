@@ -11,23 +11,64 @@ import Synchronization
 struct Benchmark {
     static func main() async throws {
         print("logshipd benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, "
-            + "\(ProcessInfo.processInfo.physicalMemory >> 30) GiB; loopback receiver, in-memory spool")
+            + "\(ProcessInfo.processInfo.physicalMemory >> 30) GiB; loopback receiver; figures vary with the machine,")
+        print("compare the ratios within one run")
         print("")
 
-        let single = try await deliveryRate(records: 5_000, batchSize: 1)
-        print(String(format: "one record per request   %8.0f records/s  (%d records, %d requests)",
-                     single.rate, single.records, single.requests))
-        let batched = try await deliveryRate(records: 200_000, batchSize: 1_000)
-        print(String(format: "batched (max 1000)       %8.0f records/s  (%d records, %d requests)",
-                     batched.rate, batched.records, batched.requests))
-        print(String(format: "batching speed-up        %8.1fx", batched.rate / single.rate))
+        print("                                       memory        sqlite    sqlite/memory")
+        let socketMemory = try await socketIntakeRate(records: 100_000, spool: .memory)
+        let socketSQLite = try await socketIntakeRate(records: 100_000, spool: .sqlite)
+        row("intake, stream socket (records/s)", socketMemory, socketSQLite)
+        let ackedMemory = try await acknowledgedIntakeRate(records: 50_000, spool: .memory)
+        let ackedSQLite = try await acknowledgedIntakeRate(records: 50_000, spool: .sqlite)
+        row("intake, acknowledged send (records/s)", ackedMemory, ackedSQLite)
+        let deliveredMemory = try await deliveryRate(records: 200_000, batchSize: 1_000, spool: .memory)
+        let deliveredSQLite = try await deliveryRate(records: 200_000, batchSize: 1_000, spool: .sqlite)
+        row("delivered, batches of 1000 (records/s)", deliveredMemory.rate, deliveredSQLite.rate)
+        let singleMemory = try await deliveryRate(records: 5_000, batchSize: 1, spool: .memory)
+        let singleSQLite = try await deliveryRate(records: 5_000, batchSize: 1, spool: .sqlite)
+        row("delivered, one per request (records/s)", singleMemory.rate, singleSQLite.rate)
+        print(String(format: "batching speed-up (sqlite)             %8.1fx", deliveredSQLite.rate / singleSQLite.rate))
         print("")
 
         let latency = try await crashLatency(backlog: 5_000, receiverDelay: .milliseconds(100))
-        print(String(format: "crash record behind %d info records, receiver answering after 100 ms:", latency.backlog))
+        print(String(format: "crash record behind %d info records, receiver answering after 100 ms (sqlite):", latency.backlog))
         print(String(format: "  accepted → arrived     %8.0f ms  (%.1f× one request's delay)",
                      latency.milliseconds, latency.milliseconds / 100))
         print(String(format: "  info records it overtook %6d of %d", latency.overtaken, latency.backlog))
+        print("")
+
+        let memory = try await restartMemory(pending: 100_000)
+        print("logshipd resident memory at start (its own process, sqlite spool):")
+        print(String(format: "  empty spool                %6.1f MiB", memory.empty))
+        print(String(format: "  100 000 pending records    %6.1f MiB  (spool file %.1f MiB; records are read only when claimed)",
+                     memory.loaded, memory.spoolFile))
+    }
+
+    static func row(_ label: String, _ memory: Double, _ sqlite: Double) {
+        print(label.padding(toLength: 38, withPad: " ", startingAt: 0)
+            + String(format: "%10.0f    %10.0f    %8.2f", memory, sqlite, sqlite / memory))
+    }
+
+    /// Lines written to the stream socket until all are committed to the spool; nothing is uploaded.
+    static func socketIntakeRate(records: Int, spool: SpoolChoice) async throws -> Double {
+        let harness = try await Harness.start(receiverDelay: .zero, spool: spool, reachable: false) { _ in }
+        let start = ContinuousClock.now
+        try await harness.writeLines(count: records)
+        try await harness.waitForSpooled(records)
+        let elapsed = ContinuousClock.now - start
+        try await harness.stop()
+        return Double(records) / elapsed.seconds
+    }
+
+    /// `logctl send`-style acknowledged requests of 1 000 records; nothing is uploaded.
+    static func acknowledgedIntakeRate(records: Int, spool: SpoolChoice) async throws -> Double {
+        let harness = try await Harness.start(receiverDelay: .zero, spool: spool, reachable: false) { _ in }
+        let start = ContinuousClock.now
+        try await harness.send(count: records, priority: "info")
+        let elapsed = ContinuousClock.now - start
+        try await harness.stop()
+        return Double(records) / elapsed.seconds
     }
 
     struct DeliveryRate {
@@ -37,8 +78,8 @@ struct Benchmark {
     }
 
     /// Sends `records` through the control socket and times until the receiver has them all.
-    static func deliveryRate(records: Int, batchSize: Int) async throws -> DeliveryRate {
-        let harness = try await Harness.start(receiverDelay: .zero) { $0.batch.maxRecords = batchSize }
+    static func deliveryRate(records: Int, batchSize: Int, spool: SpoolChoice) async throws -> DeliveryRate {
+        let harness = try await Harness.start(receiverDelay: .zero, spool: spool) { $0.batch.maxRecords = batchSize }
         let start = ContinuousClock.now
         try await harness.send(count: records, priority: "info")
         try await harness.waitForRecords(records)
@@ -55,7 +96,7 @@ struct Benchmark {
     }
 
     static func crashLatency(backlog: Int, receiverDelay: Duration) async throws -> CrashLatency {
-        let harness = try await Harness.start(receiverDelay: receiverDelay) { $0.batch.maxRecords = 100 }
+        let harness = try await Harness.start(receiverDelay: receiverDelay, spool: .sqlite) { $0.batch.maxRecords = 100 }
         try await harness.send(count: backlog, priority: "info")
         let accepted = try await harness.sendOne("crash report", priority: "crash")
         let arrived = try await harness.waitForMessage("crash report")
@@ -63,6 +104,71 @@ struct Benchmark {
         let overtaken = harness.recordsAfter(message: "crash report")
         try await harness.stop()
         return CrashLatency(backlog: backlog, milliseconds: (arrived - accepted).seconds * 1000, overtaken: overtaken)
+    }
+
+    /// Resident memory of the logshipd binary once it has started, with an empty spool and with `pending` records.
+    static func restartMemory(pending: Int) async throws -> (empty: Double, loaded: Double, spoolFile: Double) {
+        let directory = NSTemporaryDirectory() + "logship-bench-rss-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spoolPath = "\(directory)/spool.db"
+        let empty = try await DaemonProcess.residentMemory(directory: directory, spoolPath: spoolPath)
+
+        let logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+        let spool = try await SQLiteSpool.open(path: spoolPath, maximumBytes: 1 << 32, minimumFreeDiskBytes: 0, logger: logger)
+        let order = PriorityClass.mostUrgentFirst
+        for chunk in stride(from: 0, to: pending, by: 2000) {
+            _ = try await spool.append((chunk..<min(pending, chunk + 2000)).map { index in
+                let priority = order[index % order.count]
+                return SpoolEntry(LogRecord(
+                    timestamp: .now(), priority: priority, severity: priority.defaultSeverity, host: "bench",
+                    source: .control, message: "pending record \(index) " + String(repeating: "x", count: 150)))
+            })
+        }
+        await spool.close()
+        let size = (try FileManager.default.attributesOfItem(atPath: spoolPath)[.size] as? Int) ?? 0
+        let loaded = try await DaemonProcess.residentMemory(directory: directory, spoolPath: spoolPath)
+        return (empty, loaded, Double(size) / 1_048_576)
+    }
+}
+
+enum SpoolChoice {
+    case memory
+    case sqlite
+}
+
+/// The logshipd binary, started to read its memory use.
+enum DaemonProcess {
+    /// Starts logshipd on `spoolPath` with an unreachable remote, reads VmRSS once it listens, and stops it.
+    static func residentMemory(directory: String, spoolPath: String) async throws -> Double {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("logshipd").path
+        let control = "\(directory)/control.sock"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["--config", "/dev/null"]
+        process.environment = [
+            "LOGSHIPD_INGEST_STREAM": "", "LOGSHIPD_INGEST_DATAGRAM": "", "LOGSHIPD_INGEST_CONTROL": control,
+            "LOGSHIPD_SPOOL_PATH": spoolPath, "LOGSHIPD_SPOOL_MIN_FREE_DISK": "0",
+            "LOGSHIPD_UPLOAD_URL": "http://127.0.0.1:9/unreachable", "LOGSHIPD_LOG_LEVEL": "error",
+        ]
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !FileManager.default.fileExists(atPath: control) {
+            guard ContinuousClock.now < deadline else { throw BenchmarkError("logshipd did not start") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // Let start-up settle (the first claims run) before reading.
+        try await Task.sleep(for: .milliseconds(500))
+        let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Double(line.split(separator: " ")[1])
+        else { throw BenchmarkError("no VmRSS for logshipd") }
+        return kilobytes / 1024
     }
 }
 
@@ -83,7 +189,8 @@ final class Harness: Sendable {
     }
 
     static func start(
-        receiverDelay: Duration, configure: (inout DaemonConfiguration) -> Void
+        receiverDelay: Duration, spool: SpoolChoice = .memory, reachable: Bool = true,
+        configure: (inout DaemonConfiguration) -> Void
     ) async throws -> Harness {
         let log = ArrivalLog()
         let receiver = try await LogReceiver(host: "127.0.0.1", port: 0, behavior: .init(delay: receiverDelay)) {
@@ -92,11 +199,13 @@ final class Harness: Sendable {
         let directory = NSTemporaryDirectory() + "logship-bench-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var configuration = DaemonConfiguration()
-        configuration.ingest.stream = ""
+        configuration.ingest.stream = "\(directory)/ingest.sock"
         configuration.ingest.datagram = ""
         configuration.ingest.control = "\(directory)/control.sock"
-        configuration.upload.url = receiver.url
-        configuration.spool.path = "memory"
+        // Port 9 (discard) has no listener on loopback: uploads fail and the records stay spooled.
+        configuration.upload.url = reachable ? receiver.url : "http://127.0.0.1:9/unreachable"
+        configuration.spool.path = spool == .memory ? "memory" : "\(directory)/spool.db"
+        configuration.spool.minFreeDisk = 0
         configure(&configuration)
         let logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
         let daemon = try await Daemon.start(configuration: configuration, logger: logger, shutdownSignals: [])
@@ -119,6 +228,48 @@ final class Harness: Sendable {
                 guard response.ok else { throw BenchmarkError(response.error ?? "send refused") }
                 sent += chunk.count
             }
+        }
+    }
+
+    /// Writes `count` syslog lines to the ingest stream socket over one connection.
+    func writeLines(count: Int) async throws {
+        let path = daemon.configuration.ingest.stream
+        try await NIOThreadPool.singleton.runIfActive {
+            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(descriptor) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            guard connected == 0 else { throw BenchmarkError("cannot connect to \(path)") }
+            var chunk: [UInt8] = []
+            for index in 0..<count {
+                chunk.append(contentsOf: "<14>Nov 21 10:00:00 bench[1]: intake line \(index)\n".utf8)
+                if chunk.count > 60_000 || index == count - 1 {
+                    var offset = 0
+                    while offset < chunk.count {
+                        let written = chunk[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+                        guard written > 0 else { throw BenchmarkError("write failed") }
+                        offset += written
+                    }
+                    chunk.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+    }
+
+    /// Waits until `count` records are committed in the spool (pending or claimed).
+    func waitForSpooled(_ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(300)
+        while true {
+            let statistics = await daemon.spool.statistics()
+            if statistics.pendingTotal + statistics.claimed >= count { return }
+            guard ContinuousClock.now < deadline else { throw BenchmarkError("records not spooled in time") }
+            try await Task.sleep(for: .milliseconds(1))
         }
     }
 

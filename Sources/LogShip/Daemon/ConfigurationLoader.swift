@@ -42,9 +42,12 @@ public struct ConfigurationLoader: Sendable {
         if let path {
             let text: String
             do {
-                text = try String(contentsOfFile: path, encoding: .utf8)
+                // FileHandle, not String(contentsOfFile:): it also reads /dev/null and pipes ("--config /dev/null").
+                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+                defer { try? handle.close() }
+                text = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
             } catch {
-                throw ConfigurationError("cannot read \(path): \(error.localizedDescription)")
+                throw ConfigurationError("cannot read \(path): \(Self.reason(error))")
             }
             // A file of comments only holds no document; it means "all defaults".
             if let headers = try Self.validate(yaml: text, path: path) {
@@ -53,6 +56,18 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         return try Self.read(ConfigReader(providers: providers), fileHeaders: fileHeaders)
+    }
+
+    /// The system's words for a file error: "No such file or directory", "Is a directory".
+    private static func reason(_ error: any Error) -> String {
+        let error = error as NSError
+        if let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return SystemError.describe(Int32(underlying.code))
+        }
+        if error.domain == NSCocoaErrorDomain && error.code == NSFileReadNoSuchFileError {
+            return SystemError.describe(ENOENT)
+        }
+        return error.localizedFailureReason ?? error.localizedDescription
     }
 
     /// Checks that every key in the file is known and every value a scalar (`upload.headers` a mapping of them).
