@@ -47,6 +47,25 @@ struct CommandLineTests {
         #expect(result.standardError == "logctl: logshipd is not running (no daemon listening at \(directory)/control.sock)\n")
     }
 
+    @Test("logctl send fails with a clear line when the spool is full of crash records")
+    func crashRefused() async throws {
+        let daemon = try await TestDaemon.start(receiver: .init(failureRate: 1, failureStatus: 503)) {
+            $0.spool.maxBytes = 65_536
+            $0.ingest.maxRecordBytes = 256
+        }
+        var refused: ProcessResult?
+        for attempt in 0..<400 where refused == nil {
+            let result = try await run(
+                Binaries.logctl,
+                ["send", "--socket", daemon.controlPath, "--priority", "crash", "crash \(attempt) " + String(repeating: "x", count: 200)])
+            if result.status != 0 { refused = result }
+        }
+        let result = try #require(refused, "a 64 KiB spool cannot hold 400 crash records")
+        #expect(result.standardError == "logctl: spool full of crash records: 1 crash record(s) refused\n")
+        #expect(try await daemon.status().refused == 1)
+        try await daemon.stop()
+    }
+
     @Test("logctl send rejects an unknown priority before contacting the daemon")
     func badPriority() async throws {
         let result = try await run(Binaries.logctl, ["send", "--socket", "/nonexistent", "--priority", "fatal", "x"])

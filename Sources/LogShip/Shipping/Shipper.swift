@@ -181,9 +181,6 @@ public final class Shipper: Service, Sendable {
                 "delivery failed before upload; class paused",
                 metadata: ["logship.priority": "\(priorityClass)", "logship.error": "\(error)"])
         }
-        if case .success(.attempted(let report)) = result, let retryAt = report.retryAt {
-            logger.info("delivery paused after a failure", metadata: ["logship.resume_at": "\(Timestamp(retryAt).rfc3339)"])
-        }
         if let followUp { queue.addOperation(followUp) }
         for waiter in idleWaiters { waiter.resume() }
     }

@@ -17,8 +17,8 @@ import Synchronization
 /// - Appends go through a ``CommitQueue``: many records per transaction, each transaction synced to disk.
 public final class SQLiteSpool: Spool {
     /// Records queued for a commit before fire-and-forget callers wait: a `kill -9` loses at most these and the
-    /// commit being written.
-    public static let commitQueueCapacity = 4096
+    /// commit being written, about two thousand socket lines.
+    public static let commitQueueCapacity = 1024
 
     public let path: String
     public let availability: AsyncStream<Set<PriorityClass>>
