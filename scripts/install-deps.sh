@@ -2,11 +2,13 @@
 # Installs the Debian packages the build, the tests and `make run` need, when they are missing.
 #   bsdutils: logger(1), which the tests drive against the ingest sockets
 #   socat:    the README's example of writing a raw line to the socket
+#   libsqlite3-dev: the system SQLite that GRDB (the durable spool) builds against
 set -euo pipefail
 
 needed=()
 command -v logger >/dev/null 2>&1 || needed+=(bsdutils)
 command -v socat >/dev/null 2>&1 || needed+=(socat)
+[ -f /usr/include/sqlite3.h ] || needed+=(libsqlite3-dev)
 [ ${#needed[@]} -eq 0 ] && exit 0
 
 if ! command -v swift >/dev/null 2>&1; then
