@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 
 /// The durable spool: records in a SQLite database (WAL mode) through GRDB, committed in group commits.
 ///
