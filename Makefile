@@ -1,8 +1,9 @@
 # logshipd — run it, test it, measure it.
 
 SWIFT ?= swift
-# Where `make run` puts the sockets: /run/logshipd as root, a private directory otherwise.
+# Where `make run` puts the sockets and the spool: the system's places as root, a private directory otherwise.
 RUN_DIR ?= $(if $(filter 0,$(shell id -u)),/run/logshipd,/tmp/logshipd-$(shell id -un))
+STATE_DIR ?= $(if $(filter 0,$(shell id -u)),/var/lib/logshipd,/tmp/logshipd-$(shell id -un))
 RECEIVER ?= 127.0.0.1:8514
 
 .PHONY: deps build run test bench clean
@@ -23,6 +24,7 @@ run: build
 	LOGSHIPD_INGEST_STREAM=$(RUN_DIR)/ingest.sock \
 	LOGSHIPD_INGEST_DATAGRAM=$(RUN_DIR)/ingest.dgram \
 	LOGSHIPD_INGEST_CONTROL=$(RUN_DIR)/control.sock \
+	LOGSHIPD_SPOOL_PATH=$(STATE_DIR)/spool.db \
 	LOGSHIPD_UPLOAD_URL=http://$(RECEIVER)/ingest \
 	$$bin/logshipd --config config/logshipd.yaml
 
