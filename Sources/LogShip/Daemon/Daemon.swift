@@ -7,9 +7,10 @@ import UnixSignals
 
 /// logshipd assembled: sockets bound, spool, shipper and HTTP client, ready to run as one service group.
 ///
-/// ``start(configuration:logger:)`` binds every socket before anything runs, so a socket held by another daemon
-/// stops start-up with a clear error. ``run(signals:)`` serves until SIGTERM/SIGINT (or ``shutdown()``); the
-/// inputs stop first, then the shipper lets requests in flight finish within `upload.shutdown_timeout`.
+/// ``start(configuration:logger:shutdownSignals:)`` opens the spool and binds every socket before anything runs,
+/// so a spool or socket held by another daemon stops start-up with a clear error. ``run()`` serves until
+/// SIGTERM/SIGINT (or ``shutdown()``); the inputs stop first, then the shipper lets requests in flight finish
+/// within `upload.shutdown_timeout`, and what is not delivered stays in the spool.
 public final class Daemon: Sendable {
     public let configuration: DaemonConfiguration
     public let shipper: Shipper
@@ -33,44 +34,18 @@ public final class Daemon: Sendable {
         self.logger = logger
     }
 
-    /// Builds the daemon and binds its sockets.
+    /// Opens the spool, builds the shipper and binds the sockets.
     ///
     /// - Parameters:
     ///   - shutdownSignals: Signals that begin a graceful shutdown; none for an in-process daemon in tests.
-    /// - Throws: ``IngestError`` when a socket cannot be bound.
+    /// - Throws: ``SpoolError`` when the spool cannot be opened, ``IngestError`` when a socket cannot be bound.
     public static func start(
         configuration: DaemonConfiguration,
         logger: Logger,
         shutdownSignals: [UnixSignal] = [.sigterm, .sigint]
     ) async throws -> Daemon {
-        let group = MultiThreadedEventLoopGroup.singleton
-        let hostname = configuration.hostname.isEmpty ? Hostname.current : configuration.hostname
-        let parser = RecordParser(hostname: hostname)
-
-        var clientConfiguration = HTTPClient.Configuration()
-        clientConfiguration.httpVersion = .http1Only
-        clientConfiguration.connectionPool = .init(
-            idleTimeout: .seconds(60),
-            concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.upload.maxInFlight)
-        // A refused connection must fail the request at once: the shipper's shared backoff decides when to try
-        // again, and a pause, unlike the client's own silent reconnecting, keeps crash records first in line.
-        clientConfiguration.connectionPool.retryConnectionEstablishment = false
-        clientConfiguration.timeout = .init(connect: TimeAmount(configuration.upload.timeout))
-        let httpClient = HTTPClient(eventLoopGroup: group, configuration: clientConfiguration)
-
-        let spool: any Spool
-        if configuration.spool.path == "memory" {
-            spool = MemorySpool(maximumBytes: configuration.spool.maxBytes)
-        } else {
-            do {
-                spool = try await SQLiteSpool.open(
-                    path: configuration.spool.path, maximumBytes: configuration.spool.maxBytes,
-                    minimumFreeDiskBytes: configuration.spool.minFreeDisk, logger: logger)
-            } catch {
-                try? await httpClient.shutdown()
-                throw error
-            }
-        }
+        let spool = try await openSpool(configuration.spool, logger: logger)
+        let httpClient = makeHTTPClient(configuration.upload)
         let delivery = BatchDelivery(
             spool: spool,
             uploader: HTTPUploader(
@@ -89,35 +64,19 @@ public final class Daemon: Sendable {
             logger: logger)
         let intake = RecordIntake(spool: spool, logger: logger)
 
-        // Inputs come after the shipper: a service group stops its services in reverse order, so intake stops
-        // before the shipper drains.
-        var services: [any Service] = [shipper]
+        let inputs: [any Service]
         do {
-            let ingest = configuration.ingest
-            if !ingest.stream.isEmpty {
-                services.append(
-                    try await StreamIngestServer.bind(
-                        path: ingest.stream, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
-                        parser: parser, intake: intake, group: group, logger: logger))
-            }
-            if !ingest.datagram.isEmpty {
-                services.append(
-                    try DatagramIngestServer.bind(
-                        path: ingest.datagram, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
-                        parser: parser, intake: intake, logger: logger))
-            }
-            services.append(
-                try await ControlServer.bind(
-                    path: ingest.control, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
-                    hostname: hostname, intake: intake, shipper: shipper, spool: spool, group: group, logger: logger))
+            inputs = try await bindInputs(
+                configuration, intake: intake, shipper: shipper, spool: spool, logger: logger)
         } catch {
             await spool.close()
             try? await httpClient.shutdown()
             throw error
         }
 
+        // A service group stops its services in reverse order: the inputs stop before the shipper drains.
         var groupConfiguration = ServiceGroupConfiguration(
-            services: services.map {
+            services: ([shipper] + inputs).map {
                 .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
                       failureTerminationBehavior: .gracefullyShutdownGroup)
             },
@@ -129,6 +88,56 @@ public final class Daemon: Sendable {
         return Daemon(
             configuration: configuration, shipper: shipper, intake: intake, spool: spool,
             httpClient: httpClient, serviceGroup: ServiceGroup(configuration: groupConfiguration), logger: logger)
+    }
+
+    private static func openSpool(_ configuration: DaemonConfiguration.Spool, logger: Logger) async throws -> any Spool {
+        if configuration.path == "memory" {
+            return MemorySpool(maximumBytes: configuration.maxBytes)
+        }
+        return try await SQLiteSpool.open(
+            path: configuration.path, maximumBytes: configuration.maxBytes,
+            minimumFreeDiskBytes: configuration.minFreeDisk, logger: logger)
+    }
+
+    private static func makeHTTPClient(_ configuration: DaemonConfiguration.Upload) -> HTTPClient {
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.httpVersion = .http1Only
+        clientConfiguration.connectionPool = .init(
+            idleTimeout: .seconds(60),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maxInFlight)
+        // A refused connection must fail the request at once: the shipper's shared backoff decides when to try
+        // again, and a pause, unlike the client's own silent reconnecting, keeps crash records first in line.
+        clientConfiguration.connectionPool.retryConnectionEstablishment = false
+        clientConfiguration.timeout = .init(connect: TimeAmount(configuration.timeout))
+        return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration)
+    }
+
+    /// Binds the ingest sockets that are enabled and the control socket.
+    private static func bindInputs(
+        _ configuration: DaemonConfiguration, intake: RecordIntake, shipper: Shipper, spool: any Spool, logger: Logger
+    ) async throws -> [any Service] {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let hostname = configuration.hostname.isEmpty ? Hostname.current : configuration.hostname
+        let parser = RecordParser(hostname: hostname)
+        let ingest = configuration.ingest
+        var inputs: [any Service] = []
+        if !ingest.stream.isEmpty {
+            inputs.append(
+                try await StreamIngestServer.bind(
+                    path: ingest.stream, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
+                    parser: parser, intake: intake, group: group, logger: logger))
+        }
+        if !ingest.datagram.isEmpty {
+            inputs.append(
+                try DatagramIngestServer.bind(
+                    path: ingest.datagram, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
+                    parser: parser, intake: intake, logger: logger))
+        }
+        inputs.append(
+            try await ControlServer.bind(
+                path: ingest.control, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
+                hostname: hostname, intake: intake, shipper: shipper, spool: spool, group: group, logger: logger))
+        return inputs
     }
 
     /// Runs until shutdown; returns once every service has stopped and the HTTP client is closed.
