@@ -171,14 +171,17 @@ struct SpoolTests {
         await spool.close()
     }
 
-    @Test("every commit is announced with its classes", arguments: SpoolKind.allCases)
+    @Test("commits are announced with their classes, merged until read", arguments: SpoolKind.allCases)
     func availability(_ kind: SpoolKind) async throws {
         let spool = try await kind.make()
-        try await spool.enqueue([entry(.warning, "w"), entry(.crash, "c")])
-        var iterator = spool.availability.makeAsyncIterator()
-        let classes = await iterator.next()
-        #expect(classes == [.warning, .crash])
+        _ = try await spool.append([entry(.warning, "w"), entry(.crash, "c")])
+        _ = try await spool.append([entry(.debug, "d")])
+        var iterator = spool.availability.updates.makeAsyncIterator()
+        #expect(await iterator.next() == [.warning, .crash, .debug])
+        _ = try await spool.append([entry(.info, "i")])
+        #expect(await iterator.next() == [.info])
         await spool.close()
+        #expect(await iterator.next() == nil, "closing the spool ends the updates")
     }
 }
 

@@ -106,7 +106,7 @@ public final class Shipper: Service, Sendable {
         recordsAvailable(try await delivery.spool.pendingClasses())
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await classes in self.delivery.spool.availability {
+                for await classes in self.delivery.spool.availability.updates {
                     self.recordsAvailable(classes)
                 }
             }

@@ -29,13 +29,11 @@ public final class MemorySpool: Spool {
 
     private let maximumBytes: Int
     private let state = Mutex(State())
-    public let availability: AsyncStream<Set<PriorityClass>>
-    private let availabilityContinuation: AsyncStream<Set<PriorityClass>>.Continuation
+    public let availability = Availability()
 
     /// - Parameter maximumBytes: The budget for stored lines plus per-record overhead.
     public init(maximumBytes: Int) {
         self.maximumBytes = maximumBytes
-        (availability, availabilityContinuation) = AsyncStream.makeStream()
     }
 
     public func append(_ entries: [SpoolEntry]) async throws -> AppendReceipt {
@@ -63,7 +61,7 @@ public final class MemorySpool: Spool {
             return receipt
         }
         if receipt.accepted > 0 {
-            availabilityContinuation.yield(Set(entries.map(\.priority)))
+            availability.announce(Set(entries.map(\.priority)))
         }
         return receipt
     }
@@ -172,7 +170,7 @@ public final class MemorySpool: Spool {
             }
             return (count, classes)
         }
-        if !classes.isEmpty { availabilityContinuation.yield(classes) }
+        if !classes.isEmpty { availability.announce(classes) }
         return count
     }
 
@@ -201,7 +199,7 @@ public final class MemorySpool: Spool {
 
     public func close() async {
         state.withLock { $0.isClosed = true }
-        availabilityContinuation.finish()
+        availability.finish()
     }
 
     private static func selectedIDs(_ selection: DeadLetterSelection, in state: State) -> [Int64] {

@@ -16,10 +16,9 @@ public final class SQLiteSpool: Spool {
     public static let commitQueueCapacity = 1024
 
     public let path: String
-    public let availability: AsyncStream<Set<PriorityClass>>
+    public let availability = Availability()
     private let store: SpoolDatabase
     private let commits: CommitQueue
-    private let availabilityContinuation: AsyncStream<Set<PriorityClass>>.Continuation
 
     /// Opens (or creates) the spool at `path`, creating its directory.
     ///
@@ -39,14 +38,12 @@ public final class SQLiteSpool: Spool {
     private init(path: String, store: SpoolDatabase, logger: Logger) {
         self.path = path
         self.store = store
-        let (availability, continuation) = AsyncStream.makeStream(of: Set<PriorityClass>.self)
-        self.availability = availability
-        availabilityContinuation = continuation
+        let availability = self.availability
         commits = CommitQueue(
             capacity: Self.commitQueueCapacity,
             commit: { groups in
                 let outcome = try await store.commit(groups)
-                if !outcome.classes.isEmpty { continuation.yield(outcome.classes) }
+                availability.announce(outcome.classes)
                 return outcome.receipts
             },
             report: { result in
@@ -98,7 +95,7 @@ public final class SQLiteSpool: Spool {
 
     public func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
         let (count, classes) = try await store.requeueDeadLetters(selection)
-        if !classes.isEmpty { availabilityContinuation.yield(classes) }
+        if !classes.isEmpty { availability.announce(classes) }
         return count
     }
 
@@ -112,7 +109,7 @@ public final class SQLiteSpool: Spool {
 
     public func close() async {
         await commits.close()
-        availabilityContinuation.finish()
+        availability.finish()
         store.close()
     }
 }

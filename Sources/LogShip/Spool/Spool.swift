@@ -21,10 +21,8 @@ public protocol Spool: Sendable {
     /// Failures are counted in ``statistics()`` and logged by the spool.
     func enqueue(_ entries: [SpoolEntry]) async throws
 
-    /// Yields the classes of every commit, once committed: the shipper's cue that records are ready.
-    ///
-    /// - Important: One consumer only.
-    var availability: AsyncStream<Set<PriorityClass>> { get }
+    /// Announces the classes of every commit, once committed: the shipper's cue that records are ready.
+    var availability: Availability { get }
 
     /// Claims the oldest ready records of one class, up to `limits`.
     func claim(_ priority: PriorityClass, limits: BatchLimits) async throws -> ClaimResult
