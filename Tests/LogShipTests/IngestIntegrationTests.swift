@@ -108,9 +108,11 @@ struct IngestIntegrationTests {
         }
         #expect(!daemon.receiver.records.contains { $0.message.hasPrefix("slow") }, "the slow line is not complete yet")
 
-        // The slow client paces itself; the pauses are its behaviour, not synchronisation.
+        // The slow client writes on a schedule, one byte per tick: its behaviour, not synchronisation.
+        var tick = ContinuousClock.now
         for byte in slowLine.dropFirst(4) {
-            try await Task.sleep(for: .milliseconds(20))
+            tick += .milliseconds(20)
+            try await Task.sleep(until: tick)
             try await offloaded { try slow.write([byte]) }
         }
         try await daemon.receiver.waitUntil { requests in
