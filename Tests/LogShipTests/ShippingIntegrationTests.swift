@@ -34,16 +34,17 @@ struct ShippingIntegrationTests {
         try await daemon.send(count: 5_000, priority: overtake.backlog, prefix: "chatter")
         let response = try await daemon.send([Submission(message: "URGENT", priority: overtake.urgent)])
         #expect(response.ok)
-        // Requests that had started by the time the urgent record was accepted; at most one per slot.
-        let startedBeforeAcceptance = daemon.receiver.receiver.statistics.requests
+        // Requests that had reached the receiver when the urgent record was accepted. Up to one more per slot may
+        // have started without having arrived yet; those may go first too.
+        let arrivedBeforeAcceptance = daemon.receiver.receiver.statistics.requests
 
         try await daemon.receiver.waitFor(records: 5_001, within: .seconds(60))
         let requests = daemon.receiver.requests
         let carrier = try #require(requests.first { $0.records.contains { $0.message == "URGENT" } })
         #expect(carrier.records.count == 1, "an urgent batch holds only its own class")
         #expect(
-            carrier.sequence < startedBeforeAcceptance + daemon.configuration.upload.maxInFlight,
-            "the urgent record is in one of the first requests to start after it was accepted")
+            carrier.sequence <= arrivedBeforeAcceptance + daemon.configuration.upload.maxInFlight,
+            "the urgent record is in the first request to start after those already running")
         let overtaken = requests.filter { $0.sequence > carrier.sequence }.reduce(0) { $0 + $1.records.count }
         #expect(overtaken >= 4_500, "ahead of at least 90% of the backlog (was ahead of \(overtaken))")
 
@@ -74,9 +75,9 @@ struct ShippingIntegrationTests {
     func loneRecord() async throws {
         let daemon = try await TestDaemon.start()
         try await daemon.ingest(["<6>first"])
-        try await daemon.receiver.waitFor(records: 1, within: .seconds(3))
+        try await daemon.receiver.waitFor(records: 1, within: .seconds(5))
         try await daemon.ingest(["<6>second"])
-        try await daemon.receiver.waitFor(records: 2, within: .seconds(3))
+        try await daemon.receiver.waitFor(records: 2, within: .seconds(5))
         #expect(daemon.receiver.requests.map { $0.records.map(\.message) } == [["first"], ["second"]])
         try await daemon.stop()
     }
