@@ -198,13 +198,17 @@ func eventually(
     }
 }
 
-/// How many values come after a larger one: zero for a sorted sequence, small when two requests overlapped.
-func inversions(_ values: [Int]) -> Int {
-    var count = 0
-    var highest = Int.min
-    for value in values {
-        if value < highest { count += 1 }
-        highest = max(highest, value)
+/// Checks FIFO order across requests that may overlap: each request's numbers ascend, and every number in a
+/// request is below every number in requests that arrived `window` or more requests later (requests closer than
+/// that may have been in flight together). Returns the pairs that break it; zero for FIFO.
+func fifoViolations(_ requests: [[Int]], window: Int) -> Int {
+    var violations = requests.count { $0 != $0.sorted() }
+    let nonEmpty = requests.filter { !$0.isEmpty }
+    for (index, request) in nonEmpty.enumerated() {
+        let highest = request.max()!
+        for later in nonEmpty.dropFirst(index + window) where later.min()! < highest {
+            violations += 1
+        }
     }
-    return count
+    return violations
 }
