@@ -92,21 +92,8 @@ struct CommandLineTests {
     func gracefulShutdown() async throws {
         let receiver = try await TestReceiver(behavior: .init(delay: .seconds(2)))
         let directory = try TemporaryDirectory.make()
-        let configPath = "\(directory)/logshipd.yaml"
-        try """
-            ingest:
-              stream: \(directory)/ingest.sock
-              datagram: ""
-              control: \(directory)/control.sock
-            upload:
-              url: \(receiver.url)
-              shutdown_timeout: 10s
-            spool:
-              path: memory
-            """.write(toFile: configPath, atomically: true, encoding: .utf8)
-        let daemon = try ChildProcess(Binaries.logshipd, ["--config", configPath])
-
-        try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: "\(directory)/control.sock") }
+        try LogshipdProcess.configure(directory: directory, url: receiver.url, upload: ["shutdown_timeout: 10s"], spool: "memory")
+        let daemon = try await LogshipdProcess.start(directory: directory)
         let sent = try await run(
             Binaries.logctl, ["send", "--socket", "\(directory)/control.sock"], stdin: Data("one\ntwo\nthree\n".utf8))
         #expect(sent.status == 0, "\(sent.standardError)")

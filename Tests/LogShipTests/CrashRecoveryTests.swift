@@ -5,40 +5,12 @@ import Testing
 /// The real `logshipd` binary on a SQLite spool, stopped hard and gently.
 @Suite("Crash recovery", .serialized)
 struct CrashRecoveryTests {
-    /// Writes a configuration for a binary daemon in `directory` posting to `url`.
-    static func configure(
-        directory: String, url: String, extra: String = ""
-    ) throws -> String {
-        let path = "\(directory)/logshipd.yaml"
-        try """
-            ingest:
-              stream: \(directory)/ingest.sock
-              datagram: ""
-              control: \(directory)/control.sock
-            upload:
-              url: \(url)
-              retry_max: 1s
-            \(extra)
-            spool:
-              path: \(directory)/spool.db
-              min_free_disk: 0
-            """.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
-
-    static func startDaemon(config: String, directory: String) async throws -> ChildProcess {
-        try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
-        let daemon = try ChildProcess(Binaries.logshipd, ["--config", config])
-        try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: "\(directory)/control.sock") }
-        return daemon
-    }
-
     @Test("kill -9 during a flood of 50 000 logctl send records: every acknowledged record arrives after a restart")
     func killDuringFlood() async throws {
         let receiver = try await TestReceiver(behavior: .init(delay: .milliseconds(50)))
         let directory = try TemporaryDirectory.make()
-        let config = try Self.configure(directory: directory, url: receiver.url, extra: "batch:\n  max_records: 500")
-        var daemon = try await Self.startDaemon(config: config, directory: directory)
+        try LogshipdProcess.configure(directory: directory, url: receiver.url)
+        var daemon = try await LogshipdProcess.start(directory: directory)
 
         // 50 senders of 1 000 lines each, five at a time; the daemon dies while they run.
         var acknowledged: [Int] = []
@@ -77,7 +49,7 @@ struct CrashRecoveryTests {
         #expect(senders.count >= 20)
         #expect(!failed.isEmpty, "senders after the kill found no daemon")
 
-        daemon = try await Self.startDaemon(config: config, directory: directory)
+        daemon = try await LogshipdProcess.start(directory: directory)
         let expected = Set(senders.flatMap { sender in (0..<1000).map { "sender \(sender) line \($0)" } })
         try await receiver.waitUntil(within: .seconds(120)) { requests in
             expected.isSubset(of: Set(requests.flatMap(\.records).map(\.message)))
@@ -97,8 +69,8 @@ struct CrashRecoveryTests {
     func gentleStopKeepsBatch() async throws {
         let slow = try await TestReceiver(behavior: .init(delay: .seconds(30)))
         let directory = try TemporaryDirectory.make()
-        let config = try Self.configure(directory: directory, url: slow.url, extra: "  shutdown_timeout: 1s")
-        var daemon = try await Self.startDaemon(config: config, directory: directory)
+        try LogshipdProcess.configure(directory: directory, url: slow.url, upload: ["shutdown_timeout: 1s"])
+        var daemon = try await LogshipdProcess.start(directory: directory)
         let sent = try await run(
             Binaries.logctl, ["send", "--socket", "\(directory)/control.sock", "--priority", "error", "kept across a stop"])
         #expect(sent.status == 0, "\(sent.standardError)")
@@ -111,8 +83,8 @@ struct CrashRecoveryTests {
         #expect(ContinuousClock.now - signalled < .seconds(10), "the 1 s shutdown timeout bounds the stop")
 
         let fast = try await TestReceiver()
-        _ = try Self.configure(directory: directory, url: fast.url, extra: "  shutdown_timeout: 1s")
-        daemon = try await Self.startDaemon(config: config, directory: directory)
+        try LogshipdProcess.configure(directory: directory, url: fast.url, upload: ["shutdown_timeout: 1s"])
+        daemon = try await LogshipdProcess.start(directory: directory)
         try await fast.waitFor(records: 1)
         #expect(fast.records.map(\.message) == ["kept across a stop"])
         daemon.signal(SIGTERM)

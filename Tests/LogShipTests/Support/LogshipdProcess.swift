@@ -1,0 +1,35 @@
+import Foundation
+
+/// The real `logshipd` binary with its sockets, configuration and spool in one directory.
+enum LogshipdProcess {
+    /// Writes `logshipd.yaml` in `directory` for a daemon posting to `url`; `upload` adds keys to `upload:`.
+    ///
+    /// - Returns: The configuration's path.
+    @discardableResult
+    static func configure(directory: String, url: String, upload: [String] = [], spool: String? = nil) throws -> String {
+        let path = "\(directory)/logshipd.yaml"
+        let uploadKeys = (["url: \(url)", "retry_max: 1s"] + upload).map { "  \($0)" }.joined(separator: "\n")
+        try """
+            ingest:
+              stream: \(directory)/ingest.sock
+              datagram: ""
+              control: \(directory)/control.sock
+            upload:
+            \(uploadKeys)
+            batch:
+              max_records: 500
+            spool:
+              path: \(spool ?? "\(directory)/spool.db")
+              min_free_disk: 0
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// Starts logshipd on `directory`'s configuration and returns once its control socket is there.
+    static func start(directory: String) async throws -> ChildProcess {
+        try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
+        let daemon = try ChildProcess(Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"])
+        try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: "\(directory)/control.sock") }
+        return daemon
+    }
+}
