@@ -49,6 +49,8 @@ public final class LogReceiver: Sendable {
         public var inFlightAtArrival: Int
         /// When its head arrived.
         public var arrivedAt: ContinuousClock.Instant
+        /// The sender's claim number (`X-Logshipd-Batch`), if it sent one.
+        public var batch: Int?
     }
 
     /// Counts since start.
@@ -142,7 +144,9 @@ public final class LogReceiver: Sendable {
                         }
                     case .end:
                         guard let requestHead = head else { continue }
-                        let status = await answer(body: body, sequence: sequence, inFlight: inFlight, arrivedAt: arrivedAt)
+                        let status = await answer(
+                            body: body, sequence: sequence, inFlight: inFlight, arrivedAt: arrivedAt,
+                            batch: requestHead.headers.first(name: "X-Logshipd-Batch").flatMap { Int($0) })
                         let responseBody = (200...299).contains(status) ? "" : "logctl receive answered \(status)\n"
                         var responseHead = HTTPResponseHead(version: requestHead.version, status: .init(statusCode: status))
                         responseHead.headers.add(name: "Content-Length", value: String(responseBody.utf8.count))
@@ -169,7 +173,7 @@ public final class LogReceiver: Sendable {
 
     /// Decodes the batch, reports it, waits the configured delay, and picks the status.
     private func answer(
-        body: ByteBuffer, sequence: Int, inFlight: Int, arrivedAt: ContinuousClock.Instant
+        body: ByteBuffer, sequence: Int, inFlight: Int, arrivedAt: ContinuousClock.Instant, batch: Int?
     ) async -> Int {
         var records: [LogRecord] = []
         var malformed = 0
@@ -185,7 +189,7 @@ public final class LogReceiver: Sendable {
         let status = behavior.decide?(sequence, records) ?? (fails ? behavior.failureStatus : 200)
         onRequest(
             Request(sequence: sequence, records: records, malformedLines: malformed, status: status,
-                    inFlightAtArrival: inFlight, arrivedAt: arrivedAt))
+                    inFlightAtArrival: inFlight, arrivedAt: arrivedAt, batch: batch))
         if behavior.delay > .zero {
             try? await Task.sleep(for: behavior.delay)
         }

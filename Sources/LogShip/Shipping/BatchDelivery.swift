@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// What one `LogOperation` did.
 public enum DeliveryOutcome: Hashable, Sendable {
@@ -41,6 +42,7 @@ public struct BatchDelivery: Sendable {
     public var limits: BatchLimits
     public var backoff: RetryBackoff
     public var logger: Logger
+    private let batchNumbers = BatchNumbers()
 
     public init(spool: any Spool, uploader: any Uploader, limits: BatchLimits, backoff: RetryBackoff, logger: Logger) {
         self.spool = spool
@@ -53,39 +55,43 @@ public struct BatchDelivery: Sendable {
     /// Claims and sends the next batch of `priority`.
     ///
     /// - Parameters:
-    ///   - moreReady: Called right after a claim that left ready records of the class behind, before the upload,
-    ///     so the next batch of the class can be waiting for the other slot.
+    ///   - claimed: Called right after the claim, before any upload, with whether ready records of the class were
+    ///     left behind, so the class's next batch can be waiting for the other slot.
     /// - Important: A claimed batch is always settled, also when the task is cancelled mid-request (its records
     ///   are then put back, ready at once).
     /// - Throws: Only spool errors.
     public func deliverNext(
-        _ priority: PriorityClass, moreReady: @Sendable () -> Void = {}
+        _ priority: PriorityClass, claimed: @Sendable (_ moreReady: Bool) -> Void = { _ in }
     ) async throws -> DeliveryOutcome {
         switch try await spool.claim(priority, limits: limits) {
         case .empty:
+            claimed(false)
             return .nothingToSend
         case .waiting(let until):
+            claimed(false)
             return .waiting(until: until)
         case .batch(let batch, let more):
-            if more { moreReady() }
+            let number = batchNumbers.next()
+            claimed(more)
             var report = DeliveryReport()
             report.moreReady = more
-            try await deliver(batch, report: &report)
+            try await deliver(batch, number: number, report: &report)
             return .attempted(report)
         }
     }
 
-    private func deliver(_ batch: Batch, report: inout DeliveryReport) async throws {
+    private func deliver(_ batch: Batch, number: Int, report: inout DeliveryReport) async throws {
         report.requests += 1
         do {
-            try await uploader.upload(Self.body(of: batch), recordCount: batch.records.count)
+            try await uploader.upload(
+                Payload(body: Self.body(of: batch), recordCount: batch.records.count, batchNumber: number))
         } catch is CancellationError {
             try await spool.release(batch, retryAt: Date())
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
             return
         } catch let error as UploadError where !error.isRetryable {
             report.failedRequests += 1
-            try await isolateRefused(batch, error: error, report: &report)
+            try await isolateRefused(batch, number: number, error: error, report: &report)
             return
         } catch {
             report.failedRequests += 1
@@ -104,7 +110,9 @@ public struct BatchDelivery: Sendable {
     }
 
     /// Halves a refused batch until the refused records are alone, and dead-letters those.
-    private func isolateRefused(_ batch: Batch, error: UploadError, report: inout DeliveryReport) async throws {
+    private func isolateRefused(
+        _ batch: Batch, number: Int, error: UploadError, report: inout DeliveryReport
+    ) async throws {
         guard batch.records.count > 1 else {
             try await spool.deadLetter(batch, failure: DeliveryFailure(status: error.status, reason: error.description))
             report.deadLettered += 1
@@ -114,13 +122,13 @@ public struct BatchDelivery: Sendable {
             return
         }
         let (first, second) = batch.halves()
-        try await deliver(first, report: &report)
+        try await deliver(first, number: number, report: &report)
         if let retryAt = report.retryAt {
             // The remote stopped answering for good reasons: the rest waits with everything else.
             try await spool.release(second, retryAt: retryAt)
             return
         }
-        try await deliver(second, report: &report)
+        try await deliver(second, number: number, report: &report)
     }
 
     static func body(of batch: Batch) -> [UInt8] {
@@ -139,6 +147,15 @@ public struct BatchDelivery: Sendable {
             "logship.batch.records": "\(batch.records.count)",
             "logship.batch.first": "\(batch.records.first?.sequence ?? 0)",
         ]
+    }
+}
+
+/// Numbers claims in the order they happen, shared by every operation of one shipper.
+private final class BatchNumbers: Sendable {
+    private let last = Atomic(0)
+
+    func next() -> Int {
+        last.add(1, ordering: .relaxed).newValue
     }
 }
 

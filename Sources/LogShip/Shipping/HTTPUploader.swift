@@ -31,15 +31,16 @@ public struct HTTPUploader: Uploader {
         self.configuration = configuration
     }
 
-    public func upload(_ body: [UInt8], recordCount: Int) async throws {
+    public func upload(_ payload: Payload) async throws {
         var request = HTTPClientRequest(url: configuration.url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-ndjson")
-        request.headers.add(name: "X-Logshipd-Records", value: String(recordCount))
+        request.headers.add(name: "X-Logshipd-Records", value: String(payload.recordCount))
+        request.headers.add(name: "X-Logshipd-Batch", value: String(payload.batchNumber))
         for (name, value) in configuration.headers {
             request.headers.replaceOrAdd(name: name, value: value)
         }
-        request.body = .bytes(ByteBuffer(bytes: body))
+        request.body = .bytes(ByteBuffer(bytes: payload.body))
 
         let response: HTTPClientResponse
         do {

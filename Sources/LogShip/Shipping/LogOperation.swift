@@ -13,21 +13,21 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
     private let delivery: BatchDelivery
     /// Asks the shipper whether to proceed; false once it is shutting down.
     private let admit: @Sendable () -> Bool
-    /// Tells the shipper that the claim left ready records of the class behind.
-    private let moreReady: @Sendable () -> Void
+    /// Tells the shipper whether the claim left ready records of the class behind.
+    private let claimed: @Sendable (_ moreReady: Bool) -> Void
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     init(
         priorityClass: PriorityClass,
         delivery: BatchDelivery,
         admit: @escaping @Sendable () -> Bool,
-        moreReady: @escaping @Sendable () -> Void,
+        claimed: @escaping @Sendable (_ moreReady: Bool) -> Void,
         completion: @escaping Completion
     ) {
         self.priorityClass = priorityClass
         self.delivery = delivery
         self.admit = admit
-        self.moreReady = moreReady
+        self.claimed = claimed
         super.init(completion: completion)
         queuePriority = priorityClass.queuePriority
         name = "LogOperation(\(priorityClass))"
@@ -38,8 +38,8 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
             finish(.success(.nothingToSend))
             return
         }
-        let work = Task { [delivery, priorityClass, moreReady] in
-            let result = await Result(catching: { try await delivery.deliverNext(priorityClass, moreReady: moreReady) })
+        let work = Task { [delivery, priorityClass, claimed] in
+            let result = await Result(catching: { try await delivery.deliverNext(priorityClass, claimed: claimed) })
             self.finish(result)
         }
         task.withLock { $0 = work }

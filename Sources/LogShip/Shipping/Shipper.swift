@@ -8,9 +8,10 @@ import Synchronization
 /// The queue holds at most one waiting operation per class plus the ones in flight (at most
 /// `maxConcurrentOperationCount`); the backlog stays in the spool. So when a slot frees, the queue picks the
 /// most urgent waiting class, and that operation claims everything of its class that waited meanwhile, up to the
-/// batch limits. A claim that leaves more behind puts the class's next operation in the queue at once, so a
-/// backlog drains in class order through both slots. A lone record with a free slot leaves at once. Nothing
-/// outside the shipper knows that operations or queues exist.
+/// batch limits. While a class has a backlog (its last claim left records behind), each operation of it that
+/// starts puts the class's next operation in the queue at once, before it even claims, so a freeing slot always
+/// finds the class waiting and a backlog drains in class order through both slots. A lone record with a free slot
+/// leaves at once. Nothing outside the shipper knows that operations or queues exist.
 public final class Shipper: Service, Sendable {
     /// Counts since start.
     public struct Statistics: Hashable, Sendable {
@@ -37,6 +38,8 @@ public final class Shipper: Service, Sendable {
         /// A failure paused all delivery until then: one shared backoff, not one per request.
         var paused: (until: Date, resume: Task<Void, Never>)?
         var isClosed = false
+        /// Classes whose last claim left ready records behind.
+        var backlogged: Set<PriorityClass> = []
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterID: UInt64 = 0
         var statistics = Statistics()
@@ -129,19 +132,36 @@ public final class Shipper: Service, Sendable {
             priorityClass: priorityClass,
             delivery: delivery,
             admit: { [weak self] in self?.admit(id) ?? false },
-            moreReady: { [weak self] in self?.recordsAvailable([priorityClass]) },
+            claimed: { [weak self] moreReady in self?.claimed(priorityClass, moreReady: moreReady) },
             completion: { [weak self] result in self?.operationFinished(id, priorityClass, result) })
         state.operations[id] = TrackedOperation(priorityClass: priorityClass, isRunning: false, operation: operation)
         return operation
     }
 
-    /// Called when the queue starts an operation: from here on it counts as in flight.
+    /// Called when the queue starts an operation: from here on it counts as in flight. If its class has a backlog,
+    /// the class's next operation is queued now, so it is waiting whenever the other slot frees.
     private func admit(_ id: UInt64) -> Bool {
-        state.withLock { state in
-            guard !state.isClosed, state.operations[id] != nil else { return false }
+        let (admitted, standby) = state.withLock { state -> (Bool, LogOperation?) in
+            guard !state.isClosed, let operation = state.operations[id] else { return (false, nil) }
             state.operations[id]?.isRunning = true
-            return true
+            guard state.backlogged.contains(operation.priorityClass) else { return (true, nil) }
+            return (true, makeOperationIfNeeded(for: operation.priorityClass, in: &state))
         }
+        if let standby { queue.addOperation(standby) }
+        return admitted
+    }
+
+    /// Called after every claim: keeps a class's next operation waiting while it has a backlog.
+    private func claimed(_ priorityClass: PriorityClass, moreReady: Bool) {
+        let operation = state.withLock { state -> LogOperation? in
+            guard moreReady else {
+                state.backlogged.remove(priorityClass)
+                return nil
+            }
+            state.backlogged.insert(priorityClass)
+            return makeOperationIfNeeded(for: priorityClass, in: &state)
+        }
+        if let operation { queue.addOperation(operation) }
     }
 
     private func operationFinished(_ id: UInt64, _ priorityClass: PriorityClass, _ result: Result<DeliveryOutcome, any Error>) {
