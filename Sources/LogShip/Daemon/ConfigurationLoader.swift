@@ -11,7 +11,7 @@ import Yams
 /// holds, so the same YAML is also walked with Yams to reject keys that do not exist. Every value is read as
 /// text and parsed here, so a bad value stops start-up with its key named instead of falling back to a default.
 public struct ConfigurationLoader: Sendable {
-    /// The keys a file may hold, with a description used in error messages.
+    /// The keys a file may hold; any other stops start-up with its name.
     static let knownKeys: Set<String> = [
         "ingest.stream", "ingest.datagram", "ingest.control", "ingest.socket_mode", "ingest.max_record_bytes",
         "upload.url", "upload.format", "upload.max_in_flight", "upload.timeout", "upload.headers",

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 
 /// A point in time with microsecond precision, as records carry it on the wire.
 public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
@@ -165,5 +166,20 @@ extension String {
             append(String(repeating: "0", count: width - digits.count))
         }
         append(digits)
+    }
+}
+
+extension Timestamp {
+    /// The instant `date` stands for, to the microsecond.
+    init(_ date: Date) {
+        self.init(microsecondsSinceEpoch: Int64((date.timeIntervalSince1970 * 1_000_000).rounded()))
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as `TimeInterval`.
+    var seconds: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

@@ -20,8 +20,6 @@ public struct DeliveryReport: Hashable, Sendable {
     public var failedRequests = 0
     /// Set when a retryable failure put records back: nothing should be sent before this time.
     public var retryAt: Date?
-    /// Whether ready records of the class remained after the claim.
-    public var moreReady = false
 
     public init() {}
 }
@@ -74,7 +72,6 @@ public struct BatchDelivery: Sendable {
             let number = batchNumbers.next()
             claimed(more)
             var report = DeliveryReport()
-            report.moreReady = more
             try await deliver(batch, number: number, report: &report)
             return .attempted(report)
         }
@@ -156,19 +153,5 @@ private final class BatchNumbers: Sendable {
 
     func next() -> Int {
         last.add(1, ordering: .relaxed).newValue
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as `TimeInterval`.
-    var seconds: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-}
-
-extension Timestamp {
-    init(_ date: Date) {
-        self.init(microsecondsSinceEpoch: Int64((date.timeIntervalSince1970 * 1_000_000).rounded()))
     }
 }

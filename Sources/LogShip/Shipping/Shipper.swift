@@ -25,9 +25,8 @@ public final class Shipper: Service, Sendable {
     }
 
     private struct TrackedOperation {
-        var priorityClass: PriorityClass
-        var isRunning: Bool
         var operation: LogOperation
+        var isRunning: Bool
     }
 
     private struct State {
@@ -47,7 +46,7 @@ public final class Shipper: Service, Sendable {
         var runningCount: Int { operations.values.count { $0.isRunning } }
 
         func hasWaitingOperation(for priorityClass: PriorityClass) -> Bool {
-            operations.values.contains { $0.priorityClass == priorityClass && !$0.isRunning }
+            operations.values.contains { $0.operation.priorityClass == priorityClass && !$0.isRunning }
         }
     }
 
@@ -134,7 +133,7 @@ public final class Shipper: Service, Sendable {
             admit: { [weak self] in self?.admit(id) ?? false },
             claimed: { [weak self] moreReady in self?.claimed(priorityClass, moreReady: moreReady) },
             completion: { [weak self] result in self?.operationFinished(id, priorityClass, result) })
-        state.operations[id] = TrackedOperation(priorityClass: priorityClass, isRunning: false, operation: operation)
+        state.operations[id] = TrackedOperation(operation: operation, isRunning: false)
         return operation
     }
 
@@ -144,8 +143,9 @@ public final class Shipper: Service, Sendable {
         let (admitted, standby) = state.withLock { state -> (Bool, LogOperation?) in
             guard !state.isClosed, let operation = state.operations[id] else { return (false, nil) }
             state.operations[id]?.isRunning = true
-            guard state.backlogged.contains(operation.priorityClass) else { return (true, nil) }
-            return (true, makeOperationIfNeeded(for: operation.priorityClass, in: &state))
+            let priorityClass = operation.operation.priorityClass
+            guard state.backlogged.contains(priorityClass) else { return (true, nil) }
+            return (true, makeOperationIfNeeded(for: priorityClass, in: &state))
         }
         if let standby { queue.addOperation(standby) }
         return admitted
@@ -177,7 +177,9 @@ public final class Shipper: Service, Sendable {
                 if let retryAt = report.retryAt {
                     pause(until: retryAt, in: &state)
                 }
-                if report.moreReady || report.retryAt != nil {
+                if report.retryAt != nil {
+                    // The released batch needs an operation waiting for the queue to resume. (A backlog already
+                    // has one: `claimed` and `admit` keep it.)
                     followUp = makeOperationIfNeeded(for: priorityClass, in: &state)
                 }
             case .success(.waiting(let until)):
@@ -212,16 +214,7 @@ public final class Shipper: Service, Sendable {
             guard date < existing.until else { return }
             existing.wakeup.cancel()
         }
-        let delay = max(date.timeIntervalSinceNow, 0)
-        let wakeup = Task { [weak self] in
-            do {
-                try await Task.sleep(for: .seconds(delay))
-            } catch {
-                return
-            }
-            self?.unblock(priorityClass)
-        }
-        state.blocked[priorityClass] = (date, wakeup)
+        state.blocked[priorityClass] = (date, at(date) { $0.unblock(priorityClass) })
     }
 
     /// Suspends the queue until `date`: operations in flight finish, none starts. When it resumes, the queue
@@ -236,16 +229,20 @@ public final class Shipper: Service, Sendable {
             guard date > existing.until else { return }
             existing.resume.cancel()
         }
-        let resume = Task { [weak self] in
+        state.paused = (date, at(date) { $0.resume(pausedUntil: date) })
+        queue.isSuspended = true
+    }
+
+    /// A task that calls `action` at `date`, unless it is cancelled first.
+    private func at(_ date: Date, _ action: @escaping @Sendable (Shipper) -> Void) -> Task<Void, Never> {
+        Task { [weak self] in
             do {
                 try await Task.sleep(for: .seconds(max(date.timeIntervalSinceNow, 0)))
             } catch {
                 return
             }
-            self?.resume(pausedUntil: date)
+            if let self { action(self) }
         }
-        state.paused = (date, resume)
-        queue.isSuspended = true
     }
 
     private func resume(pausedUntil date: Date) {

@@ -49,6 +49,8 @@ final class SpoolDatabase: Sendable {
     private let lock: SpoolLock
     private let maximumBytes: Int
     private let minimumFreeDiskBytes: Int
+    /// SQLite's page size for this file, fixed once the file exists.
+    private let pageSize: Int
     private let logger: Logger
     private let state: Mutex<State>
 
@@ -70,10 +72,12 @@ final class SpoolDatabase: Sendable {
             }
             let database = try DatabasePool(path: path, configuration: configuration)
             try await database.write { db in try Self.migrate(db) }
-            let initial = try await database.read { db in try Self.loadCounts(db) }
+            let (initial, pageSize) = try await database.read { db in
+                (try Self.loadCounts(db), try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096)
+            }
             return SpoolDatabase(
                 path: path, database: database, lock: lock, maximumBytes: maximumBytes,
-                minimumFreeDiskBytes: minimumFreeDiskBytes, logger: logger, initial: initial)
+                minimumFreeDiskBytes: minimumFreeDiskBytes, pageSize: pageSize, logger: logger, initial: initial)
         } catch {
             lock.release()
             throw SpoolError.storage("cannot open \(path): \(error)")
@@ -82,13 +86,14 @@ final class SpoolDatabase: Sendable {
 
     private init(
         path: String, database: DatabasePool, lock: SpoolLock, maximumBytes: Int, minimumFreeDiskBytes: Int,
-        logger: Logger, initial: State
+        pageSize: Int, logger: Logger, initial: State
     ) {
         self.path = path
         self.database = database
         self.lock = lock
         self.maximumBytes = maximumBytes
         self.minimumFreeDiskBytes = minimumFreeDiskBytes
+        self.pageSize = pageSize
         self.logger = logger
         state = Mutex(initial)
     }
@@ -124,7 +129,6 @@ final class SpoolDatabase: Sendable {
         guard statvfs(directory.isEmpty ? "/" : directory, &status) == 0 else { return Int.max }
         let available = Int(status.f_bavail) * Int(status.f_frsize)
         let freePages = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
-        let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
         return available - minimumFreeDiskBytes + freePages * pageSize
     }
 
@@ -311,10 +315,16 @@ final class SpoolDatabase: Sendable {
 
     func pendingClasses() -> Set<PriorityClass> {
         state.withLock { state in
-            var unclaimed = state.stored
-            for claimed in state.claimed.values { unclaimed[claimed.priority.rawValue] -= 1 }
+            let unclaimed = Self.unclaimed(state)
             return Set(PriorityClass.allCases.filter { unclaimed[$0.rawValue] > 0 })
         }
+    }
+
+    /// Unclaimed records per class (indexed by raw value).
+    private static func unclaimed(_ state: State) -> [Int] {
+        var unclaimed = state.stored
+        for claimed in state.claimed.values { unclaimed[claimed.priority.rawValue] -= 1 }
+        return unclaimed
     }
 
     // MARK: Dead letters
@@ -394,8 +404,7 @@ final class SpoolDatabase: Sendable {
     func statistics() -> SpoolStatistics {
         state.withLock { state in
             var statistics = SpoolStatistics()
-            var unclaimed = state.stored
-            for claimed in state.claimed.values { unclaimed[claimed.priority.rawValue] -= 1 }
+            let unclaimed = Self.unclaimed(state)
             for priority in PriorityClass.allCases { statistics.pending[priority] = unclaimed[priority.rawValue] }
             statistics.claimed = state.claimed.count
             statistics.bytes = state.bytes
