@@ -14,7 +14,7 @@ enum SpoolKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     func make(maximumBytes: Int = 1 << 30, path: String? = nil, minimumFreeDisk: Int = 1 << 20) async throws -> any Spool {
         switch self {
         case .memory:
-            return MemorySpool(maximumBytes: maximumBytes)
+            return MemorySpool(maximumBytes: maximumBytes, logger: .test)
         case .sqlite:
             let path = try path ?? "\(TemporaryDirectory.make())/spool.db"
             return try await SQLiteSpool.open(

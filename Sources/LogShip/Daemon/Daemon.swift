@@ -62,7 +62,7 @@ public final class Daemon: Sendable {
             maxInFlight: configuration.upload.maxInFlight,
             shutdownTimeout: configuration.upload.shutdownTimeout,
             logger: logger)
-        let intake = RecordIntake(spool: spool, logger: logger)
+        let intake = RecordIntake(spool: spool)
 
         let inputs: [any Service]
         do {
@@ -92,7 +92,7 @@ public final class Daemon: Sendable {
 
     private static func openSpool(_ configuration: DaemonConfiguration.Spool, logger: Logger) async throws -> any Spool {
         if configuration.path == "memory" {
-            return MemorySpool(maximumBytes: configuration.maxBytes)
+            return MemorySpool(maximumBytes: configuration.maxBytes, logger: logger)
         }
         return try await SQLiteSpool.open(
             path: configuration.path, maximumBytes: configuration.maxBytes,

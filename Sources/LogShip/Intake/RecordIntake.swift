@@ -1,4 +1,3 @@
-import Logging
 import Synchronization
 
 /// Where every input hands its records: they are encoded and stored in the spool, which tells the shipper once
@@ -11,12 +10,10 @@ public final class RecordIntake: Sendable {
     }
 
     private let spool: any Spool
-    private let logger: Logger
     private let counters = Mutex(Statistics())
 
-    public init(spool: any Spool, logger: Logger) {
+    public init(spool: any Spool) {
         self.spool = spool
-        self.logger = logger
     }
 
     /// Stores records and returns once they are committed: for `logctl send`, whose acknowledgement means the
@@ -28,13 +25,7 @@ public final class RecordIntake: Sendable {
     public func accept(_ records: [LogRecord]) async throws -> AppendReceipt {
         guard !records.isEmpty else { return AppendReceipt() }
         count(records)
-        let receipt = try await spool.append(records.map(SpoolEntry.init))
-        if receipt.refused > 0 {
-            logger.error(
-                "spool full of crash records; crash records refused",
-                metadata: ["logship.spool.refused": "\(receipt.refused)"])
-        }
-        return receipt
+        return try await spool.append(records.map(SpoolEntry.init))
     }
 
     /// Hands records to the spool's next commit without waiting for it: for the ingest sockets, whose clients

@@ -8,8 +8,8 @@ import Synchronization
 final class CommitQueue: Sendable {
     /// Commits groups of entries in one transaction; returns one receipt per group.
     typealias Commit = @Sendable ([[SpoolEntry]]) async throws -> [AppendReceipt]
-    /// Told what a commit of fire-and-forget entries did, or how it failed.
-    typealias Report = @Sendable (Result<AppendReceipt, any Error>) -> Void
+    /// Told when a commit of fire-and-forget entries failed, since no caller waits to hear it.
+    typealias FailureReport = @Sendable (any Error) -> Void
 
     private struct Pending {
         var entries: [SpoolEntry]
@@ -27,13 +27,13 @@ final class CommitQueue: Sendable {
 
     let capacity: Int
     private let commit: Commit
-    private let report: Report
+    private let reportFailure: FailureReport
     private let state = Mutex(State())
 
-    init(capacity: Int, commit: @escaping Commit, report: @escaping Report) {
+    init(capacity: Int, commit: @escaping Commit, reportFailure: @escaping FailureReport) {
         self.capacity = capacity
         self.commit = commit
-        self.report = report
+        self.reportFailure = reportFailure
     }
 
     /// Queues entries and waits until they are committed.
@@ -130,19 +130,14 @@ final class CommitQueue: Sendable {
             do {
                 let receipts = try await commit(batch.map(\.entries))
                 for (pending, receipt) in zip(batch, receipts) {
-                    if let waiter = pending.waiter {
-                        waiter.resume(returning: receipt)
-                    } else {
-                        report(.success(receipt))
-                    }
+                    pending.waiter?.resume(returning: receipt)
                 }
             } catch {
                 for pending in batch {
-                    if let waiter = pending.waiter {
-                        waiter.resume(throwing: error)
-                    } else {
-                        report(.failure(error))
-                    }
+                    pending.waiter?.resume(throwing: error)
+                }
+                if batch.contains(where: { $0.waiter == nil }) {
+                    reportFailure(error)
                 }
             }
         }

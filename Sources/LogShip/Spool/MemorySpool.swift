@@ -1,5 +1,6 @@
 import DequeModule
 import Foundation
+import Logging
 import Synchronization
 
 /// A spool that keeps records in memory only, bounded by a byte budget (`spool.path: memory`).
@@ -28,12 +29,14 @@ public final class MemorySpool: Spool {
     }
 
     private let maximumBytes: Int
+    private let logger: Logger
     private let state = Mutex(State())
     public let availability = Availability()
 
     /// - Parameter maximumBytes: The budget for stored lines plus per-record overhead.
-    public init(maximumBytes: Int) {
+    public init(maximumBytes: Int, logger: Logger) {
         self.maximumBytes = maximumBytes
+        self.logger = logger
     }
 
     public func append(_ entries: [SpoolEntry]) async throws -> AppendReceipt {
@@ -63,6 +66,7 @@ public final class MemorySpool: Spool {
         if receipt.accepted > 0 {
             availability.announce(Set(entries.map(\.priority)))
         }
+        logger.reportRefused(receipt.refused)
         return receipt
     }
 

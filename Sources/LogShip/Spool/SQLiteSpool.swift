@@ -44,20 +44,11 @@ public final class SQLiteSpool: Spool {
             commit: { groups in
                 let outcome = try await store.commit(groups)
                 availability.announce(outcome.classes)
+                logger.reportRefused(outcome.receipts.reduce(0) { $0 + $1.refused })
                 return outcome.receipts
             },
-            report: { result in
-                switch result {
-                case .success(let receipt) where receipt.refused > 0:
-                    logger.error(
-                        "spool full of crash records; crash records refused",
-                        metadata: ["logship.spool.refused": "\(receipt.refused)"])
-                case .success:
-                    break
-                case .failure(let error):
-                    logger.error(
-                        "records from the ingest sockets were not stored", metadata: ["logship.error": "\(error)"])
-                }
+            reportFailure: { error in
+                logger.error("records from the ingest sockets were not stored", metadata: ["logship.error": "\(error)"])
             })
     }
 

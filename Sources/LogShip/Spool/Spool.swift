@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Where accepted records wait until the remote has acknowledged them.
 ///
@@ -242,5 +243,13 @@ public struct SpoolError: Error, Hashable, Sendable, CustomStringConvertible {
         case .inUse: "spool \(detail) is in use by another process (is another logshipd running?)"
         case .storage: "spool: \(detail)"
         }
+    }
+}
+
+extension Logger {
+    /// Logs crash records a spool refused for want of room: the one place that says so, whichever input sent them.
+    func reportRefused(_ count: Int) {
+        guard count > 0 else { return }
+        error("spool full of crash records; crash records refused", metadata: ["logship.spool.refused": "\(count)"])
     }
 }
