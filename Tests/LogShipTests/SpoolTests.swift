@@ -47,6 +47,22 @@ struct SpoolTests {
     /// The accounted size of an `entry(_, _, padding: 98)` with a two-character text.
     let recordSize = 100 + SpoolEntry.overhead
 
+    @Test("racing claims are numbered in the order they took their records", arguments: SpoolKind.allCases)
+    func claimNumbers(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make()
+        _ = try await spool.append((0..<400).map { entry(.info, "i\($0)") })
+        let batches = try await withThrowingTaskGroup(of: Batch.self) { group in
+            for _ in 0..<4 { group.addTask { try await claimBatch(spool, .info, maxRecords: 100) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let inClaimOrder = batches.sorted { $0.number < $1.number }
+        #expect(inClaimOrder.map(\.number) == [1, 2, 3, 4])
+        #expect(inClaimOrder.flatMap(messages) == (0..<400).map { "i\($0)" })
+        let (first, second) = inClaimOrder[0].halves()
+        #expect(first.number == 1 && second.number == 1, "halves keep their batch's number")
+        await spool.close()
+    }
+
     @Test("claims keep arrival order within a class and never mix classes", arguments: SpoolKind.allCases)
     func orderPerClass(_ kind: SpoolKind) async throws {
         let spool = try await kind.make()

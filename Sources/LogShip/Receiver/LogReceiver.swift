@@ -23,16 +23,21 @@ public final class LogReceiver: Sendable {
         /// Picks the status of a request from its sequence number and records, before the failure rate is
         /// applied; `nil` leaves the request to the failure rate.
         public var decide: (@Sendable (_ sequence: Int, _ records: [LogRecord]) -> Int?)?
+        /// Awaited before answering each request, after it is reported and after ``delay``: holds a request in
+        /// flight for as long as the caller wants (a test's gate, a remote that hangs).
+        public var hold: (@Sendable (_ sequence: Int) async -> Void)?
 
         public init(
             delay: Duration = .zero, failureRate: Double = 0, failureStatus: Int = 503, retryAfter: Int? = nil,
-            decide: (@Sendable (_ sequence: Int, _ records: [LogRecord]) -> Int?)? = nil
+            decide: (@Sendable (_ sequence: Int, _ records: [LogRecord]) -> Int?)? = nil,
+            hold: (@Sendable (_ sequence: Int) async -> Void)? = nil
         ) {
             self.delay = delay
             self.failureRate = failureRate
             self.failureStatus = failureStatus
             self.retryAfter = retryAfter
             self.decide = decide
+            self.hold = hold
         }
     }
 
@@ -193,6 +198,7 @@ public final class LogReceiver: Sendable {
         if behavior.delay > .zero {
             try? await Task.sleep(for: behavior.delay)
         }
+        await behavior.hold?(sequence)
         return status
     }
 }

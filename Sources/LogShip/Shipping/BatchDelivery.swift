@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 
 /// What one `LogOperation` did.
 public enum DeliveryOutcome: Hashable, Sendable {
@@ -40,7 +39,6 @@ public struct BatchDelivery: Sendable {
     public var limits: BatchLimits
     public var backoff: RetryBackoff
     public var logger: Logger
-    private let batchNumbers = BatchNumbers()
 
     public init(spool: any Spool, uploader: any Uploader, limits: BatchLimits, backoff: RetryBackoff, logger: Logger) {
         self.spool = spool
@@ -69,26 +67,25 @@ public struct BatchDelivery: Sendable {
             claimed(false)
             return .waiting(until: until)
         case .batch(let batch, let more):
-            let number = batchNumbers.next()
             claimed(more)
             var report = DeliveryReport()
-            try await deliver(batch, number: number, report: &report)
+            try await deliver(batch, report: &report)
             return .attempted(report)
         }
     }
 
-    private func deliver(_ batch: Batch, number: Int, report: inout DeliveryReport) async throws {
+    private func deliver(_ batch: Batch, report: inout DeliveryReport) async throws {
         report.requests += 1
         do {
             try await uploader.upload(
-                Payload(body: Self.body(of: batch), recordCount: batch.records.count, batchNumber: number))
+                Payload(body: Self.body(of: batch), recordCount: batch.records.count, batchNumber: batch.number))
         } catch is CancellationError {
             try await spool.release(batch, retryAt: Date())
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
             return
         } catch let error as UploadError where !error.isRetryable {
             report.failedRequests += 1
-            try await isolateRefused(batch, number: number, error: error, report: &report)
+            try await isolateRefused(batch, error: error, report: &report)
             return
         } catch {
             report.failedRequests += 1
@@ -108,7 +105,7 @@ public struct BatchDelivery: Sendable {
 
     /// Halves a refused batch until the refused records are alone, and dead-letters those.
     private func isolateRefused(
-        _ batch: Batch, number: Int, error: UploadError, report: inout DeliveryReport
+        _ batch: Batch, error: UploadError, report: inout DeliveryReport
     ) async throws {
         guard batch.records.count > 1 else {
             try await spool.deadLetter(batch, failure: DeliveryFailure(status: error.status, reason: error.description))
@@ -119,13 +116,13 @@ public struct BatchDelivery: Sendable {
             return
         }
         let (first, second) = batch.halves()
-        try await deliver(first, number: number, report: &report)
+        try await deliver(first, report: &report)
         if let retryAt = report.retryAt {
             // The remote stopped answering for good reasons: the rest waits with everything else.
             try await spool.release(second, retryAt: retryAt)
             return
         }
-        try await deliver(second, number: number, report: &report)
+        try await deliver(second, report: &report)
     }
 
     static func body(of batch: Batch) -> [UInt8] {
@@ -144,14 +141,5 @@ public struct BatchDelivery: Sendable {
             "logship.batch.records": "\(batch.records.count)",
             "logship.batch.first": "\(batch.records.first?.sequence ?? 0)",
         ]
-    }
-}
-
-/// Numbers claims in the order they happen, shared by every operation of one shipper.
-private final class BatchNumbers: Sendable {
-    private let last = Atomic(0)
-
-    func next() -> Int {
-        last.add(1, ordering: .relaxed).newValue
     }
 }

@@ -22,6 +22,7 @@ public final class MemorySpool: Spool {
         var deadLetters: [Int64: (record: SpooledRecord, priority: PriorityClass, letter: DeadLetter)] = [:]
         var nextSequence: Int64 = 1
         var nextDeadLetterID: Int64 = 1
+        var claims = 0
         var bytes = 0
         var evicted = 0
         var refused = 0
@@ -110,7 +111,8 @@ public final class MemorySpool: Spool {
                 bytes += size
             }
             let moreReady = state.queues[priority.rawValue].first.map { ($0.notBefore ?? now) <= now } ?? false
-            return .batch(Batch(priority: priority, records: records), moreReady: moreReady)
+            state.claims += 1
+            return .batch(Batch(priority: priority, records: records, number: state.claims), moreReady: moreReady)
         }
     }
 

@@ -17,6 +17,8 @@ final class SpoolDatabase: Sendable {
         var deadLetters = 0
         var evicted = 0
         var refused = 0
+        /// Claims made since the spool opened; claims run one at a time on the writer queue.
+        var claims = 0
         var isClosed = false
     }
 
@@ -248,12 +250,14 @@ final class SpoolDatabase: Sendable {
                 bytes += size + 1
             }
             guard !records.isEmpty else { return .empty }
-            self.state.withLock { state in
+            let number = self.state.withLock { state in
                 for (record, size) in zip(records, sizes) {
                     state.claimed[record.sequence] = (priority, size + SpoolEntry.overhead)
                 }
+                state.claims += 1
+                return state.claims
             }
-            return .batch(Batch(priority: priority, records: records), moreReady: moreReady)
+            return .batch(Batch(priority: priority, records: records, number: number), moreReady: moreReady)
         }
     }
 

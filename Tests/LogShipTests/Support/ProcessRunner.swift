@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs the real binaries (logshipd, logctl, logger) and collects what they print.
 struct ProcessResult: Sendable {
@@ -19,10 +20,11 @@ enum Binaries {
 
 /// A started child process.
 final class ChildProcess: @unchecked Sendable {
-    // @unchecked: Process is used from the test task only; the exit status arrives through `exited`.
+    // @unchecked: Process is used from the test task only; the exit status arrives through `exited`, the output
+    // through the collectors.
     let process = Process()
-    private let output = Pipe()
-    private let error = Pipe()
+    private let output: OutputCollector
+    private let error: OutputCollector
     private let exited: AsyncStream<Int32>
     private let exitContinuation: AsyncStream<Int32>.Continuation
 
@@ -33,8 +35,10 @@ final class ChildProcess: @unchecked Sendable {
         if let environment {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
-        process.standardOutput = output
-        process.standardError = error
+        let outputPipe = Pipe()
+        let errorPipe = Pipe()
+        process.standardOutput = outputPipe
+        process.standardError = errorPipe
         let input = Pipe()
         process.standardInput = input
         let continuation = exitContinuation
@@ -43,6 +47,8 @@ final class ChildProcess: @unchecked Sendable {
             continuation.finish()
         }
         try process.run()
+        output = OutputCollector(outputPipe)
+        error = OutputCollector(errorPipe)
         if let stdin {
             input.fileHandleForWriting.write(stdin)
         }
@@ -50,6 +56,9 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     var pid: Int32 { process.processIdentifier }
+
+    /// What the process has written to stderr so far.
+    var standardErrorSoFar: String { error.text }
 
     /// Waits for the process to exit, at most `timeout`; kills it and throws if it does not.
     func wait(within timeout: Duration = .seconds(30)) async throws -> ProcessResult {
@@ -70,15 +79,43 @@ final class ChildProcess: @unchecked Sendable {
             process.terminate()
             throw WaitTimeout(description: "\(process.executableURL?.lastPathComponent ?? "process") did not exit within \(timeout)")
         }
-        return ProcessResult(
-            status: status,
-            standardOutput: String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-            standardError: String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        // The pipes end once every process holding them has closed them.
+        try await waitUntil(within: .seconds(10)) { self.output.isComplete && self.error.isComplete }
+        return ProcessResult(status: status, standardOutput: output.text, standardError: error.text)
     }
 
     func signal(_ signal: Int32) {
         kill(process.processIdentifier, signal)
     }
+}
+
+/// Reads a pipe to its end on a thread of its own, so a test can look at what a running process has printed.
+private final class OutputCollector: Sendable {
+    private struct State {
+        var bytes: [UInt8] = []
+        var isComplete = false
+    }
+
+    private let state = Mutex(State())
+
+    init(_ pipe: Pipe) {
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                state.withLock { $0.bytes += buffer[..<count] }
+            }
+            state.withLock { $0.isComplete = true }
+            try? handle.close()
+        }
+    }
+
+    var text: String { state.withLock { String(decoding: $0.bytes, as: UTF8.self) } }
+
+    var isComplete: Bool { state.withLock { $0.isComplete } }
 }
 
 /// Runs a command to completion.
