@@ -37,6 +37,8 @@ struct ConfigurationLoaderTests {
         #expect(configuration.upload.url == "http://127.0.0.1:8514/ingest")
         #expect(configuration.upload.maxInFlight == 2)
         #expect(configuration.upload.timeout == .seconds(10))
+        #expect(configuration.upload.retryAfterMax == .seconds(300))
+        #expect(configuration.ingest.maxConnections == 1024)
         #expect(configuration.batch.maxRecords == 1000)
         #expect(configuration.batch.maxBytes == 1_048_576)
         #expect(configuration.spool.maxBytes == 1_073_741_824)
@@ -88,6 +90,16 @@ struct ConfigurationLoaderTests {
         ("journal:\n  enabled: maybe\n", "journal.enabled: invalid value"),
         ("upload: [1]\n", "upload must be a mapping"),
         ("upload:\n  url: [unclosed\n", "not valid YAML"),
+        // Values that once trapped: rounding to zero, overflowing a conversion, overflowing a product.
+        ("upload:\n  retry_initial: 0.4ms\n", "upload.retry_initial: invalid value \"0.4ms\" (expected a duration from 1ms to 30d"),
+        ("upload:\n  timeout: 1e300s\n", "upload.timeout: invalid value \"1e300s\""),
+        ("upload:\n  retry_after_max: -5s\n", "upload.retry_after_max: invalid value"),
+        ("upload:\n  shutdown_timeout: nan\n", "upload.shutdown_timeout: invalid value"),
+        ("ingest:\n  max_record_bytes: 9223372036854775807\n", "ingest.max_record_bytes: invalid value"),
+        ("spool:\n  max_bytes: 9999999999999G\n", "spool.max_bytes: invalid value"),
+        ("ingest:\n  max_connections: 0\n", "ingest.max_connections: invalid value \"0\" (expected a whole number from 1"),
+        ("ingest:\n  max_record_bytes: 16MiB\nspool:\n  max_bytes: 64KiB\n", "spool.max_bytes must hold at least four records"),
+        ("upload:\n  retry_initial: 2s\n  retry_max: 1s\n", "upload.retry_max must not be shorter than upload.retry_initial"),
     ])
     func rejects(yaml: String, message: String) async {
         let error = await loadError(yaml)

@@ -143,6 +143,23 @@ struct SpoolTests {
         await spool.close()
     }
 
+    @Test("eviction deletes nothing when the newcomer would still not fit", arguments: SpoolKind.allCases)
+    func evictionForNothing(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make(maximumBytes: 4 * recordSize)
+        _ = try await spool.append([
+            entry(.debug, "d1", padding: 98), entry(.crash, "c1", padding: 98), entry(.crash, "c2", padding: 98),
+            entry(.crash, "c3", padding: 98),
+        ])
+        // Twice a record's size: evicting the one debug record would not make room for it.
+        let crash = try await spool.append([entry(.crash, "c4", padding: 98 + recordSize)])
+        #expect(crash == AppendReceipt(accepted: 0, evicted: 0, refused: 1))
+        let error = try await spool.append([entry(.error, "e1", padding: 98 + recordSize)])
+        #expect(error == AppendReceipt(accepted: 0, evicted: 1, refused: 0), "the newcomer is the one to go")
+        #expect(messages(try await claimBatch(spool, .debug)) == ["d1"], "the debug record was kept")
+        #expect(await spool.statistics().evicted == 1)
+        await spool.close()
+    }
+
     @Test("a crash record that finds only crash records is refused, loudly", arguments: SpoolKind.allCases)
     func crashRefused(_ kind: SpoolKind) async throws {
         let spool = try await kind.make(maximumBytes: 2 * recordSize)

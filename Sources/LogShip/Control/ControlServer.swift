@@ -18,11 +18,13 @@ public struct ControlServer: Service {
 
     /// Binds the control socket.
     ///
+    /// - Parameter limits: How many connections are served at once (`ingest.max_connections`).
     /// - Throws: ``IngestError`` when the path is held by a live process or cannot be bound.
-    public static func bind(
+    static func bind(
         path: String,
         mode: UInt32,
         maximumRecordBytes: Int,
+        limits: UnixStreamListener.Limits,
         hostname: String,
         intake: RecordIntake,
         shipper: Shipper,
@@ -31,7 +33,8 @@ public struct ControlServer: Service {
         logger: Logger
     ) async throws -> ControlServer {
         let listener = try await UnixStreamListener.bind(
-            path: path, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes, group: group)
+            path: path, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes, limits: limits, group: group,
+            logger: logger)
         return ControlServer(
             listener: listener, intake: intake, shipper: shipper, spool: spool, hostname: hostname,
             maximumRecordBytes: maximumRecordBytes, logger: logger)

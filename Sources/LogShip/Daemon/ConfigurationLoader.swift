@@ -14,8 +14,9 @@ public struct ConfigurationLoader: Sendable {
     /// The keys a file may hold; any other stops start-up with its name.
     static let knownKeys: Set<String> = [
         "ingest.stream", "ingest.datagram", "ingest.control", "ingest.socket_mode", "ingest.max_record_bytes",
+        "ingest.max_connections", "ingest.max_connections_per_process",
         "upload.url", "upload.format", "upload.max_in_flight", "upload.timeout", "upload.headers",
-        "upload.retry_initial", "upload.retry_max", "upload.shutdown_timeout",
+        "upload.retry_initial", "upload.retry_max", "upload.retry_after_max", "upload.shutdown_timeout",
         "batch.max_records", "batch.max_bytes",
         "spool.path", "spool.max_bytes", "spool.min_free_disk",
         "journal.enabled",
@@ -123,32 +124,38 @@ public struct ConfigurationLoader: Sendable {
         let values = ConfigValues(reader: reader)
         var configuration = DaemonConfiguration()
 
-        try values.read("ingest.stream", into: &configuration.ingest.stream, ValueParser.text)
-        try values.read("ingest.datagram", into: &configuration.ingest.datagram, ValueParser.text)
-        try values.read("ingest.control", into: &configuration.ingest.control, ValueParser.nonEmptyText)
-        try values.read("ingest.socket_mode", into: &configuration.ingest.socketMode, ValueParser.fileMode)
-        try values.read("ingest.max_record_bytes", into: &configuration.ingest.maxRecordBytes, ValueParser.byteCount(minimum: 256))
+        try values.read("ingest.stream", into: &configuration.ingest.stream, .text)
+        try values.read("ingest.datagram", into: &configuration.ingest.datagram, .text)
+        try values.read("ingest.control", into: &configuration.ingest.control, .nonEmptyText)
+        try values.read("ingest.socket_mode", into: &configuration.ingest.socketMode, .fileMode)
+        // At most the control socket's request limit: one record must fit in one `logctl send` request.
+        try values.read("ingest.max_record_bytes", into: &configuration.ingest.maxRecordBytes, .byteCount(256...(16 << 20)))
+        try values.read("ingest.max_connections", into: &configuration.ingest.maxConnections, .integer(1...100_000))
+        try values.read(
+            "ingest.max_connections_per_process", into: &configuration.ingest.maxConnectionsPerProcess,
+            .integer(1...100_000))
 
-        try values.read("upload.url", into: &configuration.upload.url, ValueParser.httpURL)
-        try values.read("upload.format", into: &configuration.upload.format, ValueParser.oneOf(["ndjson"]))
-        try values.read("upload.max_in_flight", into: &configuration.upload.maxInFlight, ValueParser.integer(1...64))
-        try values.read("upload.timeout", into: &configuration.upload.timeout, ValueParser.duration)
-        try values.read("upload.retry_initial", into: &configuration.upload.retryInitial, ValueParser.duration)
-        try values.read("upload.retry_max", into: &configuration.upload.retryMax, ValueParser.duration)
-        try values.read("upload.shutdown_timeout", into: &configuration.upload.shutdownTimeout, ValueParser.duration)
+        try values.read("upload.url", into: &configuration.upload.url, .httpURL)
+        try values.read("upload.format", into: &configuration.upload.format, .oneOf(["ndjson"]))
+        try values.read("upload.max_in_flight", into: &configuration.upload.maxInFlight, .integer(1...64))
+        try values.read("upload.timeout", into: &configuration.upload.timeout, .duration())
+        try values.read("upload.retry_initial", into: &configuration.upload.retryInitial, .duration())
+        try values.read("upload.retry_max", into: &configuration.upload.retryMax, .duration())
+        try values.read("upload.retry_after_max", into: &configuration.upload.retryAfterMax, .duration())
+        try values.read("upload.shutdown_timeout", into: &configuration.upload.shutdownTimeout, .duration())
         configuration.upload.headers = fileHeaders
-        try values.read("upload.headers", into: &configuration.upload.headers, ValueParser.headerList)
+        try values.read("upload.headers", into: &configuration.upload.headers, .headerList)
 
-        try values.read("batch.max_records", into: &configuration.batch.maxRecords, ValueParser.integer(1...1_000_000))
-        try values.read("batch.max_bytes", into: &configuration.batch.maxBytes, ValueParser.byteCount(minimum: 1024))
+        try values.read("batch.max_records", into: &configuration.batch.maxRecords, .integer(1...1_000_000))
+        try values.read("batch.max_bytes", into: &configuration.batch.maxBytes, .byteCount(1024...(64 << 20)))
 
-        try values.read("spool.path", into: &configuration.spool.path, ValueParser.nonEmptyText)
-        try values.read("spool.max_bytes", into: &configuration.spool.maxBytes, ValueParser.byteCount(minimum: 65_536))
-        try values.read("spool.min_free_disk", into: &configuration.spool.minFreeDisk, ValueParser.byteCount(minimum: 0))
+        try values.read("spool.path", into: &configuration.spool.path, .nonEmptyText)
+        try values.read("spool.max_bytes", into: &configuration.spool.maxBytes, .byteCount(65_536...Int.max))
+        try values.read("spool.min_free_disk", into: &configuration.spool.minFreeDisk, .byteCount(0...Int.max))
 
-        try values.read("journal.enabled", into: &configuration.journal.enabled, ValueParser.boolean)
-        try values.read("log.level", into: &configuration.logLevel, ValueParser.logLevel)
-        try values.read("host.name", into: &configuration.hostname, ValueParser.text)
+        try values.read("journal.enabled", into: &configuration.journal.enabled, .boolean)
+        try values.read("log.level", into: &configuration.logLevel, .logLevel)
+        try values.read("host.name", into: &configuration.hostname, .text)
 
         try check(configuration)
         return configuration
@@ -159,7 +166,8 @@ public struct ConfigurationLoader: Sendable {
         if configuration.upload.retryMax < configuration.upload.retryInitial {
             throw ConfigurationError("upload.retry_max must not be shorter than upload.retry_initial")
         }
-        if configuration.spool.maxBytes < 4 * configuration.ingest.maxRecordBytes {
+        // Division, not multiplication: no product of two configured values can overflow.
+        if configuration.spool.maxBytes / 4 < configuration.ingest.maxRecordBytes {
             throw ConfigurationError("spool.max_bytes must hold at least four records of ingest.max_record_bytes")
         }
         if configuration.journal.enabled {
@@ -181,10 +189,10 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 private struct ConfigValues {
     let reader: ConfigReader
 
-    func read<Value>(_ key: String, into value: inout Value, _ parse: (String) -> Value?) throws {
+    func read<Value>(_ key: String, into value: inout Value, _ parser: ValueParser<Value>) throws {
         guard let text = reader.string(forKey: ConfigKey(key)) else { return }
-        guard let parsed = parse(text) else {
-            throw ConfigurationError("\(key): invalid value \"\(text)\"")
+        guard let parsed = parser.parse(text) else {
+            throw ConfigurationError("\(key): invalid value \"\(text)\" (expected \(parser.expected))")
         }
         value = parsed
     }

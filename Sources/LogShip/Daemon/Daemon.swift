@@ -120,12 +120,14 @@ public final class Daemon: Sendable {
         let hostname = configuration.hostname.isEmpty ? Hostname.current : configuration.hostname
         let parser = RecordParser(hostname: hostname)
         let ingest = configuration.ingest
+        let limits = UnixStreamListener.Limits(
+            maximum: ingest.maxConnections, maximumPerProcess: ingest.maxConnectionsPerProcess)
         var inputs: [any Service] = []
         if !ingest.stream.isEmpty {
             inputs.append(
                 try await StreamIngestServer.bind(
                     path: ingest.stream, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
-                    parser: parser, intake: intake, group: group, logger: logger))
+                    limits: limits, parser: parser, intake: intake, group: group, logger: logger))
         }
         if !ingest.datagram.isEmpty {
             inputs.append(
@@ -136,7 +138,7 @@ public final class Daemon: Sendable {
         inputs.append(
             try await ControlServer.bind(
                 path: ingest.control, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
-                hostname: hostname, intake: intake, shipper: shipper, spool: spool, group: group, logger: logger))
+                limits: limits, hostname: hostname, intake: intake, shipper: shipper, spool: spool, group: group, logger: logger))
         return inputs
     }
 

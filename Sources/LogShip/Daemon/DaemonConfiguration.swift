@@ -13,6 +13,10 @@ public struct DaemonConfiguration: Sendable {
         public var control = "/run/logshipd/control.sock"
         public var socketMode: UInt32 = 0o660
         public var maxRecordBytes = 65_536
+        /// Connections each stream socket serves at once; more are accepted and closed at once.
+        public var maxConnections = 1024
+        /// Connections one process may hold on each stream socket, so one runaway client cannot take them all.
+        public var maxConnectionsPerProcess = 256
     }
 
     public struct Upload: Sendable {
@@ -25,6 +29,8 @@ public struct DaemonConfiguration: Sendable {
         public var retryInitial: Duration = .milliseconds(500)
         /// The longest retry delay.
         public var retryMax: Duration = .seconds(30)
+        /// The longest pause a remote's `Retry-After` may ask for; longer requests are cut to this.
+        public var retryAfterMax: Duration = .seconds(300)
         /// How long requests in flight may take to finish after SIGTERM.
         public var shutdownTimeout: Duration = .seconds(10)
     }

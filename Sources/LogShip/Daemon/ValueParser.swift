@@ -1,40 +1,52 @@
 import Foundation
 import Logging
 
-/// Parsers for configuration values written as text; each returns `nil` for text it rejects.
-enum ValueParser {
-    static func text(_ text: String) -> String? { text }
+/// Parses one configuration value written as text, and says what it expects when the text is bad.
+///
+/// Every parser rejects what would later trap or overflow (a duration that rounds to zero or does not fit in
+/// 64-bit nanoseconds, a size that overflows), so a bad value is a one-line error naming its key, never a crash.
+struct ValueParser<Value>: Sendable {
+    /// What a good value looks like, for the error message.
+    let expected: String
+    /// The parsed value, or `nil` for text this parser rejects.
+    let parse: @Sendable (String) -> Value?
+}
 
-    static func nonEmptyText(_ text: String) -> String? { text.isEmpty ? nil : text }
+extension ValueParser<String> {
+    static let text = ValueParser(expected: "text") { $0 }
 
-    static func oneOf(_ choices: Set<String>) -> (String) -> String? {
-        { choices.contains($0) ? $0 : nil }
+    static let nonEmptyText = ValueParser(expected: "a non-empty value") { $0.isEmpty ? nil : $0 }
+
+    static func oneOf(_ choices: [String]) -> ValueParser {
+        ValueParser(expected: "one of \(choices.joined(separator: ", "))") { choices.contains($0) ? $0 : nil }
     }
 
-    static func integer(_ range: ClosedRange<Int>) -> (String) -> Int? {
-        { Int($0.trimmingCharacters(in: .whitespaces)).flatMap { range.contains($0) ? $0 : nil } }
+    /// An `http://` or `https://` URL with a host.
+    static let httpURL = ValueParser(expected: "an http:// or https:// URL with a host") { text in
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            url.host?.isEmpty == false
+        else { return nil }
+        return text
     }
+}
 
-    static func boolean(_ text: String) -> Bool? {
-        switch text.lowercased() {
-        case "true", "yes", "on", "1": true
-        case "false", "no", "off", "0": false
-        default: nil
+extension ValueParser<Int> {
+    static func integer(_ range: ClosedRange<Int>) -> ValueParser {
+        ValueParser(expected: "a whole number from \(range.lowerBound) to \(range.upperBound)") {
+            Int($0.trimmingCharacters(in: .whitespaces)).flatMap { range.contains($0) ? $0 : nil }
         }
     }
 
-    /// An octal file mode such as `0660`.
-    static func fileMode(_ text: String) -> UInt32? {
-        guard let mode = UInt32(text, radix: 8), mode <= 0o7777 else { return nil }
-        return mode
-    }
-
     /// Bytes: `65536`, `64KiB`, `1MiB`, `1GiB` (also `K`, `M`, `G`, meaning the same powers of two).
-    static func byteCount(minimum: Int) -> (String) -> Int? {
-        { text in
-            let units: [(String, Int)] = [
-                ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30),
-            ]
+    static func byteCount(_ range: ClosedRange<Int>) -> ValueParser {
+        let units: [(String, Int)] = [
+            ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40),
+            ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40),
+        ]
+        let bounds = range.upperBound == Int.max
+            ? "of at least \(ConfigurationText.bytes(range.lowerBound))"
+            : "from \(ConfigurationText.bytes(range.lowerBound)) to \(ConfigurationText.bytes(range.upperBound))"
+        return ValueParser(expected: "a size \(bounds), such as 65536, 64KiB, 1MiB, 1GiB") { text in
             let trimmed = text.trimmingCharacters(in: .whitespaces)
             var number = trimmed
             var multiplier = 1
@@ -44,34 +56,57 @@ enum ValueParser {
             }
             guard let value = Int(number), value >= 0 else { return nil }
             let (bytes, overflow) = value.multipliedReportingOverflow(by: multiplier)
-            return !overflow && bytes >= minimum ? bytes : nil
+            return !overflow && range.contains(bytes) ? bytes : nil
         }
     }
+}
 
-    /// `10s`, `500ms`, `2m`, `1h`, or a bare number of seconds.
-    static func duration(_ text: String) -> Duration? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
-        var number = trimmed
-        var scale = 1.0
-        if let (suffix, factor) = units.first(where: { trimmed.hasSuffix($0.0) }) {
-            number = String(trimmed.dropLast(suffix.count))
-            scale = factor
+extension ValueParser<Duration> {
+    /// The longest duration any key accepts: far beyond any sensible setting, far inside what every clock and
+    /// timer type here can hold.
+    static let longestDuration: Duration = .seconds(30 * 86_400)
+
+    /// `10s`, `500ms`, `2m`, `1h`, `1d`, or a bare number of seconds; at least `minimum`, at most 30 days.
+    static func duration(minimum: Duration = .milliseconds(1)) -> ValueParser {
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
+        let range = minimum.seconds...longestDuration.seconds
+        let bounds = "from \(ConfigurationText.duration(minimum)) to \(ConfigurationText.duration(longestDuration))"
+        return ValueParser(expected: "a duration \(bounds), such as 500ms, 10s, 2m, 1h") { text in
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            var number = trimmed
+            var scale = 1.0
+            if let (suffix, factor) = units.first(where: { trimmed.hasSuffix($0.0) }) {
+                number = String(trimmed.dropLast(suffix.count))
+                scale = factor
+            }
+            // Checked as a Double before any conversion: 1e300s must be an error, not a trap.
+            guard let value = Double(number), value.isFinite, range.contains(value * scale) else { return nil }
+            return .milliseconds(Int64((value * scale * 1000).rounded()))
         }
-        guard let value = Double(number), value.isFinite, value > 0 else { return nil }
-        return .milliseconds(Int64((value * scale * 1000).rounded()))
     }
+}
 
-    /// An `http://` or `https://` URL with a host.
-    static func httpURL(_ text: String) -> String? {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            url.host?.isEmpty == false
-        else { return nil }
-        return text
+extension ValueParser<UInt32> {
+    /// An octal file mode such as `0660`.
+    static let fileMode = ValueParser(expected: "an octal file mode such as \"0660\"") { text in
+        guard let mode = UInt32(text, radix: 8), mode <= 0o7777 else { return nil }
+        return mode
     }
+}
 
+extension ValueParser<Bool> {
+    static let boolean = ValueParser(expected: "true or false") { text in
+        switch text.lowercased() {
+        case "true", "yes", "on", "1": true
+        case "false", "no", "off", "0": false
+        default: nil
+        }
+    }
+}
+
+extension ValueParser<[(String, String)]> {
     /// Headers from the environment: `Name: value` pairs separated by newlines or `;`.
-    static func headerList(_ text: String) -> [(String, String)]? {
+    static let headerList = ValueParser(expected: "\"Name: value\" pairs separated by \";\"") { text in
         var headers: [(String, String)] = []
         for entry in text.split(whereSeparator: { $0 == "\n" || $0 == ";" }) {
             guard let colon = entry.firstIndex(of: ":") else { return nil }
@@ -82,8 +117,32 @@ enum ValueParser {
         }
         return headers
     }
+}
 
-    static func logLevel(_ text: String) -> Logger.Level? {
-        Logger.Level(rawValue: text.lowercased())
+extension ValueParser<Logger.Level> {
+    static let logLevel = ValueParser(
+        expected: "one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))"
+    ) { Logger.Level(rawValue: $0.lowercased()) }
+}
+
+/// Sizes and durations as people write them in the configuration.
+enum ConfigurationText {
+    /// `65536` as `64KiB`, `1073741824` as `1GiB`; other values as plain bytes.
+    static func bytes(_ bytes: Int) -> String {
+        for (suffix, factor) in [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+        where bytes >= factor && bytes % factor == 0 {
+            return "\(bytes / factor)\(suffix)"
+        }
+        return "\(bytes)"
+    }
+
+    /// `.seconds(90)` as `90s`, `.seconds(120)` as `2m`, `.milliseconds(1)` as `1ms`.
+    static func duration(_ duration: Duration) -> String {
+        let milliseconds = Int64((duration.seconds * 1000).rounded())
+        for (suffix, factor) in [("d", Int64(86_400_000)), ("h", 3_600_000), ("m", 60_000), ("s", 1000)]
+        where milliseconds >= factor && milliseconds % factor == 0 {
+            return "\(milliseconds / factor)\(suffix)"
+        }
+        return "\(milliseconds)ms"
     }
 }

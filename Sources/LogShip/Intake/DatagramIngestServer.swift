@@ -33,8 +33,8 @@ public struct DatagramIngestServer: Service {
         do {
             try await withTaskCancellationOrGracefulShutdownHandler {
                 while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                    let datagrams = try await reader.runIfActive { try socket.receive(limit: Self.batchLimit) }
-                    if datagrams.isEmpty { break }
+                    guard let datagrams = try await reader.runIfActive({ try socket.receive(limit: Self.batchLimit) })
+                    else { break }
                     let receivedAt = Timestamp.now()
                     let records = datagrams.map { datagram in
                         parser.parse(

@@ -12,18 +12,20 @@ public struct StreamIngestServer: Service {
 
     /// Binds the socket; the server accepts connections once ``run()`` is called.
     ///
+    /// - Parameter limits: How many connections are served at once (`ingest.max_connections`).
     /// - Throws: ``IngestError`` when the path is held by a live process or cannot be bound.
-    public static func bind(
+    static func bind(
         path: String,
         mode: UInt32,
         maximumRecordBytes: Int,
+        limits: UnixStreamListener.Limits,
         parser: RecordParser,
         intake: RecordIntake,
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> StreamIngestServer {
         let listener = try await UnixStreamListener.bind(
-            path: path, mode: mode, maximumFrameBytes: maximumRecordBytes, group: group)
+            path: path, mode: mode, maximumFrameBytes: maximumRecordBytes, limits: limits, group: group, logger: logger)
         return StreamIngestServer(listener: listener, parser: parser, intake: intake, logger: logger)
     }
 

@@ -53,23 +53,27 @@ struct UnixDatagramSocket: Sendable {
 
     /// Blocks until datagrams arrive or ``wake()`` is called, then returns up to `limit` of those queued.
     ///
-    /// - Returns: The datagrams read; empty once ``wake()`` has been called.
-    func receive(limit: Int) throws -> [Datagram] {
-        var descriptors = [
-            pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
-        ]
-        while poll(&descriptors, 2, -1) < 0 {
-            guard errno == EINTR else { throw IngestError.socketCall("poll", path: path, SystemError.describe(errno)) }
-        }
-        if descriptors[1].revents != 0 { return [] }
-
-        var datagrams: [Datagram] = []
+    /// - Returns: The datagrams read, never empty; `nil` once ``wake()`` has been called. A wake-up that finds
+    ///   nothing to read (a signal, a datagram another reader took) waits again instead of returning empty, so
+    ///   that an empty read can never be mistaken for the end.
+    func receive(limit: Int) throws -> [Datagram]? {
         var buffer = [UInt8](repeating: 0, count: maximumRecordBytes)
-        while datagrams.count < limit, let datagram = try receiveOne(into: &buffer) {
-            datagrams.append(datagram)
+        while true {
+            var descriptors = [
+                pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
+            ]
+            while poll(&descriptors, 2, -1) < 0 {
+                guard errno == EINTR else { throw IngestError.socketCall("poll", path: path, SystemError.describe(errno)) }
+            }
+            if descriptors[1].revents != 0 { return nil }
+
+            var datagrams: [Datagram] = []
+            while datagrams.count < limit, let datagram = try receiveOne(into: &buffer) {
+                datagrams.append(datagram)
+            }
+            if !datagrams.isEmpty { return datagrams }
         }
-        return datagrams
     }
 
     /// Reads one queued datagram without blocking; `nil` when none is queued.

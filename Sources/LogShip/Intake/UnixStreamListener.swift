@@ -2,32 +2,53 @@ import CUnixSocket
 #if canImport(Glibc)
 import Glibc
 #endif
+import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// A listening Unix stream socket that hands each connection, framed into records, to a handler together with
 /// the peer's kernel-reported credentials.
 ///
 /// Every connection is served in its own child task, so a client that connects and never writes, or writes a
-/// byte a second, holds only its own task.
-struct UnixStreamListener: Sendable {
+/// byte a second, holds only its own task. A ``ConnectionLimiter`` bounds how many are served at once; beyond it a
+/// connection is closed as soon as it is accepted.
+final class UnixStreamListener: Sendable {
     typealias Connection = NIOAsyncChannel<Frame, ByteBuffer>
+
+    /// How many connections the listener serves at once.
+    struct Limits: Sendable {
+        var maximum: Int
+        var maximumPerProcess: Int
+
+        init(maximum: Int, maximumPerProcess: Int) {
+            self.maximum = maximum
+            self.maximumPerProcess = min(maximumPerProcess, maximum)
+        }
+    }
 
     let path: String
     private let server: NIOAsyncChannel<(Connection, PeerCredentials), Never>
+    private let limiter: Mutex<ConnectionLimiter>
+    private let logger: Logger
 
-    private init(path: String, server: NIOAsyncChannel<(Connection, PeerCredentials), Never>) {
+    private init(
+        path: String, server: NIOAsyncChannel<(Connection, PeerCredentials), Never>, limits: Limits, logger: Logger
+    ) {
         self.path = path
         self.server = server
+        limiter = Mutex(ConnectionLimiter(maximum: limits.maximum, maximumPerProcess: limits.maximumPerProcess))
+        self.logger = logger
     }
 
     /// Binds `path`, replacing a stale socket file, and sets its mode.
     ///
     /// - Parameters:
     ///   - maximumFrameBytes: The longest record a connection may send; longer ones are cut and marked.
+    ///   - limits: How many connections are served at once, in all and from one process.
     /// - Throws: ``IngestError`` when the path is in use or cannot be bound.
     static func bind(
-        path: String, mode: mode_t, maximumFrameBytes: Int, group: any EventLoopGroup
+        path: String, mode: mode_t, maximumFrameBytes: Int, limits: Limits, group: any EventLoopGroup, logger: Logger
     ) async throws -> UnixStreamListener {
         try UnixSocketPath.prepare(path)
         let server: NIOAsyncChannel<(Connection, PeerCredentials), Never>
@@ -51,7 +72,7 @@ struct UnixStreamListener: Sendable {
             throw IngestError.socketCall("bind", path: path, SystemError.describe(error.errnoCode))
         }
         try UnixSocketPath.setMode(path, mode: mode)
-        return UnixStreamListener(path: path, server: server)
+        return UnixStreamListener(path: path, server: server, limits: limits, logger: logger)
     }
 
     /// Accepts connections until the task is cancelled, then closes the socket and removes its file.
@@ -68,8 +89,15 @@ struct UnixStreamListener: Sendable {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { connections in
                     for try await (connection, peer) in connections {
+                        guard admit(peer) else {
+                            // Closed at once, through the async channel so that its writer is finished properly;
+                            // a failure to close has nothing to tell.
+                            group.addTask { try? await connection.executeThenClose { _, _ in } }
+                            continue
+                        }
                         group.addTask {
                             await handler(connection, peer)
+                            self.limiter.withLock { $0.release(pid: peer.pid) }
                         }
                     }
                 }
@@ -77,5 +105,24 @@ struct UnixStreamListener: Sendable {
         } catch is CancellationError {
             return
         }
+    }
+
+    private func admit(_ peer: PeerCredentials) -> Bool {
+        let admission = limiter.withLock { $0.admit(pid: peer.pid, now: .now) }
+        guard case .refuse(let report) = admission else { return true }
+        if let report {
+            let limits = limiter.withLock { ($0.maximum, $0.maximumPerProcess) }
+            logger.warning(
+                "connection limit reached; closing new connections",
+                metadata: [
+                    "logship.socket": "\(path)",
+                    "logship.connections.refused": "\(report)",
+                    "logship.connections.maximum": "\(limits.0)",
+                    "logship.connections.maximum_per_process": "\(limits.1)",
+                    "logship.peer.pid": "\(peer.pid)",
+                    "logship.peer.comm": "\(peer.comm ?? "?")",
+                ])
+        }
+        return false
     }
 }

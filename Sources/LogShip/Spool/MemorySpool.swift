@@ -75,19 +75,29 @@ public final class MemorySpool: Spool {
         _ = try await append(entries)
     }
 
-    /// Evicts records that ``EvictionPolicy`` allows until `entry` fits.
+    /// Evicts records that ``EvictionPolicy`` allows until `entry` fits; evicts nothing when even that would
+    /// not make it fit.
     private func makeRoom(for entry: SpoolEntry, in state: inout State, receipt: inout AppendReceipt) -> Bool {
-        while state.bytes + entry.accountedBytes > maximumBytes {
-            guard
-                let victimClass = EvictionPolicy.victims(for: entry.priority).first(where: {
-                    !state.queues[$0.rawValue].isEmpty
-                }),
-                let victim = state.queues[victimClass.rawValue].popFirst()
-            else { return false }
-            state.bytes -= victim.line.count + SpoolEntry.overhead
-            state.evicted += 1
-            receipt.evicted += 1
+        let needed = state.bytes + entry.accountedBytes - maximumBytes
+        guard needed > 0 else { return true }
+        // Count first: records are only removed once they are known to make room.
+        var victims: [(priority: PriorityClass, count: Int)] = []
+        var freeable = 0
+        for victimClass in EvictionPolicy.victims(for: entry.priority) where freeable < needed {
+            var count = 0
+            for victim in state.queues[victimClass.rawValue] where freeable < needed {
+                freeable += victim.line.count + SpoolEntry.overhead
+                count += 1
+            }
+            victims.append((victimClass, count))
         }
+        guard freeable >= needed else { return false }
+        for (victimClass, count) in victims {
+            state.queues[victimClass.rawValue].removeFirst(count)
+            state.evicted += count
+            receipt.evicted += count
+        }
+        state.bytes -= freeable
         return true
     }
 

@@ -195,14 +195,15 @@ final class SpoolDatabase: Sendable {
         return CommitOutcome(receipts: receipts, classes: classes)
     }
 
-    /// Deletes the oldest unclaimed records of the classes ``EvictionPolicy`` allows until `bytes` are freed.
+    /// Deletes the oldest unclaimed records of the classes ``EvictionPolicy`` allows until `bytes` are freed;
+    /// deletes nothing when they cannot free that much, since the newcomer would not fit anyway.
     ///
     /// - Returns: How many records were evicted and how many accounted bytes they freed.
     private func evict(
         bytes: Int, for priority: PriorityClass, ledger: inout Ledger, _ db: Database
     ) throws -> (count: Int, bytes: Int) {
         var freed = 0
-        var victims: [Int64] = []
+        var victims: [(id: Int64, priority: PriorityClass, bytes: Int)] = []
         for victimClass in EvictionPolicy.victims(for: priority) where freed < bytes {
             let rows = try Row.fetchCursor(
                 db, sql: "SELECT id, size FROM record WHERE priority = ? ORDER BY id", arguments: [victimClass.rawValue])
@@ -210,13 +211,16 @@ final class SpoolDatabase: Sendable {
                 let id: Int64 = row[0]
                 guard ledger.claimed[id] == nil else { continue }
                 let size: Int = row[1]
-                victims.append(id)
+                victims.append((id, victimClass, size + SpoolEntry.overhead))
                 freed += size + SpoolEntry.overhead
-                ledger.stored[victimClass.rawValue] -= 1
-                ledger.bytes -= size + SpoolEntry.overhead
             }
         }
-        try Self.execute("DELETE FROM record WHERE id IN", ids: victims, db)
+        guard freed >= bytes else { return (0, 0) }
+        for victim in victims {
+            ledger.stored[victim.priority.rawValue] -= 1
+            ledger.bytes -= victim.bytes
+        }
+        try Self.execute("DELETE FROM record WHERE id IN", ids: victims.map(\.id), db)
         return (victims.count, freed)
     }
 

@@ -2,18 +2,21 @@ import Foundation
 
 /// The real `logshipd` binary with its sockets, configuration and spool in one directory.
 enum LogshipdProcess {
-    /// Writes `logshipd.yaml` in `directory` for a daemon posting to `url`; `upload` adds keys to `upload:`.
+    /// Writes `logshipd.yaml` in `directory` for a daemon posting to `url`; `ingest` and `upload` add keys to
+    /// their sections.
     ///
     /// - Returns: The configuration's path.
     @discardableResult
-    static func configure(directory: String, url: String, upload: [String] = [], spool: String? = nil) throws -> String {
+    static func configure(
+        directory: String, url: String, ingest: [String] = [], upload: [String] = [], spool: String? = nil
+    ) throws -> String {
         let path = "\(directory)/logshipd.yaml"
+        let ingestKeys = (["stream: \(directory)/ingest.sock", "datagram: \"\"", "control: \(directory)/control.sock"] + ingest)
+            .map { "  \($0)" }.joined(separator: "\n")
         let uploadKeys = (["url: \(url)", "retry_max: 1s"] + upload).map { "  \($0)" }.joined(separator: "\n")
         try """
             ingest:
-              stream: \(directory)/ingest.sock
-              datagram: ""
-              control: \(directory)/control.sock
+            \(ingestKeys)
             upload:
             \(uploadKeys)
             batch:

@@ -59,6 +59,23 @@ final class UnixClient: @unchecked Sendable {
     func write(_ text: String) throws {
         try write(Array(text.utf8))
     }
+
+    /// Makes a blocked send give up after `timeout` (with EAGAIN), so a writer cannot hang on a stopped reader.
+    func setSendTimeout(_ timeout: Duration) {
+        var value = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// How many of `clients` the peer has closed, looking without waiting: a closed connection polls readable
+    /// and reads end of file, one the peer keeps open and silent does not.
+    static func closedByPeer(_ clients: [UnixClient]) -> Int {
+        var descriptors = clients.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+        guard poll(&descriptors, nfds_t(descriptors.count), 0) > 0 else { return 0 }
+        var byte: UInt8 = 0
+        return descriptors.filter { descriptor in
+            descriptor.revents != 0 && recv(descriptor.fd, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) <= 0
+        }.count
+    }
 }
 
 struct UnixClientError: Error, CustomStringConvertible {

@@ -1,0 +1,121 @@
+import Dispatch
+import Foundation
+import LogShip
+import Testing
+
+@testable import LogShip
+
+/// Floods and connection storms: the daemon stays up, bounded, and keeps serving everyone else.
+@Suite("Intake under floods", .serialized)
+struct IntakeLimitsTests {
+    @Test("the limiter caps connections in all and per process, and reports refusals at most once per interval")
+    func limiter() {
+        let start = ContinuousClock.now
+        var limiter = ConnectionLimiter(maximum: 3, maximumPerProcess: 2, reportInterval: .seconds(10))
+        #expect(limiter.admit(pid: 1, now: start) == .accept)
+        #expect(limiter.admit(pid: 1, now: start) == .accept)
+        #expect(limiter.admit(pid: 1, now: start) == .refuse(report: 1), "a third from one process")
+        #expect(limiter.admit(pid: 2, now: start) == .accept, "another process still gets in")
+        #expect(limiter.admit(pid: 3, now: start + .seconds(1)) == .refuse(report: nil), "full; reported already")
+        #expect(limiter.admit(pid: 3, now: start + .seconds(2)) == .refuse(report: nil))
+        #expect(limiter.admit(pid: 3, now: start + .seconds(11)) == .refuse(report: 3), "the count since the last report")
+        limiter.release(pid: 1)
+        #expect(limiter.open == 2)
+        #expect(limiter.admit(pid: 3, now: start + .seconds(12)) == .accept, "a closed connection frees its place")
+        limiter.release(pid: 9)
+        #expect(limiter.open == 3, "releasing an unknown process changes nothing")
+    }
+
+    @Test("5 000 idle connections: beyond the caps they are closed, logger still gets through, descriptors stay bounded")
+    func connectionStorm() async throws {
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        try LogshipdProcess.configure(
+            directory: directory, url: receiver.url, ingest: ["max_connections: 64", "max_connections_per_process: 48"],
+            spool: "memory")
+        let daemon = try await LogshipdProcess.start(directory: directory)
+        let descriptorsAtStart = try openDescriptors(of: daemon.pid)
+
+        // This process needs a descriptor per connection it holds.
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let storm = min(5_000, Int(limit.rlim_max) - 500)
+        let streamPath = "\(directory)/ingest.sock"
+        let clients = try await offloaded { try (0..<storm).map { _ in try UnixClient(path: streamPath, type: .stream) } }
+
+        // Every connection is either served or closed by the daemon: all but 48 are closed.
+        try await eventually(within: .seconds(60)) { UnixClient.closedByPeer(clients) == storm - 48 }
+        #expect(UnixClient.closedByPeer(clients) == storm - 48, "one process holds at most 48 connections")
+        let descriptors = try openDescriptors(of: daemon.pid)
+        #expect(descriptors <= descriptorsAtStart + 64, "\(descriptors) descriptors, \(descriptorsAtStart) at start")
+
+        let logger = try await run("/usr/bin/logger", ["-u", streamPath, "-T", "from another process"])
+        #expect(logger.status == 0, "\(logger.standardError)")
+        try await receiver.waitFor(records: 1, within: .seconds(30))
+        #expect(receiver.records.map(\.message) == ["from another process"])
+
+        daemon.signal(SIGTERM)
+        let stopped = try await daemon.wait(within: .seconds(60))
+        #expect(stopped.status == 0)
+        #expect(stopped.standardError.contains("connection limit reached"))
+        _ = clients
+    }
+
+    @Test("8 writers flood the datagram socket for 10 s: the daemon stays up and the stream socket keeps serving")
+    func datagramFlood() async throws {
+        let daemon = try await TestDaemon.start(receiver: .init(delay: .milliseconds(50))) {
+            $0.batch.maxRecords = 100
+            $0.spool.maxBytes = 8 << 20
+        }
+        let datagramPath = daemon.datagramPath
+        let flood = Task {
+            await onThreads(8) { writer in
+                guard let client = try? UnixClient(path: datagramPath, type: .datagram) else { return 0 }
+                client.setSendTimeout(.seconds(1))
+                let ends = ContinuousClock.now + .seconds(10)
+                var sent = 0
+                while ContinuousClock.now < ends {
+                    if (try? client.write("<14>flood \(writer) \(sent)")) != nil { sent += 1 }
+                }
+                return sent
+            }
+        }
+        // While the flood runs, an urgent line on the stream socket goes through.
+        try await daemon.ingest(["<2>during the flood"])
+        try await daemon.receiver.waitUntil(within: .seconds(60)) { requests in
+            requests.contains { $0.records.contains { $0.message == "during the flood" } }
+        }
+        let sent = await flood.value.reduce(0, +)
+
+        try await daemon.ingest(["<2>after the flood"])
+        try await offloaded { try UnixClient(path: datagramPath, type: .datagram).write("<2>datagram after the flood") }
+        try await daemon.receiver.waitUntil(within: .seconds(60)) { requests in
+            let messages = Set(requests.flatMap(\.records).map(\.message))
+            return messages.contains("after the flood") && messages.contains("datagram after the flood")
+        }
+        let status = try await daemon.status()
+        print("datagram flood: \(sent) datagrams in 10 s; \(status.received) received, \(status.evicted) evicted")
+        #expect(status.received > 0)
+        try await daemon.stop()
+    }
+
+    private func openDescriptors(of pid: Int32) throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+    }
+}
+
+/// Runs `body` on `count` threads of their own at once (blocking writers) and collects what each returns.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Int) async -> [Int] {
+    await withTaskGroup(of: Int.self) { group in
+        for index in 0..<count {
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    Thread.detachNewThread { continuation.resume(returning: body(index)) }
+                }
+            }
+        }
+        return await group.reduce(into: []) { $0.append($1) }
+    }
+}
