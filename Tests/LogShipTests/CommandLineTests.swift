@@ -39,6 +39,21 @@ struct CommandLineTests {
         try await daemon.stop()
     }
 
+    @Test("logctl send: 6 MiB of control characters in 512 KiB lines is accepted, in chunks under the request limit")
+    func controlCharacterLines() async throws {
+        let daemon = try await TestDaemon.start()
+        // Each byte becomes six in the request's JSON (\u0001): counted raw, eight such lines made a 24 MiB request.
+        let line = String(repeating: "\u{01}", count: 512 << 10)
+        let input = Data((0..<12).map { "\($0)" + line + "\n" }.joined().utf8)
+        let result = try await run(Binaries.logctl, ["send", "--socket", daemon.controlPath], stdin: input)
+        #expect(result.status == 0, "\(result.standardError)")
+        try await daemon.receiver.waitFor(records: 12, within: .seconds(60))
+        let records = daemon.receiver.records
+        #expect(records.count == 12)
+        #expect(records.allSatisfy { $0.truncated && $0.message.utf8.count <= daemon.configuration.ingest.maxRecordBytes })
+        try await daemon.stop()
+    }
+
     @Test("logctl send against a stopped daemon exits non-zero with one clear line")
     func sendWithoutDaemon() async throws {
         let directory = try TemporaryDirectory.make()

@@ -2,7 +2,8 @@
 public struct SubmissionSender {
     /// Lines per request; requests stay well under the daemon's request limit.
     static let chunkRecords = 1000
-    static let chunkBytes = 4 << 20
+    /// Encoded bytes per request: a quarter of the daemon's limit, counted after JSON escaping.
+    static let chunkBytes = ControlProtocol.maximumRequestBytes / 4
     /// logctl's own cut for a stdin line, so a huge line never has to fit in memory whole; the daemon applies
     /// its (usually smaller) record limit on top.
     public static let maximumLineBytes = 1 << 20
@@ -36,8 +37,14 @@ public struct SubmissionSender {
         var accepted = 0
         while let line = try reader.next() {
             let text = String(decoding: line.bytes[...].trimmingLineEnding(), as: UTF8.self)
+            let encodedBytes = Self.encodedSizeBound(of: text)
+            if !chunk.isEmpty && chunkBytes + encodedBytes > Self.chunkBytes {
+                accepted += try send(chunk, with: client, acceptedBefore: accepted)
+                chunk.removeAll(keepingCapacity: true)
+                chunkBytes = 0
+            }
             chunk.append(submission(text, truncated: line.truncated, at: Timestamp.now().rfc3339))
-            chunkBytes += line.bytes.count
+            chunkBytes += encodedBytes
             if chunk.count >= Self.chunkRecords || chunkBytes >= Self.chunkBytes || !reader.hasInputReady {
                 accepted += try send(chunk, with: client, acceptedBefore: accepted)
                 chunk.removeAll(keepingCapacity: true)
@@ -47,6 +54,21 @@ public struct SubmissionSender {
         if !chunk.isEmpty {
             try send(chunk, with: client, acceptedBefore: accepted)
         }
+    }
+
+    /// At most how many bytes `text` takes in the request's JSON: a control character can become `\u00XX`
+    /// (six bytes for one), `"`, `\\` and `/` two, and a non-ASCII byte is counted twice in case the encoder
+    /// escapes it. Counting raw bytes instead let a chunk of control characters grow past the request limit.
+    static func encodedSizeBound(of text: String) -> Int {
+        var bytes = 64  // the submission's other keys and punctuation
+        for byte in text.utf8 {
+            switch byte {
+            case 0..<0x20: bytes += 6
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), 0x80...: bytes += 2
+            default: bytes += 1
+            }
+        }
+        return bytes
     }
 
     private func submission(_ message: String, truncated: Bool, at timestamp: String) -> Submission {
