@@ -5,41 +5,61 @@ import Testing
 
 @Suite("Upload failures")
 struct UploadErrorTests {
-    @Test("transport errors, timeouts, 408, 429 and 5xx are retried; other statuses are permanent", arguments: [
-        (408, true), (429, true), (500, true), (503, true), (599, true),
-        (400, false), (401, false), (404, false), (413, false), (422, false),
+    @Test("each status says what it means for the batch", arguments: [
+        (408, UploadError.Fault.remoteUnavailable), (429, .remoteUnavailable), (500, .remoteUnavailable),
+        (503, .remoteUnavailable), (599, .remoteUnavailable),
+        (301, .endpointRefused), (308, .endpointRefused), (401, .endpointRefused), (403, .endpointRefused),
+        (404, .endpointRefused), (405, .endpointRefused), (407, .endpointRefused), (410, .endpointRefused),
+        (421, .endpointRefused), (426, .endpointRefused),
+        (400, .recordsRefused), (413, .recordsRefused), (415, .recordsRefused), (422, .recordsRefused),
+        (409, .unclear), (418, .unclear), (451, .unclear),
     ])
-    func classification(status: Int, retryable: Bool) {
-        #expect(UploadError.status(status, responseExcerpt: "").isRetryable == retryable)
+    func classification(status: Int, fault: UploadError.Fault) {
+        #expect(UploadError.status(status, responseExcerpt: "").fault == fault)
     }
 
-    @Test("transport errors and timeouts are retried")
+    @Test("transport errors and timeouts mean the remote is unavailable")
     func transport() {
-        #expect(UploadError.transport("connection refused").isRetryable)
-        #expect(UploadError.timeout.isRetryable)
+        #expect(UploadError.transport("connection refused").fault == .remoteUnavailable)
+        #expect(UploadError.timeout.fault == .remoteUnavailable)
     }
 
-    @Test("Retry-After is read as seconds or as an HTTP date")
+    @Test("Retry-After is read as seconds or as an HTTP date, however large")
     func retryAfter() throws {
         let now = Date(timeIntervalSince1970: 1_795_255_200)
-        #expect(HTTPUploader.retryAfterDate("2", now: now) == now.addingTimeInterval(2))
-        #expect(HTTPUploader.retryAfterDate(" 120 ", now: now) == now.addingTimeInterval(120))
-        let date = try #require(HTTPUploader.retryAfterDate("Sat, 21 Nov 2026 10:00:30 GMT", now: now))
-        #expect(date == now.addingTimeInterval(30))
-        #expect(HTTPUploader.retryAfterDate("soon", now: now) == nil)
-        #expect(HTTPUploader.retryAfterDate("-5", now: now) == nil)
+        #expect(HTTPUploader.retryAfterSeconds("2", now: now) == 2)
+        #expect(HTTPUploader.retryAfterSeconds(" 120 ", now: now) == 120)
+        #expect(HTTPUploader.retryAfterSeconds("9223372036854775807", now: now) == 9_223_372_036_854_775_807)
+        #expect(HTTPUploader.retryAfterSeconds("99999999999999999999999999", now: now)! > 1e25)
+        #expect(HTTPUploader.retryAfterSeconds("Sat, 21 Nov 2026 10:00:30 GMT", now: now) == 30)
+        #expect(HTTPUploader.retryAfterSeconds("Sat, 21 Nov 2026 09:00:00 GMT", now: now) == 0, "a date past is now")
+        #expect(HTTPUploader.retryAfterSeconds("soon", now: now) == nil)
+        #expect(HTTPUploader.retryAfterSeconds("-5", now: now) == nil)
+        #expect(HTTPUploader.retryAfterSeconds("", now: now) == nil)
     }
 
-    @Test("backoff grows exponentially to its cap, with full jitter below the ceiling")
+    @Test("backoff grows exponentially to its cap, never below half the ceiling")
     func backoff() {
         let backoff = RetryBackoff(initial: .milliseconds(100), maximum: .seconds(2))
         #expect(backoff.ceiling(afterFailures: 1) == .milliseconds(100))
         #expect(backoff.ceiling(afterFailures: 3) == .milliseconds(400))
         #expect(backoff.ceiling(afterFailures: 10) == .seconds(2))
-        for _ in 0..<100 {
-            #expect(backoff.nextDelay() <= .seconds(2))
+        #expect(backoff.ceiling(afterFailures: 10_000) == .seconds(2))
+        for failure in 1...100 {
+            let delay = backoff.nextDelay()
+            let ceiling = backoff.ceiling(afterFailures: failure)
+            #expect(delay <= ceiling && delay >= ceiling / 2, "failure \(failure): \(delay)")
         }
         backoff.reset()
-        #expect(backoff.nextDelay() <= .milliseconds(100))
+        let first = backoff.nextDelay()
+        #expect(first <= .milliseconds(100) && first >= .milliseconds(50))
+    }
+
+    @Test("the longest configurable delays do not overflow the backoff")
+    func extremeBackoff() {
+        let longest = ValueParser<Duration>.longestDuration
+        let backoff = RetryBackoff(initial: longest, maximum: longest)
+        #expect(backoff.ceiling(afterFailures: 62) == longest)
+        #expect(backoff.nextDelay() <= longest)
     }
 }

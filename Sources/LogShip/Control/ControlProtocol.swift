@@ -105,11 +105,15 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     public var inFlight: Int
     /// When delivery resumes after a failure, RFC 3339, if it is paused.
     public var pausedUntil: String?
+    /// Why delivery is paused: `remote unavailable` or `remote refuses the endpoint or the credentials`.
+    public var pauseCause: String?
+    /// The failure that paused delivery, in one line (`HTTP 401: …`); after the pause, until a request succeeds.
+    public var lastFailure: String?
 
     public init(
         received: Int, truncated: Int, pending: [String: Int], claimed: Int, spoolBytes: Int, evicted: Int,
         refused: Int, delivered: Int, deadLetters: Int, requests: Int, failedRequests: Int, inFlight: Int,
-        pausedUntil: String?
+        pausedUntil: String?, pauseCause: String? = nil, lastFailure: String? = nil
     ) {
         self.received = received
         self.truncated = truncated
@@ -124,5 +128,7 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
         self.failedRequests = failedRequests
         self.inFlight = inFlight
         self.pausedUntil = pausedUntil
+        self.pauseCause = pauseCause
+        self.lastFailure = lastFailure
     }
 }

@@ -152,6 +152,8 @@ public struct ControlServer: Service {
             requests: shipperStatistics.requests,
             failedRequests: shipperStatistics.failedRequests,
             inFlight: shipperStatistics.operationsInFlight,
-            pausedUntil: shipperStatistics.pausedUntil.map { Timestamp($0).rfc3339 })
+            pausedUntil: shipperStatistics.pause.map { Timestamp($0.until).rfc3339 },
+            pauseCause: shipperStatistics.pause?.cause.rawValue,
+            lastFailure: (shipperStatistics.pause ?? shipperStatistics.lastFailure)?.reason)
     }
 }

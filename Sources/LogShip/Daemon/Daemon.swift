@@ -56,6 +56,7 @@ public final class Daemon: Sendable {
                     timeout: configuration.upload.timeout)),
             limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
             backoff: RetryBackoff(initial: configuration.upload.retryInitial, maximum: configuration.upload.retryMax),
+            retryAfterMaximum: configuration.upload.retryAfterMax,
             logger: logger)
         let shipper = Shipper(
             delivery: delivery,
@@ -109,6 +110,8 @@ public final class Daemon: Sendable {
         // again, and a pause, unlike the client's own silent reconnecting, keeps crash records first in line.
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
         clientConfiguration.timeout = .init(connect: TimeAmount(configuration.timeout))
+        // A redirect means the URL is wrong: follow none (a POST body may not survive one), report it instead.
+        clientConfiguration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration)
     }
 

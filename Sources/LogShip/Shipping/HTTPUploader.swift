@@ -31,7 +31,16 @@ public struct HTTPUploader: Uploader {
         self.configuration = configuration
     }
 
+    /// Posts `payload`, the whole exchange (connection, request, response head and body) bounded by the
+    /// configured timeout.
+    ///
+    /// async-http-client's own deadline stops applying once the response head has arrived, so a remote that
+    /// sends headers and then stalls its body would hold a request slot forever; the bound here covers all of it.
     public func upload(_ payload: Payload) async throws {
+        try await Self.withDeadline(configuration.timeout) { try await self.post(payload) }
+    }
+
+    private func post(_ payload: Payload) async throws {
         var request = HTTPClientRequest(url: configuration.url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-ndjson")
@@ -59,7 +68,21 @@ public struct HTTPUploader: Uploader {
             throw UploadError.status(
                 status,
                 responseExcerpt: excerpt,
-                retryAfter: response.headers.first(name: "Retry-After").flatMap { Self.retryAfterDate($0) })
+                retryAfter: response.headers.first(name: "Retry-After").flatMap { Self.retryAfterSeconds($0) })
+        }
+    }
+
+    /// Runs `body`, cancelling it and throwing ``UploadError/timeout`` when it has not finished within `timeout`.
+    /// A cancellation of the calling task stays a `CancellationError`.
+    static func withDeadline(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw UploadError.timeout
+            }
+            defer { group.cancelAll() }
+            try await group.next()
         }
     }
 
@@ -85,16 +108,19 @@ public struct HTTPUploader: Uploader {
         return UploadError.transport(String(describing: error))
     }
 
-    /// `Retry-After` as delay seconds or an HTTP date (RFC 9110 section 10.2.3).
-    static func retryAfterDate(_ value: String, now: Date = Date()) -> Date? {
+    /// `Retry-After` as seconds to wait: delay seconds, or an HTTP date (RFC 9110 section 10.2.3) less `now`.
+    ///
+    /// Read as a `Double`, so that `99999999999999999999` is a very long wait (which the caller caps), not a
+    /// parse failure or an overflow.
+    static func retryAfterSeconds(_ value: String, now: Date = Date()) -> TimeInterval? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed), seconds >= 0 {
-            return now.addingTimeInterval(TimeInterval(seconds))
+        if !trimmed.isEmpty, trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
+            return Double(trimmed)
         }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: trimmed)
+        return formatter.date(from: trimmed).map { max($0.timeIntervalSince(now), 0) }
     }
 }

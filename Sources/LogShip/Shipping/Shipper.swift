@@ -5,49 +5,32 @@ import Synchronization
 
 /// The dam between the spool and the network: decides what goes next and hands `LogOperation`s to the queue.
 ///
-/// The queue holds at most one waiting operation per class plus the ones in flight (at most
-/// `maxConcurrentOperationCount`); the backlog stays in the spool. So when a slot frees, the queue picks the
-/// most urgent waiting class, and that operation claims everything of its class that waited meanwhile, up to the
-/// batch limits. While a class has a backlog (its last claim left records behind), each operation of it that
-/// starts puts the class's next operation in the queue at once, before it even claims, so a freeing slot always
-/// finds the class waiting and a backlog drains in class order through both slots. A lone record with a free slot
-/// leaves at once. Nothing outside the shipper knows that operations or queues exist.
+/// The decisions are ``ShipperStateMachine``'s; the shipper feeds it events under a lock and carries out what it
+/// returns after releasing the lock: creating and enqueueing operations, suspending and resuming the queue,
+/// arming timers, cancelling operations at shutdown. Nothing outside the shipper knows that operations or queues
+/// exist.
 public final class Shipper: Service, Sendable {
-    /// Counts since start.
+    /// Counts since start, and what delivery is doing now.
     public struct Statistics: Hashable, Sendable {
         public var deliveredRecords = 0
         public var deadLetteredRecords = 0
         public var requests = 0
         public var failedRequests = 0
         public var operationsInFlight = 0
-        /// Until when delivery is paused after a failure, if it is.
-        public var pausedUntil: Date?
+        /// Set while all delivery is paused after a failure.
+        public var pause: DeliveryPause?
+        /// Set after a pause ended while nothing has been accepted since.
+        public var lastFailure: DeliveryPause?
     }
 
-    private struct TrackedOperation {
-        var operation: LogOperation
-        var isRunning: Bool
-    }
+    private typealias OperationID = ShipperStateMachine.OperationID
 
     private struct State {
-        var operations: [UInt64: TrackedOperation] = [:]
-        var nextOperationID: UInt64 = 0
-        /// Classes whose oldest record waits for a retry time, and the tasks that wake them.
-        var blocked: [PriorityClass: (until: Date, wakeup: Task<Void, Never>)] = [:]
-        /// A failure paused all delivery until then: one shared backoff, not one per request.
-        var paused: (until: Date, resume: Task<Void, Never>)?
-        var isClosed = false
-        /// Classes whose last claim left ready records behind.
-        var backlogged: Set<PriorityClass> = []
+        var machine = ShipperStateMachine()
+        /// The operations the machine knows of, so that cancellations reach them.
+        var operations: [OperationID: LogOperation] = [:]
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterID: UInt64 = 0
-        var statistics = Statistics()
-
-        var runningCount: Int { operations.values.count { $0.isRunning } }
-
-        func hasWaitingOperation(for priorityClass: PriorityClass) -> Bool {
-            operations.values.contains { $0.operation.priorityClass == priorityClass && !$0.isRunning }
-        }
     }
 
     private let queue: OperationQueue
@@ -55,6 +38,7 @@ public final class Shipper: Service, Sendable {
     private let shutdownTimeout: Duration
     private let logger: Logger
     private let state = Mutex(State())
+    private let timers = Mutex<[ShipperStateMachine.Timer: Task<Void, Never>]>([:])
 
     /// - Parameters:
     ///   - delivery: What each operation does: claim, post, settle.
@@ -79,22 +63,22 @@ public final class Shipper: Service, Sendable {
 
     /// Tells the shipper that records of these classes were accepted into the spool.
     public func recordsAvailable(_ classes: some Sequence<PriorityClass>) {
-        let operations = state.withLock { state in
-            Set(classes).compactMap { priorityClass in
-                makeOperationIfNeeded(for: priorityClass, in: &state)
-            }
-        }
-        // Most urgent first, so a burst across classes enters the queue in the order it should leave.
-        for operation in operations.sorted(by: { $0.priorityClass > $1.priorityClass }) {
-            queue.addOperation(operation)
-        }
+        let classes = Set(classes)
+        perform(state.withLock { $0.machine.recordsAvailable(classes) })
     }
 
     public var statistics: Statistics {
         state.withLock { state in
-            var statistics = state.statistics
-            statistics.operationsInFlight = state.runningCount
-            statistics.pausedUntil = state.paused?.until
+            let counters = state.machine.counters
+            var statistics = Statistics(
+                deliveredRecords: counters.deliveredRecords, deadLetteredRecords: counters.deadLetteredRecords,
+                requests: counters.requests, failedRequests: counters.failedRequests,
+                operationsInFlight: state.machine.runningCount)
+            switch state.machine.remote {
+            case .accepting: break
+            case .paused(let pause): statistics.pause = pause
+            case .retrying(let pause): statistics.lastFailure = pause
+            }
             return statistics
         }
     }
@@ -118,175 +102,135 @@ public final class Shipper: Service, Sendable {
         await drain()
     }
 
-    // MARK: Operations
+    // MARK: Events from operations and timers
 
-    /// Creates the waiting operation for a class unless one is waiting already or the class is blocked.
-    private func makeOperationIfNeeded(for priorityClass: PriorityClass, in state: inout State) -> LogOperation? {
-        guard !state.isClosed, state.blocked[priorityClass] == nil,
-            !state.hasWaitingOperation(for: priorityClass)
-        else { return nil }
-        let id = state.nextOperationID
-        state.nextOperationID += 1
+    /// The queue started an operation: from here on it counts as in flight, unless the machine declines it.
+    private func operationStarted(_ id: OperationID) -> Bool {
+        let (proceed, actions) = state.withLock { $0.machine.operationStarted(id, now: Date()) }
+        perform(actions)
+        return proceed
+    }
+
+    private func claimed(_ id: OperationID, moreReady: Bool) {
+        perform(state.withLock { $0.machine.claimed(id, moreReady: moreReady) })
+    }
+
+    private func operationFinished(_ id: OperationID, _ result: Result<DeliveryOutcome, any Error>) {
+        let completion: ShipperStateMachine.Completion
+        switch result {
+        case .success(let outcome):
+            completion = .delivered(outcome)
+        case .failure(is CancellationError):
+            completion = .cancelled
+        case .failure(let error):
+            let retryAt = Date().addingTimeInterval(delivery.backoff.nextDelay().seconds)
+            logger.error(
+                "the spool failed during delivery; class paused",
+                metadata: [
+                    "logship.error": "\(error)", "logship.spool.retry_at": "\(Timestamp(retryAt).rfc3339)",
+                ])
+            completion = .failed(retryAt: retryAt)
+        }
+        perform(
+            state.withLock { state in
+                state.operations[id] = nil
+                return state.machine.operationFinished(id, completion, now: Date())
+            })
+    }
+
+    private func timerFired(_ timer: ShipperStateMachine.Timer) {
+        timers.withLock { _ = $0.removeValue(forKey: timer) }
+        perform(state.withLock { $0.machine.timerFired(timer, now: Date()) })
+    }
+
+    // MARK: Actions
+
+    /// Carries out what the machine decided; never called with the lock held.
+    private func perform(_ actions: ShipperStateMachine.Actions) {
+        guard !actions.isEmpty else { return }
+        if actions.updateQueueSuspension {
+            applyQueueSuspension()
+        }
+        for (id, priorityClass) in actions.enqueue {
+            enqueue(id, priorityClass)
+        }
+        for timer in actions.cancelTimers {
+            timers.withLock { $0.removeValue(forKey: timer) }?.cancel()
+        }
+        for (timer, date) in actions.armTimers {
+            arm(timer, at: date)
+        }
+        if !actions.cancel.isEmpty {
+            let operations = state.withLock { state in actions.cancel.compactMap { state.operations[$0] } }
+            for operation in operations { operation.cancel() }
+        }
+        if actions.wakeIdleWaiters {
+            let waiters = state.withLock { state in
+                defer { state.idleWaiters = [:] }
+                return Array(state.idleWaiters.values)
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    private func enqueue(_ id: OperationID, _ priorityClass: PriorityClass) {
         let operation = LogOperation(
             priorityClass: priorityClass,
             delivery: delivery,
-            admit: { [weak self] in self?.admit(id) ?? false },
-            claimed: { [weak self] moreReady in self?.claimed(priorityClass, moreReady: moreReady) },
-            completion: { [weak self] result in self?.operationFinished(id, priorityClass, result) })
-        state.operations[id] = TrackedOperation(operation: operation, isRunning: false)
-        return operation
+            admit: { [weak self] in self?.operationStarted(id) ?? false },
+            claimed: { [weak self] moreReady in self?.claimed(id, moreReady: moreReady) },
+            completion: { [weak self] result in self?.operationFinished(id, result) })
+        state.withLock { $0.operations[id] = operation }
+        queue.addOperation(operation)
     }
 
-    /// Called when the queue starts an operation: from here on it counts as in flight. If its class has a backlog,
-    /// the class's next operation is queued now, so it is waiting whenever the other slot frees.
-    private func admit(_ id: UInt64) -> Bool {
-        let (admitted, standby) = state.withLock { state -> (Bool, LogOperation?) in
-            guard !state.isClosed, let operation = state.operations[id] else { return (false, nil) }
-            state.operations[id]?.isRunning = true
-            let priorityClass = operation.operation.priorityClass
-            guard state.backlogged.contains(priorityClass) else { return (true, nil) }
-            return (true, makeOperationIfNeeded(for: priorityClass, in: &state))
-        }
-        if let standby { queue.addOperation(standby) }
-        return admitted
-    }
-
-    /// Called after every claim: keeps a class's next operation waiting while it has a backlog.
-    private func claimed(_ priorityClass: PriorityClass, moreReady: Bool) {
-        let operation = state.withLock { state -> LogOperation? in
-            guard moreReady else {
-                state.backlogged.remove(priorityClass)
-                return nil
-            }
-            state.backlogged.insert(priorityClass)
-            return makeOperationIfNeeded(for: priorityClass, in: &state)
-        }
-        if let operation { queue.addOperation(operation) }
-    }
-
-    private func operationFinished(_ id: UInt64, _ priorityClass: PriorityClass, _ result: Result<DeliveryOutcome, any Error>) {
-        let (followUp, idleWaiters) = state.withLock { state in
-            state.operations[id] = nil
-            var followUp: LogOperation?
-            switch result {
-            case .success(.attempted(let report)):
-                state.statistics.deliveredRecords += report.delivered
-                state.statistics.deadLetteredRecords += report.deadLettered
-                state.statistics.requests += report.requests
-                state.statistics.failedRequests += report.failedRequests
-                if let retryAt = report.retryAt {
-                    pause(until: retryAt, in: &state)
-                }
-                if report.retryAt != nil {
-                    // The released batch needs an operation waiting for the queue to resume. (A backlog already
-                    // has one: `claimed` and `admit` keep it.)
-                    followUp = makeOperationIfNeeded(for: priorityClass, in: &state)
-                }
-            case .success(.waiting(let until)):
-                block(priorityClass, until: until, in: &state)
-            case .success(.nothingToSend):
-                break
-            case .failure(is CancellationError):
-                break
-            case .failure:
-                block(priorityClass, until: Date().addingTimeInterval(delivery.backoff.nextDelay().seconds), in: &state)
-            }
-            var idleWaiters: [CheckedContinuation<Void, Never>] = []
-            if state.isClosed && state.runningCount == 0 {
-                idleWaiters = Array(state.idleWaiters.values)
-                state.idleWaiters = [:]
-            }
-            return (followUp, idleWaiters)
-        }
-        if case .failure(let error) = result, !(error is CancellationError) {
-            logger.error(
-                "delivery failed before upload; class paused",
-                metadata: ["logship.priority": "\(priorityClass)", "logship.error": "\(error)"])
-        }
-        if let followUp { queue.addOperation(followUp) }
-        for waiter in idleWaiters { waiter.resume() }
-    }
-
-    /// Pauses a class until `date`; a task wakes it then.
-    private func block(_ priorityClass: PriorityClass, until date: Date, in state: inout State) {
-        guard !state.isClosed else { return }
-        if let existing = state.blocked[priorityClass] {
-            guard date < existing.until else { return }
-            existing.wakeup.cancel()
-        }
-        state.blocked[priorityClass] = (date, at(date) { $0.unblock(priorityClass) })
-    }
-
-    /// Suspends the queue until `date`: operations in flight finish, none starts. When it resumes, the queue
-    /// starts the most urgent waiting class first.
+    /// Sets the queue's suspension to what the machine wants now.
     ///
-    /// `isSuspended` is set under the shipper's lock so that a pause and a resume cannot overtake each other;
-    /// that is safe because the setter takes only the queue's own locks and starts operations asynchronously,
-    /// never calling back into the shipper on this thread.
-    private func pause(until date: Date, in state: inout State) {
-        guard !state.isClosed else { return }
-        if let existing = state.paused {
-            guard date > existing.until else { return }
-            existing.resume.cancel()
-        }
-        state.paused = (date, at(date) { $0.resume(pausedUntil: date) })
-        queue.isSuspended = true
+    /// Two threads may apply changes at once (a pause and its end), and the later decision must win. Each pass
+    /// reads the wanted state with its generation, applies it, and checks that the generation has not moved since;
+    /// if it has, a newer decision may have been overwritten, so it applies again. The last pass to finish has
+    /// applied the current decision.
+    private func applyQueueSuspension() {
+        var applied: UInt64
+        repeat {
+            let wanted = state.withLock { $0.machine.queueSuspension }
+            queue.isSuspended = wanted.isSuspended
+            applied = wanted.generation
+        } while state.withLock({ $0.machine.queueSuspension.generation }) != applied
     }
 
-    /// A task that calls `action` at `date`, unless it is cancelled first.
-    private func at(_ date: Date, _ action: @escaping @Sendable (Shipper) -> Void) -> Task<Void, Never> {
-        Task { [weak self] in
+    private func arm(_ timer: ShipperStateMachine.Timer, at date: Date) {
+        let task = Task { [weak self] in
             do {
                 try await Task.sleep(for: .seconds(max(date.timeIntervalSinceNow, 0)))
             } catch {
                 return
             }
-            if let self { action(self) }
+            self?.timerFired(timer)
         }
-    }
-
-    private func resume(pausedUntil date: Date) {
-        state.withLock { state in
-            guard state.paused?.until == date else { return }
-            state.paused = nil
-            queue.isSuspended = false
-        }
-    }
-
-    private func unblock(_ priorityClass: PriorityClass) {
-        let operation = state.withLock { state -> LogOperation? in
-            state.blocked[priorityClass] = nil
-            return makeOperationIfNeeded(for: priorityClass, in: &state)
-        }
-        if let operation { queue.addOperation(operation) }
+        timers.withLock { $0.updateValue(task, forKey: timer) }?.cancel()
     }
 
     // MARK: Shutdown
 
     private func drain() async {
-        let (waiting, running) = state.withLock { state in
-            state.isClosed = true
-            for entry in state.blocked.values { entry.wakeup.cancel() }
-            state.blocked = [:]
-            // Waiting operations must be started to finish, so the queue cannot stay suspended.
-            state.paused?.resume.cancel()
-            state.paused = nil
-            queue.isSuspended = false
-            let waiting = state.operations.values.filter { !$0.isRunning }.map(\.operation)
-            return (waiting, state.runningCount)
+        let (actions, running) = state.withLock { ($0.machine.beginShutdown(), $0.machine.runningCount) }
+        perform(actions)
+        let pendingTimers = timers.withLock { timers in
+            defer { timers = [:] }
+            return Array(timers.values)
         }
-        // Waiting operations finish as soon as the queue starts them; cancelling them frees their place.
-        for operation in waiting { operation.cancel() }
+        for timer in pendingTimers { timer.cancel() }
         guard running > 0 else { return }
 
         logger.info("waiting for requests in flight", metadata: ["logship.requests": "\(running)"])
         if await waitUntilIdle(within: shutdownTimeout) { return }
 
-        let stragglers = state.withLock { $0.operations.values.filter(\.isRunning).map(\.operation) }
+        let stragglers = state.withLock { $0.machine.shutdownTimedOut() }
         logger.warning(
             "requests still in flight at the shutdown timeout; cancelling them, their records stay spooled",
-            metadata: ["logship.requests": "\(stragglers.count)"])
-        for operation in stragglers { operation.cancel() }
+            metadata: ["logship.requests": "\(stragglers.cancel.count)"])
+        perform(stragglers)
         _ = await waitUntilIdle(within: .seconds(2))
     }
 
@@ -313,7 +257,7 @@ public final class Shipper: Service, Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state in
-                    guard state.runningCount > 0, !Task.isCancelled else { return true }
+                    guard state.machine.runningCount > 0, !Task.isCancelled else { return true }
                     state.idleWaiters[waiterID] = continuation
                     return false
                 }
@@ -322,6 +266,6 @@ public final class Shipper: Service, Sendable {
         } onCancel: {
             state.withLock { $0.idleWaiters.removeValue(forKey: waiterID) }?.resume()
         }
-        return state.withLock { $0.runningCount == 0 }
+        return state.withLock { $0.machine.runningCount == 0 }
     }
 }

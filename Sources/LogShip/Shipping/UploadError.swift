@@ -1,7 +1,23 @@
 import Foundation
 
-/// Why an upload failed, and whether trying again can help.
+/// Why an upload failed, and what that says about the batch.
 public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What a failure says about the records that were sent, which decides what happens to them.
+    public enum Fault: Hashable, Sendable {
+        /// The remote could not take anything just now (transport error, timeout, 408, 429, 5xx): try the same
+        /// batch again later.
+        case remoteUnavailable
+        /// The endpoint or the credentials are wrong (3xx, 401, 403, 404, 405, 407, 410, 421, 426): no record is
+        /// at fault and splitting cannot help; delivery pauses until the remote accepts again.
+        case endpointRefused
+        /// The remote refuses something in the records (400, 413, 415, 422): split the batch until the refused
+        /// records are alone, and dead-letter those.
+        case recordsRefused
+        /// Any other 4xx: the records are at fault only if the remote takes some parts of the batch and not
+        /// others; if it refuses every part, it is treated like ``endpointRefused``.
+        case unclear
+    }
+
     private enum Code: Hashable, Sendable {
         case status(Int)
         case transport(String)
@@ -11,24 +27,25 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
     private let code: Code
     /// The first bytes of the response body, for logs and dead letters.
     public let responseExcerpt: String
-    /// The delay the remote asked for with `Retry-After`, if any.
-    public let retryAfter: Date?
+    /// The delay the remote asked for with `Retry-After`, in seconds and exactly as asked (it may be absurdly
+    /// long: the caller caps it).
+    public let retryAfter: TimeInterval?
 
-    private init(_ code: Code, responseExcerpt: String = "", retryAfter: Date? = nil) {
+    private init(_ code: Code, responseExcerpt: String = "", retryAfter: TimeInterval? = nil) {
         self.code = code
         self.responseExcerpt = responseExcerpt
         self.retryAfter = retryAfter
     }
 
     /// The remote answered with a status outside 2xx.
-    public static func status(_ status: Int, responseExcerpt: String, retryAfter: Date? = nil) -> UploadError {
+    public static func status(_ status: Int, responseExcerpt: String, retryAfter: TimeInterval? = nil) -> UploadError {
         UploadError(.status(status), responseExcerpt: responseExcerpt, retryAfter: retryAfter)
     }
 
     /// The request did not complete: connection refused, reset, DNS, TLS.
     public static func transport(_ reason: String) -> UploadError { UploadError(.transport(reason)) }
 
-    /// No response within the request timeout.
+    /// No complete response within the request timeout.
     public static let timeout = UploadError(.timeout)
 
     /// The HTTP status, when the remote answered.
@@ -37,11 +54,17 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
         return nil
     }
 
-    /// Transport errors, timeouts, 408, 429 and 5xx may succeed later; other statuses will not.
-    public var isRetryable: Bool {
+    public var fault: Fault {
         switch code {
-        case .transport, .timeout: true
-        case .status(let status): status == 408 || status == 429 || (500...599).contains(status)
+        case .transport, .timeout:
+            return .remoteUnavailable
+        case .status(let status):
+            switch status {
+            case 408, 429, 500...599: return .remoteUnavailable
+            case 300...399, 401, 403, 404, 405, 407, 410, 421, 426: return .endpointRefused
+            case 400, 413, 415, 422: return .recordsRefused
+            default: return .unclear
+            }
         }
     }
 

@@ -137,9 +137,18 @@ public final class MemorySpool: Spool {
     }
 
     public func release(_ batch: Batch, retryAt: Date) async throws {
+        unclaim(batch, notBefore: retryAt)
+    }
+
+    public func returnToPending(_ batch: Batch) async {
+        unclaim(batch, notBefore: nil)
+    }
+
+    /// Puts the still claimed records of `batch` back at their place in their class.
+    private func unclaim(_ batch: Batch, notBefore: Date?) {
         state.withLock { state in
             let entries = batch.records.filter { state.claimed.removeValue(forKey: $0.sequence) != nil }
-                .map { Entry(sequence: $0.sequence, line: $0.line, notBefore: retryAt) }
+                .map { Entry(sequence: $0.sequence, line: $0.line, notBefore: notBefore) }
             Self.insertInOrder(entries, into: &state.queues[batch.priority.rawValue])
         }
     }

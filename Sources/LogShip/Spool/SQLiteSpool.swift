@@ -76,6 +76,10 @@ public final class SQLiteSpool: Spool {
         try await store.deadLetter(batch, failure: failure)
     }
 
+    public func returnToPending(_ batch: Batch) async {
+        store.returnToPending(batch)
+    }
+
     public func pendingClasses() async throws -> Set<PriorityClass> {
         store.pendingClasses()
     }

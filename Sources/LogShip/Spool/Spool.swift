@@ -37,6 +37,11 @@ public protocol Spool: Sendable {
     /// Moves claimed records the remote will never accept to the dead-letter table.
     func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws
 
+    /// Forgets the claim on those of `batch`'s records still claimed, so they are pending again as stored,
+    /// without writing anything: what is left when a settling write (acknowledge, release, dead letter) failed.
+    /// It cannot fail, so no claim outlives its operation.
+    func returnToPending(_ batch: Batch) async
+
     /// The classes that hold unclaimed records, ready or not; read at start-up to resume delivery.
     func pendingClasses() async throws -> Set<PriorityClass>
 

@@ -321,6 +321,13 @@ final class SpoolDatabase: Sendable {
         }
     }
 
+    /// Drops the claims on `batch`'s records; their rows are untouched, so they are pending as stored.
+    func returnToPending(_ batch: Batch) {
+        state.withLock { state in
+            for id in batch.sequences { state.claimed[id] = nil }
+        }
+    }
+
     func pendingClasses() -> Set<PriorityClass> {
         state.withLock { state in
             let unclaimed = Self.unclaimed(state)

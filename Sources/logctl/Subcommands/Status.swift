@@ -18,7 +18,9 @@ struct Status: ParsableCommand {
         print("delivered     \(status.delivered) in \(status.requests) requests (\(status.failedRequests) failed, \(status.inFlight) open)")
         print("dead letters  \(status.deadLetters)")
         if let pausedUntil = status.pausedUntil {
-            print("paused until  \(pausedUntil)")
+            print("paused until  \(pausedUntil): \(status.pauseCause ?? "remote failed") (\(status.lastFailure ?? "?"))")
+        } else if let lastFailure = status.lastFailure {
+            print("retrying      after \(lastFailure)")
         }
     }
 }

@@ -1,0 +1,11 @@
+/// The settlement of one claimed batch.
+public struct DeliveryReport: Hashable, Sendable {
+    public var delivered = 0
+    public var deadLettered = 0
+    public var requests = 0
+    public var failedRequests = 0
+    /// Set when the remote could not or would not take records: nothing should be sent before its end.
+    public var pause: DeliveryPause?
+
+    public init() {}
+}

@@ -1,0 +1,307 @@
+import Foundation
+
+/// The shipper's decisions, without the queue, the clock, tasks or locks: events go in, ``Actions`` come out.
+///
+/// The ``Shipper`` holds the machine in a lock, tells it what happened (records became available, the queue
+/// started an operation, a claim was made, an operation finished, a timer fired, shutdown began) and carries out
+/// the returned actions after releasing the lock: create and enqueue operations, suspend or resume the queue, arm
+/// timers, cancel operations, wake whoever waits for the shipper to go idle.
+///
+/// The rules it keeps:
+/// - At most one *waiting* operation per class; the backlog stays in the spool. When a slot frees, the queue picks
+///   the most urgent waiting class, and that operation claims what its class accumulated.
+/// - While a class has a backlog (its last claim left ready records behind), every operation of it that starts
+///   puts the class's next one in the queue at once, so a freeing slot always finds the class waiting.
+/// - A class whose oldest record waits for a retry time is *blocked* until then: it has no waiting operation.
+/// - A remote failure *pauses* all delivery: the queue is suspended until the pause ends, and an operation the
+///   queue starts during a pause (it may have been starting as the pause began) is declined and replaced.
+/// - Once shutdown begins nothing new is created; waiting operations are cancelled, running ones may finish.
+struct ShipperStateMachine: Sendable {
+    /// Names one operation for as long as it exists.
+    struct OperationID: Hashable, Comparable, Sendable, CustomStringConvertible {
+        fileprivate let rawValue: UInt64
+
+        static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+
+        var description: String { "operation \(rawValue)" }
+    }
+
+    /// Names one timer; a timer that fires after it was superseded is ignored.
+    enum Timer: Hashable, Sendable {
+        /// Ends a pause of all delivery.
+        case endPause(generation: UInt64)
+        /// Ends the block of a class whose oldest record waits for a retry time.
+        case unblock(PriorityClass, generation: UInt64)
+    }
+
+    /// How an operation ended, as far as the machine is concerned.
+    enum Completion: Hashable, Sendable {
+        case delivered(DeliveryOutcome)
+        /// The spool failed before or while settling; the class waits until `retryAt`.
+        case failed(retryAt: Date)
+        case cancelled
+    }
+
+    /// What the remote was last seen doing, for status output.
+    enum RemoteState: Hashable, Sendable {
+        /// Nothing has failed since the last success (or since start).
+        case accepting
+        /// Delivery is paused.
+        case paused(DeliveryPause)
+        /// A pause ended and nothing has been accepted since: the next requests are probes.
+        case retrying(after: DeliveryPause)
+    }
+
+    /// What the shipper must do after an event, in this order.
+    struct Actions: Sendable {
+        /// Operations to create and add to the queue, most urgent first.
+        var enqueue: [(id: OperationID, priorityClass: PriorityClass)] = []
+        /// Timers to start: at `date`, the shipper reports ``ShipperStateMachine/timerFired(_:now:)``.
+        var armTimers: [(timer: Timer, date: Date)] = []
+        /// Timers no longer needed (an optimisation: a superseded timer that fires anyway is ignored).
+        var cancelTimers: [Timer] = []
+        /// Whether the queue's suspension changed; read ``ShipperStateMachine/queueSuspension`` to apply it.
+        var updateQueueSuspension = false
+        /// Operations to cancel.
+        var cancel: [OperationID] = []
+        /// Whether those waiting for the shipper to go idle should be woken.
+        var wakeIdleWaiters = false
+
+        var isEmpty: Bool {
+            enqueue.isEmpty && armTimers.isEmpty && cancelTimers.isEmpty && !updateQueueSuspension && cancel.isEmpty
+                && !wakeIdleWaiters
+        }
+    }
+
+    /// Counts since start.
+    struct Counters: Hashable, Sendable {
+        var deliveredRecords = 0
+        var deadLetteredRecords = 0
+        var requests = 0
+        var failedRequests = 0
+    }
+
+    private struct Operation {
+        var priorityClass: PriorityClass
+        var isRunning = false
+    }
+
+    private enum Phase {
+        case running
+        case draining
+    }
+
+    private var phase = Phase.running
+    private var operations: [OperationID: Operation] = [:]
+    private var nextOperationID: UInt64 = 0
+    /// Classes whose oldest record waits for a retry time, until when, and the timer that ends the block.
+    private var blocked: [PriorityClass: (until: Date, generation: UInt64)] = [:]
+    /// The pause of all delivery, and the timer that ends it.
+    private var pause: (pause: DeliveryPause, generation: UInt64)?
+    /// Classes whose last claim left ready records behind.
+    private var backlogged: Set<PriorityClass> = []
+    private var nextTimerGeneration: UInt64 = 0
+    private(set) var counters = Counters()
+    private(set) var remote = RemoteState.accepting
+    /// Whether the queue should be suspended, and a number that grows with every change, so the shipper can
+    /// tell a stale reading from the current one.
+    private(set) var queueSuspension: (isSuspended: Bool, generation: UInt64) = (false, 0)
+
+    /// Operations the queue is running.
+    var runningCount: Int { operations.values.count { $0.isRunning } }
+
+    /// Operations created and not yet started.
+    var waitingClasses: [PriorityClass] { operations.values.filter { !$0.isRunning }.map(\.priorityClass) }
+
+    /// Until when delivery is paused, if it is.
+    var pausedUntil: Date? { pause?.pause.until }
+
+    var isDraining: Bool { phase == .draining }
+
+    // MARK: Events
+
+    /// Records of `classes` became available in the spool (start-up, or a commit).
+    mutating func recordsAvailable(_ classes: Set<PriorityClass>) -> Actions {
+        var actions = Actions()
+        // Most urgent first, so a burst across classes enters the queue in the order it should leave.
+        for priorityClass in classes.sorted(by: >) {
+            enqueueIfNeeded(priorityClass, &actions)
+        }
+        return actions
+    }
+
+    /// The queue started operation `id`. Returns whether it may proceed to claim.
+    ///
+    /// An operation is declined once shutdown has begun, or while delivery is paused (the queue may have been
+    /// starting it as the pause began); a declined operation finishes without claiming, and a paused class gets a
+    /// new waiting operation in its place.
+    mutating func operationStarted(_ id: OperationID, now: Date) -> (proceed: Bool, actions: Actions) {
+        var actions = Actions()
+        guard phase == .running, let operation = operations[id], !operation.isRunning else { return (false, actions) }
+        if let pause, pause.pause.until > now {
+            operations[id] = nil
+            enqueueIfNeeded(operation.priorityClass, &actions)
+            return (false, actions)
+        }
+        operations[id]?.isRunning = true
+        if backlogged.contains(operation.priorityClass) {
+            enqueueIfNeeded(operation.priorityClass, &actions)
+        }
+        return (true, actions)
+    }
+
+    /// Operation `id` made its claim; `moreReady` says whether ready records of its class were left behind.
+    mutating func claimed(_ id: OperationID, moreReady: Bool) -> Actions {
+        var actions = Actions()
+        guard let operation = operations[id] else { return actions }
+        if moreReady {
+            backlogged.insert(operation.priorityClass)
+            enqueueIfNeeded(operation.priorityClass, &actions)
+        } else {
+            backlogged.remove(operation.priorityClass)
+        }
+        return actions
+    }
+
+    /// Operation `id` finished.
+    mutating func operationFinished(_ id: OperationID, _ completion: Completion, now: Date) -> Actions {
+        var actions = Actions()
+        guard let operation = operations.removeValue(forKey: id) else { return actions }
+        let priorityClass = operation.priorityClass
+        switch completion {
+        case .delivered(.attempted(let report)):
+            counters.deliveredRecords += report.delivered
+            counters.deadLetteredRecords += report.deadLettered
+            counters.requests += report.requests
+            counters.failedRequests += report.failedRequests
+            if let pause = report.pause {
+                begin(pause, &actions)
+                // The batch went back to the spool: it needs an operation waiting for the queue to resume.
+                enqueueIfNeeded(priorityClass, &actions)
+            } else if report.delivered > 0 || report.deadLettered > 0, self.pause == nil {
+                remote = .accepting
+            }
+        case .delivered(.waiting(let until)):
+            block(priorityClass, until: until, &actions)
+        case .delivered(.nothingToSend), .cancelled:
+            break
+        case .failed(let retryAt):
+            block(priorityClass, until: retryAt, &actions)
+        }
+        if phase == .draining && runningCount == 0 {
+            actions.wakeIdleWaiters = true
+        }
+        return actions
+    }
+
+    /// A timer fired at `now`.
+    mutating func timerFired(_ timer: Timer, now: Date) -> Actions {
+        var actions = Actions()
+        guard phase == .running else { return actions }
+        switch timer {
+        case .endPause(let generation):
+            guard let current = pause, current.generation == generation else { return actions }
+            guard now >= current.pause.until else {
+                // Early (the wall clock moved): wait for the rest.
+                actions.armTimers.append((timer, current.pause.until))
+                return actions
+            }
+            pause = nil
+            remote = .retrying(after: current.pause)
+            setQueueSuspended(false, &actions)
+        case .unblock(let priorityClass, let generation):
+            guard let current = blocked[priorityClass], current.generation == generation else { return actions }
+            guard now >= current.until else {
+                actions.armTimers.append((timer, current.until))
+                return actions
+            }
+            blocked[priorityClass] = nil
+            enqueueIfNeeded(priorityClass, &actions)
+        }
+        return actions
+    }
+
+    /// Shutdown begins: nothing new is created, timers are dropped, waiting operations are cancelled (the queue
+    /// must be running for them to finish), running ones may finish.
+    mutating func beginShutdown() -> Actions {
+        var actions = Actions()
+        guard phase == .running else { return actions }
+        phase = .draining
+        actions.cancelTimers = blocked.map { .unblock($0.key, generation: $0.value.generation) }
+        if let pause {
+            actions.cancelTimers.append(.endPause(generation: pause.generation))
+        }
+        blocked = [:]
+        pause = nil
+        setQueueSuspended(false, &actions)
+        actions.cancel = operations.filter { !$0.value.isRunning }.map(\.key).sorted()
+        if runningCount == 0 {
+            actions.wakeIdleWaiters = true
+        }
+        return actions
+    }
+
+    /// Requests in flight outlived the shutdown timeout: cancel them (their records stay spooled).
+    func shutdownTimedOut() -> Actions {
+        var actions = Actions()
+        actions.cancel = operations.filter(\.value.isRunning).map(\.key).sorted()
+        return actions
+    }
+
+    // MARK: Decisions
+
+    /// Creates the waiting operation for a class unless one is waiting already, the class is blocked, or
+    /// shutdown has begun.
+    private mutating func enqueueIfNeeded(_ priorityClass: PriorityClass, _ actions: inout Actions) {
+        guard phase == .running, blocked[priorityClass] == nil,
+            !operations.values.contains(where: { $0.priorityClass == priorityClass && !$0.isRunning })
+        else { return }
+        let id = OperationID(rawValue: nextOperationID)
+        nextOperationID += 1
+        operations[id] = Operation(priorityClass: priorityClass)
+        actions.enqueue.append((id, priorityClass))
+    }
+
+    /// Blocks a class until `date`, or until an earlier date it is already blocked to.
+    private mutating func block(_ priorityClass: PriorityClass, until date: Date, _ actions: inout Actions) {
+        guard phase == .running else { return }
+        if let existing = blocked[priorityClass] {
+            guard date < existing.until else { return }
+            actions.cancelTimers.append(.unblock(priorityClass, generation: existing.generation))
+        }
+        let generation = newTimerGeneration()
+        blocked[priorityClass] = (date, generation)
+        actions.armTimers.append((.unblock(priorityClass, generation: generation), date))
+    }
+
+    /// Pauses all delivery until the pause ends; a pause already running longer is kept, with the newer reason.
+    private mutating func begin(_ newPause: DeliveryPause, _ actions: inout Actions) {
+        guard phase == .running else { return }
+        if let current = pause, current.pause.until >= newPause.until {
+            var kept = newPause
+            kept.until = current.pause.until
+            pause = (kept, current.generation)
+            remote = .paused(kept)
+            return
+        }
+        if let current = pause {
+            actions.cancelTimers.append(.endPause(generation: current.generation))
+        }
+        let generation = newTimerGeneration()
+        pause = (newPause, generation)
+        remote = .paused(newPause)
+        actions.armTimers.append((.endPause(generation: generation), newPause.until))
+        setQueueSuspended(true, &actions)
+    }
+
+    private mutating func setQueueSuspended(_ isSuspended: Bool, _ actions: inout Actions) {
+        guard queueSuspension.isSuspended != isSuspended else { return }
+        queueSuspension = (isSuspended, queueSuspension.generation + 1)
+        actions.updateQueueSuspension = true
+    }
+
+    private mutating func newTimerGeneration() -> UInt64 {
+        nextTimerGeneration += 1
+        return nextTimerGeneration
+    }
+}
