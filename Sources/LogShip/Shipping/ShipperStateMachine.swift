@@ -113,9 +113,6 @@ struct ShipperStateMachine: Sendable {
     /// Operations created and not yet started.
     var waitingClasses: [PriorityClass] { operations.values.filter { !$0.isRunning }.map(\.priorityClass) }
 
-    /// Until when delivery is paused, if it is.
-    var pausedUntil: Date? { pause?.pause.until }
-
     var isDraining: Bool { phase == .draining }
 
     // MARK: Events
@@ -232,6 +229,9 @@ struct ShipperStateMachine: Sendable {
             actions.cancelTimers.append(.endPause(generation: pause.generation))
         }
         blocked = [:]
+        if case .paused(let current) = remote {
+            remote = .retrying(after: current)
+        }
         pause = nil
         setQueueSuspended(false, &actions)
         actions.cancel = operations.filter { !$0.value.isRunning }.map(\.key).sorted()

@@ -1,0 +1,425 @@
+import Foundation
+import Testing
+
+@testable import LogShip
+
+/// The shipper's decisions with a fake clock and no queue, spool or network.
+@Suite("Shipper state machine")
+struct ShipperStateMachineTests {
+    typealias Machine = ShipperStateMachine
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func pause(_ seconds: TimeInterval, from date: Date, cause: DeliveryPause.Cause = .remoteUnavailable) -> DeliveryPause {
+        DeliveryPause(until: date.addingTimeInterval(seconds), cause: cause, reason: "HTTP 503")
+    }
+
+    func report(delivered: Int = 0, pause: DeliveryPause? = nil) -> DeliveryReport {
+        var report = DeliveryReport()
+        report.delivered = delivered
+        report.requests = 1
+        report.failedRequests = pause == nil ? 0 : 1
+        report.pause = pause
+        return report
+    }
+
+    @Test("a burst across classes enqueues one operation per class, most urgent first")
+    func burst() {
+        var machine = Machine()
+        let actions = machine.recordsAvailable([.debug, .crash, .info, .error])
+        #expect(actions.enqueue.map(\.priorityClass) == [.crash, .error, .info, .debug])
+        #expect(machine.recordsAvailable([.crash, .info]).enqueue.isEmpty, "one waiting operation per class")
+        #expect(machine.waitingClasses.count == 4)
+    }
+
+    @Test("a backlogged class keeps its next operation waiting: on claim, and on every start")
+    func backlog() throws {
+        var machine = Machine()
+        let first = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
+        let started = machine.operationStarted(first, now: t0)
+        #expect(started.proceed && started.actions.enqueue.isEmpty, "no backlog known yet")
+        let standby = try #require(machine.claimed(first, moreReady: true).enqueue.first)
+        #expect(standby.priorityClass == .info)
+
+        let second = machine.operationStarted(standby.id, now: t0)
+        #expect(second.proceed)
+        #expect(second.actions.enqueue.map(\.priorityClass) == [.info], "queued before it even claims")
+        #expect(machine.claimed(standby.id, moreReady: false).enqueue.isEmpty, "one is waiting already")
+
+        let third = try #require(second.actions.enqueue.first?.id)
+        let thirdStart = machine.operationStarted(third, now: t0)
+        #expect(thirdStart.proceed && thirdStart.actions.enqueue.isEmpty, "the backlog is gone")
+        #expect(machine.runningCount == 3)
+    }
+
+    @Test("a class whose oldest record waits is blocked until then; an early timer is re-armed")
+    func blockedClass() throws {
+        var machine = Machine()
+        let id = try #require(machine.recordsAvailable([.warning]).enqueue.first?.id)
+        _ = machine.operationStarted(id, now: t0)
+        _ = machine.claimed(id, moreReady: false)
+        let finished = machine.operationFinished(id, .delivered(.waiting(until: t0 + 5)), now: t0)
+        let (timer, date) = try #require(finished.armTimers.first)
+        #expect(date == t0 + 5)
+        #expect(machine.recordsAvailable([.warning]).enqueue.isEmpty, "blocked: no operation")
+
+        let early = machine.timerFired(timer, now: t0 + 4)
+        #expect(early.enqueue.isEmpty && early.armTimers.map(\.date) == [t0 + 5])
+        #expect(machine.timerFired(timer, now: t0 + 5).enqueue.map(\.priorityClass) == [.warning])
+        #expect(machine.timerFired(timer, now: t0 + 6).isEmpty, "a timer fires once")
+    }
+
+    @Test("a pause suspends the queue, keeps the class's operation waiting, and declines one started meanwhile")
+    func pauseAndResume() throws {
+        var machine = Machine()
+        let first = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
+        _ = machine.operationStarted(first, now: t0)
+        _ = machine.claimed(first, moreReady: false)
+        let crash = try #require(machine.recordsAvailable([.crash]).enqueue.first?.id)
+
+        let paused = machine.operationFinished(first, .delivered(.attempted(report(pause: pause(10, from: t0)))), now: t0)
+        #expect(paused.updateQueueSuspension && machine.queueSuspension.isSuspended)
+        #expect(paused.enqueue.map(\.priorityClass) == [.info], "the released batch needs a waiting operation")
+        let (endPause, date) = try #require(paused.armTimers.first)
+        #expect(date == t0 + 10)
+        guard case .paused(let shown) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
+        #expect(shown.reason == "HTTP 503")
+
+        // The queue was starting the crash operation as the pause began.
+        let declined = machine.operationStarted(crash, now: t0 + 1)
+        #expect(!declined.proceed)
+        #expect(declined.actions.enqueue.map(\.priorityClass) == [.crash], "replaced, still waiting")
+        #expect(machine.operationFinished(crash, .delivered(.nothingToSend), now: t0 + 1).isEmpty)
+
+        let resumed = machine.timerFired(endPause, now: t0 + 10)
+        #expect(resumed.updateQueueSuspension && !machine.queueSuspension.isSuspended)
+        guard case .retrying = machine.remote else { Issue.record("remote \(machine.remote)"); return }
+        let next = try #require(machine.waitingClasses.first)
+        #expect(Set(machine.waitingClasses) == [.crash, .info] && next != .debug)
+    }
+
+    @Test("a longer pause extends the current one; a shorter one keeps its end but shows the newer reason")
+    func overlappingPauses() throws {
+        var machine = Machine()
+        let ids = machine.recordsAvailable([.error, .info, .debug]).enqueue.map(\.id)
+        for id in ids { _ = machine.operationStarted(id, now: t0) }
+        let first = machine.operationFinished(ids[0], .delivered(.attempted(report(pause: pause(10, from: t0)))), now: t0)
+        let firstTimer = try #require(first.armTimers.first?.timer)
+        let generation = machine.queueSuspension.generation
+
+        var shorter = pause(3, from: t0, cause: .endpointRefused)
+        shorter.reason = "HTTP 401"
+        let second = machine.operationFinished(ids[1], .delivered(.attempted(report(pause: shorter))), now: t0)
+        #expect(second.armTimers.isEmpty && second.cancelTimers.isEmpty && !second.updateQueueSuspension)
+        #expect(machine.queueSuspension.generation == generation)
+        guard case .paused(let shown) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
+        #expect(shown.until == t0 + 10 && shown.reason == "HTTP 401" && shown.cause == .endpointRefused)
+
+        let longer = machine.operationFinished(ids[2], .delivered(.attempted(report(pause: pause(30, from: t0)))), now: t0)
+        #expect(longer.cancelTimers == [firstTimer] && longer.armTimers.map(\.date) == [t0 + 30])
+        #expect(machine.timerFired(firstTimer, now: t0 + 10).isEmpty, "the superseded timer is ignored")
+        #expect(machine.queueSuspension.isSuspended)
+    }
+
+    @Test("a success after a pause shows the remote accepting again")
+    func recovery() throws {
+        var machine = Machine()
+        let id = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
+        _ = machine.operationStarted(id, now: t0)
+        let paused = machine.operationFinished(id, .delivered(.attempted(report(pause: pause(1, from: t0)))), now: t0)
+        _ = machine.timerFired(try #require(paused.armTimers.first?.timer), now: t0 + 1)
+        let retry = try #require(machine.recordsAvailable([.info]).enqueue.first?.id ?? paused.enqueue.first?.id)
+        _ = machine.operationStarted(retry, now: t0 + 1)
+        _ = machine.operationFinished(retry, .delivered(.attempted(report(delivered: 5))), now: t0 + 1)
+        #expect(machine.remote == .accepting)
+        #expect(machine.counters.deliveredRecords == 5 && machine.counters.failedRequests == 1)
+    }
+
+    @Test("a spool failure blocks the class until its retry time")
+    func spoolFailure() throws {
+        var machine = Machine()
+        let id = try #require(machine.recordsAvailable([.error]).enqueue.first?.id)
+        _ = machine.operationStarted(id, now: t0)
+        let failed = machine.operationFinished(id, .failed(retryAt: t0 + 2), now: t0)
+        #expect(failed.armTimers.map(\.date) == [t0 + 2])
+        #expect(machine.recordsAvailable([.error]).enqueue.isEmpty)
+        #expect(!machine.queueSuspension.isSuspended, "other classes go on")
+        #expect(machine.recordsAvailable([.info]).enqueue.map(\.priorityClass) == [.info])
+    }
+
+    @Test("shutdown cancels what waits, drops timers, resumes the queue, creates nothing, and wakes when idle")
+    func shutdown() throws {
+        var machine = Machine()
+        let ids = machine.recordsAvailable([.crash, .info]).enqueue.map(\.id)
+        _ = machine.operationStarted(ids[0], now: t0)
+        let paused = machine.operationFinished(ids[0], .delivered(.attempted(report(pause: pause(60, from: t0)))), now: t0)
+        let crashAgain = try #require(paused.enqueue.first?.id)
+        let blocked = try #require(machine.recordsAvailable([.warning]).enqueue.first?.id)
+        let running = ids[1]
+        _ = machine.timerFired(try #require(paused.armTimers.first?.timer), now: t0 + 60)
+        _ = machine.operationStarted(running, now: t0 + 60)
+        _ = machine.operationStarted(blocked, now: t0 + 60)
+        let block = machine.operationFinished(blocked, .delivered(.waiting(until: t0 + 90)), now: t0 + 60)
+        _ = machine.operationFinished(crashAgain, .cancelled, now: t0 + 60)
+        let pausedAgain = machine.recordsAvailable([.error]).enqueue.map(\.id)
+
+        let actions = machine.beginShutdown()
+        #expect(actions.cancel == pausedAgain, "the waiting operation is cancelled")
+        #expect(actions.cancelTimers == block.armTimers.map(\.timer))
+        #expect(!actions.wakeIdleWaiters, "one request is still running")
+        #expect(!machine.queueSuspension.isSuspended)
+        #expect(machine.recordsAvailable([.crash]).enqueue.isEmpty, "nothing new")
+        #expect(!machine.operationStarted(pausedAgain[0], now: t0 + 61).proceed, "it finishes without claiming")
+        #expect(machine.shutdownTimedOut().cancel == [running])
+        #expect(machine.operationFinished(running, .cancelled, now: t0 + 62).wakeIdleWaiters)
+        #expect(machine.beginShutdown().isEmpty, "once")
+    }
+
+    // MARK: Random schedules
+
+    @Test("random schedules keep the invariants: two in flight, one waiting per class, no urgent work left without an operation, nothing sent while paused, everything delivered",
+          arguments: 0..<40)
+    func randomSchedules(seed: UInt64) throws {
+        var simulation = Simulation(seed: seed, start: t0)
+        for _ in 0..<400 {
+            try simulation.step()
+        }
+        try simulation.drainToEmpty()
+        #expect(simulation.delivered == simulation.arrived, "seed \(seed)")
+        try simulation.shutDown()
+    }
+}
+
+/// A queue with two slots, a spool of per-class records and a clock, driving the machine at random.
+private struct Simulation {
+    typealias Machine = ShipperStateMachine
+    typealias OperationID = Machine.OperationID
+
+    struct Operation {
+        var id: OperationID
+        var priorityClass: PriorityClass
+        var isCancelled = false
+        var batch = 0
+    }
+
+    var machine = Machine()
+    var random: SplitMix64
+    var now: Date
+    /// Records per class, oldest first: when each is ready (nil: now).
+    var spool: [PriorityClass: [Date?]] = [:]
+    var waiting: [Operation] = []
+    var running: [Operation] = []
+    var timers: [Machine.Timer: Date] = [:]
+    var isSuspended = false
+    var arrived = 0
+    var delivered = 0
+    let batchLimit = 4
+    let slots = 2
+
+    init(seed: UInt64, start: Date) {
+        random = SplitMix64(seed: seed)
+        now = start
+    }
+
+    mutating func step() throws {
+        switch random.next() % 10 {
+        case 0, 1: arrive()
+        case 2, 3, 4: try startNext()
+        case 5, 6, 7: try finishOne(allowFailures: true)
+        default: advance(by: Double(random.next() % 3000) / 1000)
+        }
+        try checkInvariants()
+    }
+
+    mutating func drainToEmpty() throws {
+        var steps = 0
+        while spool.values.contains(where: { !$0.isEmpty }) || !running.isEmpty {
+            steps += 1
+            guard steps < 100_000 else { throw SimulationError("records left behind: \(spool)") }
+            if !running.isEmpty {
+                try finishOne(allowFailures: false)
+            } else if !isSuspended && !waiting.isEmpty {
+                try startNext()
+            } else {
+                // Nothing can move until a timer fires.
+                guard let next = timers.values.min() else { throw SimulationError("stuck with no timer: \(spool)") }
+                advance(by: max(next.timeIntervalSince(now), 0))
+            }
+            try checkInvariants()
+        }
+    }
+
+    mutating func shutDown() throws {
+        arrive()
+        try startNext()
+        let actions = machine.beginShutdown()
+        apply(actions)
+        #expect(!isSuspended, "waiting operations need a running queue to finish")
+        #expect(waiting.allSatisfy { $0.isCancelled })
+        #expect(timers.isEmpty)
+        while !waiting.isEmpty { try startNext() }
+        var woken = actions.wakeIdleWaiters
+        while !running.isEmpty {
+            let operation = running.removeFirst()
+            woken = machine.operationFinished(operation.id, .cancelled, now: now).wakeIdleWaiters
+        }
+        #expect(woken, "the last request to finish wakes the drain")
+        #expect(machine.recordsAvailable(Set(PriorityClass.allCases)).isEmpty)
+    }
+
+    mutating func arrive() {
+        let priorityClass = PriorityClass.allCases[Int(random.next() % 5)]
+        let count = Int(random.next() % 5) + 1
+        spool[priorityClass, default: []] += Array(repeating: nil, count: count)
+        arrived += count
+        apply(machine.recordsAvailable([priorityClass]))
+    }
+
+    /// The queue starts its most urgent waiting operation, as `OperationQueue` does by `queuePriority`.
+    mutating func startNext() throws {
+        guard !isSuspended, running.count < slots,
+            let index = waiting.indices.max(by: { waiting[$0].priorityClass < waiting[$1].priorityClass })
+        else { return }
+        var operation = waiting.remove(at: index)
+        if operation.isCancelled {
+            apply(machine.operationFinished(operation.id, .cancelled, now: now))
+            return
+        }
+        let (proceed, actions) = machine.operationStarted(operation.id, now: now)
+        apply(actions)
+        if let pausedUntil = pausedUntil, pausedUntil > now {
+            #expect(!proceed, "nothing starts while delivery is paused")
+        }
+        guard proceed else {
+            apply(machine.operationFinished(operation.id, .delivered(.nothingToSend), now: now))
+            return
+        }
+        try checkClassOrder(claiming: operation.priorityClass)
+        var records = spool[operation.priorityClass, default: []]
+        guard let first = records.first else {
+            apply(machine.claimed(operation.id, moreReady: false))
+            apply(machine.operationFinished(operation.id, .delivered(.nothingToSend), now: now))
+            return
+        }
+        if let readyAt = first, readyAt > now {
+            apply(machine.claimed(operation.id, moreReady: false))
+            apply(machine.operationFinished(operation.id, .delivered(.waiting(until: readyAt)), now: now))
+            return
+        }
+        var batch = 0
+        while batch < batchLimit, let next = records.first, next.map({ $0 <= now }) ?? true {
+            records.removeFirst()
+            batch += 1
+        }
+        spool[operation.priorityClass] = records
+        operation.batch = batch
+        running.append(operation)
+        apply(machine.claimed(operation.id, moreReady: records.first.map { $0.map { $0 <= now } ?? true } ?? false))
+    }
+
+    mutating func finishOne(allowFailures: Bool) throws {
+        guard !running.isEmpty else { return }
+        let operation = running.remove(at: Int(random.next() % UInt64(running.count)))
+        let roll = allowFailures ? random.next() % 20 : 0
+        var report = DeliveryReport()
+        report.requests = 1
+        switch roll {
+        case 0..<16:
+            report.delivered = operation.batch
+            delivered += operation.batch
+            apply(machine.operationFinished(operation.id, .delivered(.attempted(report)), now: now))
+        case 16..<19:
+            let until = now.addingTimeInterval(Double(random.next() % 5000 + 1) / 1000)
+            report.failedRequests = 1
+            report.pause = DeliveryPause(until: until, cause: .remoteUnavailable, reason: "HTTP 503")
+            spool[operation.priorityClass, default: []].insert(contentsOf: Array(repeating: until, count: operation.batch), at: 0)
+            apply(machine.operationFinished(operation.id, .delivered(.attempted(report)), now: now))
+        default:
+            // A settling write failed: the records are pending again, the class waits a moment.
+            spool[operation.priorityClass, default: []].insert(contentsOf: Array(repeating: nil, count: operation.batch), at: 0)
+            apply(machine.operationFinished(operation.id, .failed(retryAt: now.addingTimeInterval(1)), now: now))
+        }
+    }
+
+    mutating func advance(by seconds: TimeInterval) {
+        now = now.addingTimeInterval(seconds)
+        while let (timer, _) = timers.filter({ $0.value <= now }).min(by: { $0.value < $1.value }) {
+            timers[timer] = nil
+            apply(machine.timerFired(timer, now: now))
+        }
+    }
+
+    var pausedUntil: Date? {
+        if case .paused(let pause) = machine.remote { return pause.until }
+        return nil
+    }
+
+    mutating func apply(_ actions: Machine.Actions) {
+        if actions.updateQueueSuspension {
+            isSuspended = machine.queueSuspension.isSuspended
+        }
+        for (id, priorityClass) in actions.enqueue {
+            waiting.append(Operation(id: id, priorityClass: priorityClass))
+        }
+        for timer in actions.cancelTimers { timers[timer] = nil }
+        for (timer, date) in actions.armTimers { timers[timer] = date }
+        for id in actions.cancel {
+            if let index = waiting.firstIndex(where: { $0.id == id }) { waiting[index].isCancelled = true }
+        }
+    }
+
+    /// Checked whenever an operation is about to claim: no more urgent class has ready records with no
+    /// operation of its own waiting or running (unless the spool failed for it and it waits out a block), which is
+    /// what lets the queue's priority order be class order.
+    func checkClassOrder(claiming priorityClass: PriorityClass) throws {
+        for urgent in PriorityClass.allCases where urgent > priorityClass {
+            guard let front = spool[urgent]?.first, front.map({ $0 <= now }) ?? true else { continue }
+            let covered = waiting.contains { $0.priorityClass == urgent && !$0.isCancelled }
+                || running.contains { $0.priorityClass == urgent } || hasUnblockTimer(urgent)
+            #expect(covered, "\(priorityClass) claims while \(urgent) has ready records and no operation")
+        }
+    }
+
+    func hasUnblockTimer(_ priorityClass: PriorityClass) -> Bool {
+        timers.keys.contains {
+            if case .unblock(priorityClass, _) = $0 { return true }
+            return false
+        }
+    }
+
+    func checkInvariants() throws {
+        #expect(running.count <= slots)
+        #expect(machine.runningCount == running.count)
+        for priorityClass in PriorityClass.allCases {
+            #expect(waiting.count { $0.priorityClass == priorityClass && !$0.isCancelled } <= 1, "one waiting \(priorityClass)")
+            // Work is never forgotten: a class with records has a waiting operation or a timer that will make one.
+            guard spool[priorityClass]?.isEmpty == false else { continue }
+            let hasOperation = waiting.contains { $0.priorityClass == priorityClass }
+            let hasTimer = hasUnblockTimer(priorityClass)
+            let isRunning = running.contains { $0.priorityClass == priorityClass }
+            #expect(hasOperation || hasTimer || isRunning, "\(priorityClass) has records and nothing to send them")
+        }
+        #expect(isSuspended == (pausedUntil != nil), "the queue is suspended exactly while delivery is paused")
+    }
+}
+
+/// A small seeded generator, so a failing schedule can be replayed from its seed.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+struct SimulationError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
