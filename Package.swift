@@ -69,6 +69,8 @@ let package = Package(
             name: "LogShipTests",
             dependencies: [
                 "LogShip",
+                // Tests reach into the spool file to inject storage failures, as a failing disk would.
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -26,11 +26,14 @@ public final class LogReceiver: Sendable {
         /// Awaited before answering each request, after it is reported and after ``delay``: holds a request in
         /// flight for as long as the caller wants (a test's gate, a remote that hangs).
         public var hold: (@Sendable (_ sequence: Int) async -> Void)?
+        /// Awaited after the response head is sent and before its body: a remote that answers and then stalls.
+        public var holdBody: (@Sendable (_ sequence: Int) async -> Void)?
 
         public init(
             delay: Duration = .zero, failureRate: Double = 0, failureStatus: Int = 503, retryAfter: Int? = nil,
             decide: (@Sendable (_ sequence: Int, _ records: [LogRecord]) -> Int?)? = nil,
-            hold: (@Sendable (_ sequence: Int) async -> Void)? = nil
+            hold: (@Sendable (_ sequence: Int) async -> Void)? = nil,
+            holdBody: (@Sendable (_ sequence: Int) async -> Void)? = nil
         ) {
             self.delay = delay
             self.failureRate = failureRate
@@ -38,6 +41,7 @@ public final class LogReceiver: Sendable {
             self.retryAfter = retryAfter
             self.decide = decide
             self.hold = hold
+            self.holdBody = holdBody
         }
     }
 
@@ -152,7 +156,7 @@ public final class LogReceiver: Sendable {
                         let status = await answer(
                             body: body, sequence: sequence, inFlight: inFlight, arrivedAt: arrivedAt,
                             batch: requestHead.headers.first(name: "X-Logshipd-Batch").flatMap { Int($0) })
-                        let responseBody = (200...299).contains(status) ? "" : "logctl receive answered \(status)\n"
+                        let responseBody = "logctl receive answered \(status)\n"
                         var responseHead = HTTPResponseHead(version: requestHead.version, status: .init(statusCode: status))
                         responseHead.headers.add(name: "Content-Length", value: String(responseBody.utf8.count))
                         responseHead.headers.add(name: "Connection", value: requestHead.isKeepAlive ? "keep-alive" : "close")
@@ -160,9 +164,8 @@ public final class LogReceiver: Sendable {
                             responseHead.headers.add(name: "Retry-After", value: String(retryAfter))
                         }
                         try await writer.write(.head(responseHead))
-                        if !responseBody.isEmpty {
-                            try await writer.write(.body(.byteBuffer(ByteBuffer(string: responseBody))))
-                        }
+                        await behavior.holdBody?(sequence)
+                        try await writer.write(.body(.byteBuffer(ByteBuffer(string: responseBody))))
                         try await writer.write(.end(nil))
                         counters.withLock { $0.inFlight -= 1 }
                         head = nil

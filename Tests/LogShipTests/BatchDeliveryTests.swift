@@ -1,0 +1,115 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import LogShip
+
+/// The delivery rules against a scripted remote (an `Uploader` at the unit boundary) and a real in-memory spool.
+@Suite("Batch delivery")
+struct BatchDeliveryTests {
+    /// Answers each request with what `answer` says about its lines; counts requests.
+    final class ScriptedUploader: Uploader {
+        let answer: @Sendable ([String]) async throws -> Void
+        private let count = Mutex(0)
+
+        init(_ answer: @escaping @Sendable ([String]) async throws -> Void) {
+            self.answer = answer
+        }
+
+        var requests: Int { count.withLock { $0 } }
+
+        func upload(_ payload: Payload) async throws {
+            count.withLock { $0 += 1 }
+            try await answer(payload.body.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) })
+        }
+    }
+
+    func delivery(_ uploader: ScriptedUploader, spool: any Spool, retryAfterMaximum: Duration = .seconds(60)) -> BatchDelivery {
+        BatchDelivery(
+            spool: spool, uploader: uploader, limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20),
+            backoff: RetryBackoff(initial: .milliseconds(100), maximum: .seconds(1)),
+            retryAfterMaximum: retryAfterMaximum, logger: .test)
+    }
+
+    func spool(_ lines: [String], kind: SpoolKind = .memory) async throws -> any Spool {
+        let spool = try await kind.make()
+        _ = try await spool.append(lines.map { SpoolEntry(priority: .info, line: Array($0.utf8)) })
+        return spool
+    }
+
+    func report(_ outcome: DeliveryOutcome) throws -> DeliveryReport {
+        guard case .attempted(let report) = outcome else { throw WaitTimeout(description: "no attempt: \(outcome)") }
+        return report
+    }
+
+    @Test("an unclear 4xx for some records only: those are dead-lettered, the rest delivered")
+    func unclearSome() async throws {
+        let lines = (0..<16).map { $0 == 5 || $0 == 12 ? "bad \($0)" : "good \($0)" }
+        let spool = try await spool(lines)
+        let uploader = ScriptedUploader { lines in
+            if lines.contains(where: { $0.hasPrefix("bad") }) { throw UploadError.status(409, responseExcerpt: "conflict") }
+        }
+        let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
+        #expect(report.delivered == 14 && report.deadLettered == 2 && report.pause == nil)
+        #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 5", "bad 12"])
+    }
+
+    @Test("an unclear 4xx for everything: nothing dead-lettered, delivery pauses after a few requests")
+    func unclearAll() async throws {
+        let spool = try await spool((0..<100).map { "record \($0)" })
+        let uploader = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }
+        let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
+        #expect(report.deadLettered == 0 && report.delivered == 0)
+        #expect(report.pause?.cause == .endpointRefused)
+        // The whole batch, then down one side to two lone records: about 2·log2(100).
+        #expect(uploader.requests <= 16, "\(uploader.requests) requests")
+        let statistics = await spool.statistics()
+        #expect(statistics.claimed == 0 && statistics.pending[.info] == 100, "everything is back, waiting out the pause")
+    }
+
+    @Test("a lone record refused with 400 is dead-lettered; one refused with an unclear 4xx pauses delivery")
+    func loneRecords() async throws {
+        let badRequest = try await spool(["one"])
+        let refused = ScriptedUploader { _ in throw UploadError.status(400, responseExcerpt: "bad") }
+        #expect(try report(try await delivery(refused, spool: badRequest).deliverNext(.info)).deadLettered == 1)
+
+        let conflict = try await spool(["one"])
+        let unclear = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }
+        let report = try report(try await delivery(unclear, spool: conflict).deliverNext(.info))
+        #expect(report.deadLettered == 0 && report.pause?.cause == .endpointRefused)
+        #expect(await conflict.statistics().pending[.info] == 1)
+    }
+
+    @Test("a request cancelled mid-flight puts its batch back, ready at once, even though the task is cancelled",
+          arguments: SpoolKind.allCases)
+    func cancelled(_ kind: SpoolKind) async throws {
+        let spool = try await spool((0..<10).map { "record \($0)" }, kind: kind)
+        let started = Gate()
+        let uploader = ScriptedUploader { _ in
+            started.open()
+            try await Task.sleep(for: .seconds(600))
+        }
+        let delivery = delivery(uploader, spool: spool)
+        let task = Task { try await delivery.deliverNext(.info) }
+        await started.wait()
+        task.cancel()
+        let report = try report(try await task.value)
+        #expect(report.delivered == 0 && report.pause == nil)
+        let statistics = await spool.statistics()
+        #expect(statistics.claimed == 0 && statistics.pending[.info] == 10)
+        guard case .batch(let batch, _) = try await spool.claim(.info, limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20))
+        else { Issue.record("the batch is not ready again"); return }
+        #expect(batch.records.count == 10)
+    }
+
+    @Test("Retry-After beyond upload.retry_after_max pauses for the maximum")
+    func retryAfterCap() async throws {
+        let spool = try await spool(["one"])
+        let uploader = ScriptedUploader { _ in throw UploadError.status(503, responseExcerpt: "", retryAfter: 1e30) }
+        let before = Date()
+        let report = try report(try await delivery(uploader, spool: spool, retryAfterMaximum: .seconds(5)).deliverNext(.info))
+        let pause = try #require(report.pause)
+        #expect(pause.cause == .remoteUnavailable)
+        #expect(pause.until >= before.addingTimeInterval(5) && pause.until <= Date().addingTimeInterval(5))
+    }
+}

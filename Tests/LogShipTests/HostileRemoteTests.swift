@@ -1,0 +1,157 @@
+import Foundation
+import GRDB
+import LogShip
+import Synchronization
+import Testing
+
+/// Remotes that refuse, stall or ask for absurd pauses, and a spool whose settling writes fail: nothing accepted
+/// is lost, nothing is dead-lettered for a fault that is not the records', and delivery resumes by itself.
+@Suite("Hostile remotes", .serialized)
+struct HostileRemoteTests {
+    @Test("a remote refusing the credentials or the endpoint: nothing dead-lettered, backoff, status says why, all arrive once it accepts",
+          arguments: [401, 404])
+    func refusingRemote(status: Int) async throws {
+        let accepting = Mutex(false)
+        let receiver = try await TestReceiver(behavior: .init { _, _ in accepting.withLock { $0 } ? 200 : status })
+        let daemon = try await TestDaemon.start(receiver: receiver) {
+            $0.upload.retryInitial = .milliseconds(50)
+            $0.upload.retryMax = .milliseconds(500)
+        }
+        let started = ContinuousClock.now
+        try await daemon.send(count: 1_000, priority: "info", prefix: "held")
+        try await receiver.waitUntil(within: .seconds(30)) { $0.count { $0.status == status } >= 3 }
+        // Between two refusals the pause may have just ended ("retrying"): ask until logctl shows one.
+        let controlPath = daemon.controlPath
+        let pauseLine = Mutex("")
+        try await eventually(within: .seconds(30)) {
+            let shown = try await run(Binaries.logctl, ["status", "--socket", controlPath])
+            let line = shown.standardOutput.split(separator: "\n").first { $0.hasPrefix("paused until") }
+            pauseLine.withLock { $0 = line.map(String.init) ?? "" }
+            return line != nil
+        }
+        #expect(
+            pauseLine.withLock { $0 }.contains(": remote refuses the endpoint or the credentials (HTTP \(status): "),
+            "\(pauseLine.withLock { $0 })")
+        #expect(try await daemon.status().deadLetters == 0)
+
+        accepting.withLock { $0 = true }
+        let refusedFor = ContinuousClock.now - started
+        try await receiver.waitUntil(within: .seconds(30)) { requests in
+            requests.filter { $0.status == 200 }.reduce(0) { $0 + $1.records.count } == 1_000
+        }
+        let requests = receiver.requests
+        let refused = requests.filter { $0.status == status }
+        // Backoff never below half its ceiling (25 ms, 50, 100, 200, then 250 ms at the 500 ms cap), one probe
+        // per pause: however slow the machine, no more requests than that allows.
+        let allowed = 2 * (5 + Int(refusedFor / .milliseconds(250)))
+        #expect(refused.count <= allowed, "\(refused.count) refused requests in \(refusedFor)")
+        #expect(refused.allSatisfy { $0.records.count == 1_000 }, "a refused batch is never split")
+        let delivered = requests.filter { $0.status == 200 }.flatMap(\.records).map(\.message)
+        #expect(Set(delivered) == Set((0..<1_000).map { "held \($0)" }) && delivered.count == 1_000)
+
+        let status = try await daemon.status()
+        #expect(status.deadLetters == 0 && status.pausedUntil == nil)
+        try await daemon.stop()
+    }
+
+    @Test("a remote that sends its headers and stalls the body: the request is abandoned at upload.timeout and retried; a crash record still arrives")
+    func stalledBody() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let receiver = try await TestReceiver(behavior: .init(holdBody: { sequence in
+            if sequence == 0 { await gate.wait() }
+        }))
+        let daemon = try await TestDaemon.start(receiver: receiver) {
+            $0.upload.timeout = .seconds(1)
+        }
+        try await daemon.send(count: 10, priority: "info", prefix: "stalled")
+        try await receiver.waitUntil { $0.count == 1 }
+        let stalledAt = try #require(receiver.requests.first?.arrivedAt)
+        #expect(try await daemon.send([Submission(message: "crash while stalled", priority: "crash")]).ok)
+
+        try await receiver.waitUntil(within: .seconds(30)) { requests in
+            let answered = requests.dropFirst().flatMap(\.records).map(\.message)
+            return answered.contains("crash while stalled") && answered.count { $0.hasPrefix("stalled") } == 10
+        }
+        let retry = try #require(receiver.requests.dropFirst().first { $0.records.contains { $0.message == "stalled 0" } })
+        #expect(retry.arrivedAt - stalledAt >= .seconds(1), "abandoned at the timeout, not before")
+        let status = try await daemon.status()
+        #expect(status.failedRequests >= 1)
+        try await daemon.stop()
+    }
+
+    @Test("Retry-After asking for a day, or for longer than any clock holds, pauses for upload.retry_after_max",
+          arguments: [86_400, Int.max])
+    func retryAfterCap(seconds: Int) async throws {
+        let refusedAt = Mutex<ContinuousClock.Instant?>(nil)
+        let receiver = try await TestReceiver(
+            behavior: .init(retryAfter: seconds) { sequence, _ in
+                guard sequence == 0 else { return 200 }
+                refusedAt.withLock { $0 = .now }
+                return 429
+            })
+        let daemon = try await TestDaemon.start(receiver: receiver) {
+            $0.upload.retryAfterMax = .seconds(2)
+        }
+        #expect(try await daemon.send([Submission(message: "asked to wait", priority: "warning")]).ok)
+        try await receiver.waitUntil(within: .seconds(60)) { $0.contains { $0.status == 200 } }
+        let refused = try #require(refusedAt.withLock { $0 })
+        let retried = try #require(receiver.requests.first { $0.status == 200 })
+        #expect(retried.arrivedAt - refused >= .seconds(2), "the capped pause is still honoured")
+        #expect(retried.records.map(\.message) == ["asked to wait"])
+        try await daemon.stop()
+    }
+
+    struct SettleFault: CustomTestStringConvertible, Sendable {
+        var name: String
+        /// The statement the injected trigger refuses.
+        var statement: String
+        /// The receiver's answer while the fault lasts.
+        var answer: Int
+        var testDescription: String { name }
+    }
+
+    @Test("a settling write that fails puts the batch back to pending; it is delivered once the spool works again",
+          arguments: [
+              SettleFault(name: "acknowledge (DELETE) fails after a 200", statement: "DELETE", answer: 200),
+              SettleFault(name: "release (UPDATE) fails after a 503", statement: "UPDATE", answer: 503),
+          ])
+    func failedSettle(fault: SettleFault) async throws {
+        let directory = try TemporaryDirectory.make()
+        let faulty = Mutex(true)
+        let receiver = try await TestReceiver(behavior: .init { _, _ in faulty.withLock { $0 } ? fault.answer : 200 })
+        let daemon = try await TestDaemon.start(receiver: receiver, directory: directory) {
+            $0.spool.path = "\(directory)/spool.db"
+            $0.spool.minFreeDisk = 0
+        }
+        // A failing disk, as far as SQLite can make one: the trigger aborts the settling statement.
+        let spoolFile = try DatabaseQueue(path: "\(directory)/spool.db")
+        try await spoolFile.write { db in
+            try db.execute(sql: "CREATE TABLE fault (active INTEGER NOT NULL)")
+            try db.execute(sql: "INSERT INTO fault VALUES (1)")
+            try db.execute(sql: """
+                CREATE TRIGGER injected_fault BEFORE \(fault.statement) ON record
+                WHEN (SELECT active FROM fault) = 1
+                BEGIN SELECT RAISE(ABORT, 'injected settle failure'); END
+                """)
+        }
+        try await daemon.send(count: 10, priority: "error", prefix: "settle")
+        // Sent (and refused or taken), then the settle failed: the records are pending again, not stuck claimed.
+        try await receiver.waitUntil(within: .seconds(30)) { $0.count >= 2 }
+        try await eventually(within: .seconds(30)) {
+            let status = try await daemon.status()
+            return status.claimed == 0 && status.pending["error"] == 10
+        }
+
+        try await spoolFile.write { db in try db.execute(sql: "UPDATE fault SET active = 0") }
+        faulty.withLock { $0 = false }
+        try await eventually(within: .seconds(30)) {
+            let status = try await daemon.status()
+            return status.claimed == 0 && status.pending.values.reduce(0, +) == 0
+        }
+        let delivered = receiver.requests.filter { $0.status == 200 }.flatMap(\.records).map(\.message)
+        #expect(Set(delivered) == Set((0..<10).map { "settle \($0)" }), "every record reached the remote")
+        try await daemon.stop()
+        try spoolFile.close()
+    }
+}
