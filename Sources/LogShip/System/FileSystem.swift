@@ -19,10 +19,3 @@ enum FileSystem {
         return nil
     }
 }
-
-/// Text for `errno` values.
-enum SystemError {
-    static func describe(_ code: Int32) -> String {
-        String(cString: strerror(code))
-    }
-}

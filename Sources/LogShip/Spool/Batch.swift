@@ -1,0 +1,28 @@
+/// Records claimed together for one request, all of one class, oldest first.
+public struct Batch: Hashable, Sendable {
+    public var priority: PriorityClass
+    public var records: [SpooledRecord]
+    /// The claim's place in claim order since the spool opened (1, 2, …), given where claims are serialised so
+    /// that two claims racing each other are still numbered in the order they took their records.
+    public var number: Int
+
+    public init(priority: PriorityClass, records: [SpooledRecord], number: Int = 0) {
+        self.priority = priority
+        self.records = records
+        self.number = number
+    }
+
+    /// The size of the NDJSON body: every line plus its newline.
+    public var byteCount: Int { records.reduce(0) { $0 + $1.line.count + 1 } }
+
+    /// The first and second half, to find the records a remote refuses.
+    public func halves() -> (Batch, Batch) {
+        let middle = records.count / 2
+        return (
+            Batch(priority: priority, records: Array(records[..<middle]), number: number),
+            Batch(priority: priority, records: Array(records[middle...]), number: number)
+        )
+    }
+
+    var sequences: [Int64] { records.map(\.sequence) }
+}
