@@ -6,7 +6,7 @@ RUN_DIR ?= $(if $(filter 0,$(shell id -u)),/run/logshipd,/tmp/logshipd-$(shell i
 STATE_DIR ?= $(if $(filter 0,$(shell id -u)),/var/lib/logshipd,/tmp/logshipd-$(shell id -un))
 RECEIVER ?= 127.0.0.1:8514
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test bench fuzz fuzz-build clean
 
 deps:
 	@scripts/install-deps.sh
@@ -28,9 +28,23 @@ run: build
 	LOGSHIPD_UPLOAD_URL=http://$(RECEIVER)/ingest \
 	$$bin/logshipd --config config/logshipd.yaml
 
-test: deps
+test: deps fuzz-build
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# The libFuzzer target over the record parsers and the stream framing, in a build of its own (the sanitizers
+# instrument only what it depends on). The test suite runs it briefly; `make fuzz` runs it for FUZZ_RUNS inputs.
+FUZZER = .build-fuzz/debug/logship-fuzz
+FUZZ_RUNS ?= 300000
+
+fuzz-build: deps
+	$(SWIFT) build --product logship-fuzz --scratch-path .build-fuzz \
+		-Xswiftc -sanitize=fuzzer,address -Xswiftc -D -Xswiftc FUZZING
+
+# A crash stops the run and leaves its input in .build-fuzz/crash-*; `.build/debug/logship-fuzz FILE` replays it.
+fuzz: fuzz-build
+	@mkdir -p .build-fuzz/corpus
+	$(FUZZER) -runs=$(FUZZ_RUNS) -artifact_prefix=.build-fuzz/ -print_final_stats=1 .build-fuzz/corpus Tests/FuzzCorpus
 
 # Throughput and latency figures; builds release binaries (the benchmark also starts logshipd itself).
 bench: deps

@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "logshipd", targets: ["logshipd"]),
         .executable(name: "logctl", targets: ["logctl"]),
         .executable(name: "logshipd-bench", targets: ["logshipd-bench"]),
+        .executable(name: "logship-fuzz", targets: ["logship-fuzz"]),
         .library(name: "LogShip", targets: ["LogShip"]),
     ],
     dependencies: [
@@ -24,10 +25,19 @@ let package = Package(
     ],
     targets: [
         .target(name: "CUnixSocket"),
+        .systemLibrary(name: "CFuzzerDriver"),
+        // The record and how bytes become one: small and free of I/O, so that the fuzzer builds it alone.
+        .target(
+            name: "LogShipRecord",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "LogShip",
             dependencies: [
                 "CUnixSocket",
+                "LogShipRecord",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -65,10 +75,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // libFuzzer target over the parsers and the stream framing: `make fuzz` builds it with
+        // -sanitize=fuzzer,address; a plain build replays saved inputs.
+        .executableTarget(
+            name: "logship-fuzz",
+            dependencies: [
+                "CFuzzerDriver",
+                "LogShipRecord",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "LogShipTests",
             dependencies: [
                 "LogShip",
+                "LogShipRecord",
                 // Tests reach into the spool file to inject storage failures, as a failing disk would.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LogShip
+@testable import LogShipRecord
 
 @Suite("Record encoding")
 struct RecordEncodingTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LogShip
+@testable import LogShipRecord
 
 @Suite("Record parsing")
 struct RecordParserTests {
@@ -149,6 +149,14 @@ struct RecordParserTests {
         let record = parser.parse(Frame(bytes: Array(bytes), truncated: true), source: .socket, peer: nil, receivedAt: arrival)
         #expect(record.message == "abc")
         #expect(record.truncated)
+    }
+
+    @Test("an RFC 3164 day of many digits is no timestamp, and does not overflow (found by the fuzzer)")
+    func longDay() {
+        let line = "<13>Nov " + String(repeating: "4", count: 40) + " 10:00:00 app: text"
+        let record = parser.parse(Frame(bytes: Array(line.utf8)), source: .socket, peer: nil, receivedAt: arrival)
+        #expect(record.message == "Nov " + String(repeating: "4", count: 40) + " 10:00:00 app: text")
+        #expect(record.timestamp == arrival)
     }
 
     @Test("random bytes always parse to some record")

@@ -1,7 +1,7 @@
 import NIOCore
 import Testing
 
-@testable import LogShip
+@testable import LogShipRecord
 
 @Suite("Stream framing")
 struct StreamFrameDecoderTests {

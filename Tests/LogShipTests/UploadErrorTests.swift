@@ -29,7 +29,7 @@ struct UploadErrorTests {
         let now = Date(timeIntervalSince1970: 1_795_255_200)
         #expect(HTTPUploader.retryAfterSeconds("2", now: now) == 2)
         #expect(HTTPUploader.retryAfterSeconds(" 120 ", now: now) == 120)
-        #expect(HTTPUploader.retryAfterSeconds("9223372036854775807", now: now) == 9_223_372_036_854_775_807)
+        #expect(HTTPUploader.retryAfterSeconds("9223372036854775807", now: now) == Double(Int64.max))
         #expect(HTTPUploader.retryAfterSeconds("99999999999999999999999999", now: now)! > 1e25)
         #expect(HTTPUploader.retryAfterSeconds("Sat, 21 Nov 2026 10:00:30 GMT", now: now) == 30)
         #expect(HTTPUploader.retryAfterSeconds("Sat, 21 Nov 2026 09:00:00 GMT", now: now) == 0, "a date past is now")

@@ -138,7 +138,7 @@ public struct BatchDelivery: Sendable {
             guard batch.records.count > 1 else {
                 attempt.refused.append((batch, error))
                 if error.fault == .unclear && !attempt.acceptedAny
-                    && attempt.refused.count { $0.error.fault == .unclear } >= 2
+                    && attempt.refused.count(where: { $0.error.fault == .unclear }) >= 2
                 {
                     attempt.report.pause = pause(for: error, cause: .endpointRefused)
                 }

@@ -171,15 +171,7 @@ extension String {
 
 extension Timestamp {
     /// The instant `date` stands for, to the microsecond.
-    init(_ date: Date) {
+    public init(_ date: Date) {
         self.init(microsecondsSinceEpoch: Int64((date.timeIntervalSince1970 * 1_000_000).rounded()))
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as `TimeInterval`.
-    var seconds: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

@@ -157,7 +157,8 @@ enum SyslogParser {
         _ = scanner.skip(UInt8(ascii: " "))  // day padded with a space ("Nov  1")
         var day = 0
         var dayDigits = 0
-        while let digit = scanner.digit() {
+        // At most one digit more than a day has, so a run of digits can neither overflow nor pass.
+        while dayDigits < 3, let digit = scanner.digit() {
             day = day * 10 + digit
             dayDigits += 1
         }

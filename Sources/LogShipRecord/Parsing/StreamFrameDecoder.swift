@@ -5,8 +5,8 @@ import NIOCore
 /// A frame never holds more than `maximumRecordBytes`: the rest of a longer record is skipped as it arrives,
 /// without being buffered, and the frame is marked truncated. Octet counting is recognised per frame, only when
 /// the count is followed by a space and a syslog `<PRI>`, so plain text that starts with a number stays text.
-struct StreamFrameDecoder: ByteToMessageDecoder {
-    typealias InboundOut = Frame
+package struct StreamFrameDecoder: ByteToMessageDecoder {
+    package typealias InboundOut = Frame
 
     private enum State {
         case framing
@@ -21,18 +21,18 @@ struct StreamFrameDecoder: ByteToMessageDecoder {
     /// How far the current frame has been searched for a newline, so slow writers cost no re-scans.
     private var scannedBytes = 0
 
-    init(maximumRecordBytes: Int) {
+    package init(maximumRecordBytes: Int) {
         precondition(maximumRecordBytes > 0)
         self.maximumRecordBytes = maximumRecordBytes
     }
 
-    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let frame = nextFrame(&buffer, atEnd: false) else { return .needMoreData }
         context.fireChannelRead(wrapInboundOut(frame))
         return .continue
     }
 
-    mutating func decodeLast(
+    package mutating func decodeLast(
         context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
     ) throws -> DecodingState {
         guard let frame = nextFrame(&buffer, atEnd: true) else { return .needMoreData }
@@ -41,7 +41,7 @@ struct StreamFrameDecoder: ByteToMessageDecoder {
     }
 
     /// Takes the next complete frame out of `buffer`, or `nil` when more bytes are needed.
-    mutating func nextFrame(_ buffer: inout ByteBuffer, atEnd: Bool) -> Frame? {
+    package mutating func nextFrame(_ buffer: inout ByteBuffer, atEnd: Bool) -> Frame? {
         while true {
             switch state {
             case .skippingLine:

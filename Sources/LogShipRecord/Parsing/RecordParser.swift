@@ -53,7 +53,7 @@ public struct RecordParser: Sendable {
 
 extension ArraySlice<UInt8> {
     /// Drops a trailing newline (LF or CRLF) and trailing NULs, which some syslog clients append.
-    func trimmingLineEnding() -> ArraySlice<UInt8> {
+    package func trimmingLineEnding() -> ArraySlice<UInt8> {
         var slice = self
         while let last = slice.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") || last == 0 {
             slice = slice.dropLast()
@@ -62,7 +62,7 @@ extension ArraySlice<UInt8> {
     }
 
     /// Drops a multi-byte UTF-8 sequence that a size cut left incomplete, so the cut does not become U+FFFD.
-    func droppingIncompleteUTF8Suffix() -> ArraySlice<UInt8> {
+    package func droppingIncompleteUTF8Suffix() -> ArraySlice<UInt8> {
         var leadIndex = endIndex
         var continuationCount = 0
         // A UTF-8 sequence is at most four bytes: look back at most three continuation bytes for its lead.

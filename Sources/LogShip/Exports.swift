@@ -1,0 +1,2 @@
+// The record types are part of LogShip's interface: whoever imports LogShip works with them.
+@_exported import LogShipRecord
