@@ -71,6 +71,7 @@ let package = Package(
             name: "logshipd-bench",
             dependencies: [
                 "LogShip",
+                "LogShipTestKit",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -85,11 +86,22 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // What the tests and the benchmark run logshipd with: an in-process daemon, a loopback receiver that
+        // records what arrives, the real binaries as child processes, and waiting with deadlines.
+        .target(
+            name: "LogShipTestKit",
+            dependencies: [
+                "LogShip",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "LogShipTests",
             dependencies: [
                 "LogShip",
                 "LogShipRecord",
+                "LogShipTestKit",
                 // Tests reach into the spool file to inject storage failures, as a failing disk would.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

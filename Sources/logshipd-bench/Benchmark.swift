@@ -1,8 +1,7 @@
 import Foundation
 import LogShip
+import LogShipTestKit
 import Logging
-import NIOPosix
-import Synchronization
 
 /// `make bench`: runs logshipd in-process against a loopback receiver and prints throughput and latency.
 ///
@@ -52,22 +51,36 @@ struct Benchmark {
 
     /// Lines written to the stream socket until all are committed to the spool; nothing is uploaded.
     static func socketIntakeRate(records: Int, spool: SpoolChoice) async throws -> Double {
-        let harness = try await Harness.start(receiverDelay: .zero, spool: spool, reachable: false) { _ in }
+        let daemon = try await start(spool: spool, reachable: false)
         let start = ContinuousClock.now
-        try await harness.writeLines(count: records)
-        try await harness.waitForSpooled(records)
+        let path = daemon.streamPath
+        try await offloaded {
+            let client = try UnixClient(path: path, type: .stream)
+            var chunk: [UInt8] = []
+            for index in 0..<records {
+                chunk.append(contentsOf: "<14>Nov 21 10:00:00 bench[1]: intake line \(index)\n".utf8)
+                if chunk.count > 60_000 || index == records - 1 {
+                    try client.write(chunk)
+                    chunk.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        try await eventually(within: .seconds(300)) {
+            let statistics = await daemon.daemon.spool.statistics()
+            return statistics.pendingTotal + statistics.claimed >= records
+        }
         let elapsed = ContinuousClock.now - start
-        try await harness.stop()
+        try await daemon.stop()
         return Double(records) / elapsed.seconds
     }
 
     /// `logctl send`-style acknowledged requests of 1 000 records; nothing is uploaded.
     static func acknowledgedIntakeRate(records: Int, spool: SpoolChoice) async throws -> Double {
-        let harness = try await Harness.start(receiverDelay: .zero, spool: spool, reachable: false) { _ in }
+        let daemon = try await start(spool: spool, reachable: false)
         let start = ContinuousClock.now
-        try await harness.send(count: records, priority: "info")
+        try await daemon.send(count: records, priority: "info", prefix: "record")
         let elapsed = ContinuousClock.now - start
-        try await harness.stop()
+        try await daemon.stop()
         return Double(records) / elapsed.seconds
     }
 
@@ -79,13 +92,13 @@ struct Benchmark {
 
     /// Sends `records` through the control socket and times until the receiver has them all.
     static func deliveryRate(records: Int, batchSize: Int, spool: SpoolChoice) async throws -> DeliveryRate {
-        let harness = try await Harness.start(receiverDelay: .zero, spool: spool) { $0.batch.maxRecords = batchSize }
+        let daemon = try await start(spool: spool) { $0.batch.maxRecords = batchSize }
         let start = ContinuousClock.now
-        try await harness.send(count: records, priority: "info")
-        try await harness.waitForRecords(records)
+        try await daemon.send(count: records, priority: "info", prefix: "record")
+        try await daemon.receiver.waitFor(records: records, within: .seconds(300))
         let elapsed = ContinuousClock.now - start
-        let requests = harness.requestCount
-        try await harness.stop()
+        let requests = daemon.receiver.requests.count
+        try await daemon.stop()
         return DeliveryRate(records: records, requests: requests, rate: Double(records) / elapsed.seconds)
     }
 
@@ -96,23 +109,29 @@ struct Benchmark {
     }
 
     static func crashLatency(backlog: Int, receiverDelay: Duration) async throws -> CrashLatency {
-        let harness = try await Harness.start(receiverDelay: receiverDelay, spool: .sqlite) { $0.batch.maxRecords = 100 }
-        try await harness.send(count: backlog, priority: "info")
-        let accepted = try await harness.sendOne("crash report", priority: "crash")
-        let arrived = try await harness.waitForMessage("crash report")
-        try await harness.waitForRecords(backlog + 1)
-        let overtaken = harness.recordsAfter(message: "crash report")
-        try await harness.stop()
-        return CrashLatency(backlog: backlog, milliseconds: (arrived - accepted).seconds * 1000, overtaken: overtaken)
+        let daemon = try await start(spool: .sqlite, receiverDelay: receiverDelay) { $0.batch.maxRecords = 100 }
+        try await daemon.send(count: backlog, priority: "info", prefix: "record")
+        guard try await daemon.send([Submission(message: "crash report", priority: "crash")]).ok else {
+            throw WaitTimeout(description: "the crash record was refused")
+        }
+        let accepted = ContinuousClock.now
+        try await daemon.receiver.waitFor(records: backlog + 1, within: .seconds(300))
+        let requests = daemon.receiver.requests
+        guard let carrier = requests.first(where: { $0.records.contains { $0.message == "crash report" } }) else {
+            throw WaitTimeout(description: "the crash record did not arrive")
+        }
+        let overtaken = requests.filter { $0.sequence > carrier.sequence }.reduce(0) { $0 + $1.records.count }
+        try await daemon.stop()
+        return CrashLatency(
+            backlog: backlog, milliseconds: (carrier.arrivedAt - accepted).seconds * 1000, overtaken: overtaken)
     }
 
     /// Resident memory of the logshipd binary once it has started, with an empty spool and with `pending` records.
     static func restartMemory(pending: Int) async throws -> (empty: Double, loaded: Double, spoolFile: Double) {
-        let directory = NSTemporaryDirectory() + "logship-bench-rss-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try TemporaryDirectory.make()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let spoolPath = "\(directory)/spool.db"
-        let empty = try await DaemonProcess.residentMemory(directory: directory, spoolPath: spoolPath)
+        let empty = try await residentMemory(directory: directory, spoolPath: spoolPath)
 
         let logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
         let spool = try await SQLiteSpool.open(path: spoolPath, maximumBytes: 1 << 32, minimumFreeDiskBytes: 0, logger: logger)
@@ -127,235 +146,56 @@ struct Benchmark {
         }
         await spool.close()
         let size = (try FileManager.default.attributesOfItem(atPath: spoolPath)[.size] as? Int) ?? 0
-        let loaded = try await DaemonProcess.residentMemory(directory: directory, spoolPath: spoolPath)
+        let loaded = try await residentMemory(directory: directory, spoolPath: spoolPath)
         return (empty, loaded, Double(size) / 1_048_576)
+    }
+
+    /// Starts the logshipd binary on `spoolPath` with an unreachable remote, reads VmRSS once it has listened and
+    /// settled, and stops it.
+    static func residentMemory(directory: String, spoolPath: String) async throws -> Double {
+        let control = "\(directory)/control.sock"
+        try? FileManager.default.removeItem(atPath: control)
+        let daemon = try ChildProcess(
+            Binaries.logshipd, ["--config", "/dev/null"],
+            environment: [
+                "LOGSHIPD_INGEST_STREAM": "", "LOGSHIPD_INGEST_DATAGRAM": "", "LOGSHIPD_INGEST_CONTROL": control,
+                "LOGSHIPD_SPOOL_PATH": spoolPath, "LOGSHIPD_SPOOL_MIN_FREE_DISK": "0",
+                "LOGSHIPD_UPLOAD_URL": "http://127.0.0.1:9/unreachable", "LOGSHIPD_LOG_LEVEL": "error",
+            ])
+        try await waitUntil(within: .seconds(60)) { FileManager.default.fileExists(atPath: control) }
+        // Let start-up settle (the first claims run) before reading: part of the measurement, not synchronisation.
+        try await Task.sleep(for: .milliseconds(500))
+        let status = try String(contentsOfFile: "/proc/\(daemon.pid)/status", encoding: .utf8)
+        daemon.signal(SIGTERM)
+        _ = try await daemon.wait(within: .seconds(60))
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Double(line.split(separator: " ")[1])
+        else { throw WaitTimeout(description: "no VmRSS for logshipd") }
+        return kilobytes / 1024
+    }
+
+    /// An in-process daemon with its receiver; an unreachable remote keeps every record in the spool.
+    static func start(
+        spool: SpoolChoice, reachable: Bool = true, receiverDelay: Duration = .zero,
+        configure: (inout DaemonConfiguration) -> Void = { _ in }
+    ) async throws -> TestDaemon {
+        let directory = try TemporaryDirectory.make()
+        let receiver = try await TestReceiver(behavior: .init(delay: receiverDelay))
+        return try await TestDaemon.start(receiver: receiver, directory: directory) {
+            $0.ingest.datagram = ""
+            // Port 9 (discard) has no listener on loopback: uploads fail and the records stay spooled.
+            if !reachable { $0.upload.url = "http://127.0.0.1:9/unreachable" }
+            $0.upload.retryInitial = .milliseconds(500)
+            $0.upload.retryMax = .seconds(30)
+            $0.spool.path = spool == .memory ? "memory" : "\(directory)/spool.db"
+            $0.spool.maxBytes = 1 << 30
+            $0.spool.minFreeDisk = 0
+            configure(&$0)
+        }
     }
 }
 
 enum SpoolChoice {
     case memory
     case sqlite
-}
-
-/// The logshipd binary, started to read its memory use.
-enum DaemonProcess {
-    /// Starts logshipd on `spoolPath` with an unreachable remote, reads VmRSS once it listens, and stops it.
-    static func residentMemory(directory: String, spoolPath: String) async throws -> Double {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("logshipd").path
-        let control = "\(directory)/control.sock"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--config", "/dev/null"]
-        process.environment = [
-            "LOGSHIPD_INGEST_STREAM": "", "LOGSHIPD_INGEST_DATAGRAM": "", "LOGSHIPD_INGEST_CONTROL": control,
-            "LOGSHIPD_SPOOL_PATH": spoolPath, "LOGSHIPD_SPOOL_MIN_FREE_DISK": "0",
-            "LOGSHIPD_UPLOAD_URL": "http://127.0.0.1:9/unreachable", "LOGSHIPD_LOG_LEVEL": "error",
-        ]
-        try process.run()
-        defer {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !FileManager.default.fileExists(atPath: control) {
-            guard ContinuousClock.now < deadline else { throw BenchmarkError("logshipd did not start") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        // Let start-up settle (the first claims run) before reading.
-        try await Task.sleep(for: .milliseconds(500))
-        let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kilobytes = Double(line.split(separator: " ")[1])
-        else { throw BenchmarkError("no VmRSS for logshipd") }
-        return kilobytes / 1024
-    }
-}
-
-/// A daemon and a receiver in one process, with the receiver's arrivals timed.
-final class Harness: Sendable {
-    private let daemon: Daemon
-    private let receiver: LogReceiver
-    private let log: ArrivalLog
-    private let tasks: [Task<Void, any Error>]
-    private let directory: String
-
-    private init(daemon: Daemon, receiver: LogReceiver, log: ArrivalLog, directory: String) {
-        self.daemon = daemon
-        self.receiver = receiver
-        self.log = log
-        self.directory = directory
-        tasks = [Task { try await receiver.run() }, Task { try await daemon.run() }]
-    }
-
-    static func start(
-        receiverDelay: Duration, spool: SpoolChoice = .memory, reachable: Bool = true,
-        configure: (inout DaemonConfiguration) -> Void
-    ) async throws -> Harness {
-        let log = ArrivalLog()
-        let receiver = try await LogReceiver(host: "127.0.0.1", port: 0, behavior: .init(delay: receiverDelay)) {
-            log.record($0)
-        }
-        let directory = NSTemporaryDirectory() + "logship-bench-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var configuration = DaemonConfiguration()
-        configuration.ingest.stream = "\(directory)/ingest.sock"
-        configuration.ingest.datagram = ""
-        configuration.ingest.control = "\(directory)/control.sock"
-        // Port 9 (discard) has no listener on loopback: uploads fail and the records stay spooled.
-        configuration.upload.url = reachable ? receiver.url : "http://127.0.0.1:9/unreachable"
-        configuration.spool.path = spool == .memory ? "memory" : "\(directory)/spool.db"
-        configuration.spool.minFreeDisk = 0
-        configure(&configuration)
-        let logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
-        let daemon = try await Daemon.start(configuration: configuration, logger: logger, shutdownSignals: [])
-        return Harness(daemon: daemon, receiver: receiver, log: log, directory: directory)
-    }
-
-    var controlPath: String { daemon.configuration.ingest.control }
-
-    var requestCount: Int { log.arrivals.withLock { $0.requests.count } }
-
-    /// Sends `count` records in acknowledged chunks of 1 000.
-    func send(count: Int, priority: String) async throws {
-        let path = controlPath
-        try await NIOThreadPool.singleton.runIfActive {
-            let client = try ControlClient(path: path)
-            var sent = 0
-            while sent < count {
-                let chunk = (sent..<min(count, sent + 1000)).map { Submission(message: "record \($0)", priority: priority) }
-                let response = try client.send(ControlRequest(command: .send, records: chunk))
-                guard response.ok else { throw BenchmarkError(response.error ?? "send refused") }
-                sent += chunk.count
-            }
-        }
-    }
-
-    /// Writes `count` syslog lines to the ingest stream socket over one connection.
-    func writeLines(count: Int) async throws {
-        let path = daemon.configuration.ingest.stream
-        try await NIOThreadPool.singleton.runIfActive {
-            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(descriptor) }
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            guard connected == 0 else { throw BenchmarkError("cannot connect to \(path)") }
-            var chunk: [UInt8] = []
-            for index in 0..<count {
-                chunk.append(contentsOf: "<14>Nov 21 10:00:00 bench[1]: intake line \(index)\n".utf8)
-                if chunk.count > 60_000 || index == count - 1 {
-                    var offset = 0
-                    while offset < chunk.count {
-                        let written = chunk[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-                        guard written > 0 else { throw BenchmarkError("write failed") }
-                        offset += written
-                    }
-                    chunk.removeAll(keepingCapacity: true)
-                }
-            }
-        }
-    }
-
-    /// Waits until `count` records are committed in the spool (pending or claimed).
-    func waitForSpooled(_ count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(300)
-        while true {
-            let statistics = await daemon.spool.statistics()
-            if statistics.pendingTotal + statistics.claimed >= count { return }
-            guard ContinuousClock.now < deadline else { throw BenchmarkError("records not spooled in time") }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
-    /// Sends one record and returns when it was accepted.
-    func sendOne(_ message: String, priority: String) async throws -> ContinuousClock.Instant {
-        let path = controlPath
-        return try await NIOThreadPool.singleton.runIfActive {
-            let response = try ControlClient(path: path).send(
-                ControlRequest(command: .send, records: [Submission(message: message, priority: priority)]))
-            guard response.ok else { throw BenchmarkError(response.error ?? "send refused") }
-            return ContinuousClock.now
-        }
-    }
-
-    func waitForRecords(_ count: Int) async throws {
-        try await poll { $0.recordCount >= count }
-    }
-
-    func waitForMessage(_ message: String) async throws -> ContinuousClock.Instant {
-        try await poll { $0.firstSeen[message] != nil }
-        return log.arrivals.withLock { $0.firstSeen[message]! }
-    }
-
-    /// Records in requests that arrived after the one carrying `message`.
-    func recordsAfter(message: String) -> Int {
-        log.arrivals.withLock { arrivals in
-            guard let carrier = arrivals.requests.first(where: { $0.records.contains { $0.message == message } }) else {
-                return 0
-            }
-            return arrivals.requests.filter { $0.sequence > carrier.sequence }.reduce(0) { $0 + $1.records.count }
-        }
-    }
-
-    func stop() async throws {
-        await daemon.shutdown()
-        try await tasks[1].value
-        tasks[0].cancel()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
-    /// Checks `condition` every millisecond for up to five minutes.
-    private func poll(_ condition: (ArrivalLog.Arrivals) -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(300)
-        while !log.arrivals.withLock({ condition($0) }) {
-            guard ContinuousClock.now < deadline else { throw BenchmarkError("timed out waiting for the receiver") }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-}
-
-/// What the receiver saw, with the first arrival time of watched messages.
-final class ArrivalLog: Sendable {
-    struct Arrivals {
-        var requests: [LogReceiver.Request] = []
-        var recordCount = 0
-        var firstSeen: [String: ContinuousClock.Instant] = [:]
-    }
-
-    /// Messages whose arrival time is recorded.
-    private static let watched: Set<String> = ["crash report"]
-
-    let arrivals = Mutex(Arrivals())
-
-    func record(_ request: LogReceiver.Request) {
-        let now = ContinuousClock.now
-        arrivals.withLock { arrivals in
-            arrivals.requests.append(request)
-            arrivals.recordCount += request.records.count
-            for record in request.records where Self.watched.contains(record.message) {
-                arrivals.firstSeen[record.message] = arrivals.firstSeen[record.message] ?? now
-            }
-        }
-    }
-}
-
-struct BenchmarkError: Error, CustomStringConvertible {
-    let description: String
-
-    init(_ description: String) {
-        self.description = description
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

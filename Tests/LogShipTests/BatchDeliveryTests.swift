@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+import LogShipTestKit
 @testable import LogShip
 
 /// The delivery rules against a scripted remote (an `Uploader` at the unit boundary) and a real in-memory spool.

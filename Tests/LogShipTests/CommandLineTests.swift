@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import Testing
+import LogShipTestKit
 
 /// The real `logctl` and `logshipd` binaries.
 @Suite("logctl and logshipd binaries")

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+import LogShipTestKit
 @testable import LogShip
 
 /// An operation whose work ends when the test says so.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import LogShipTestKit
 @testable import LogShip
 
 @Suite("Configuration")

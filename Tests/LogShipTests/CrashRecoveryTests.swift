@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import Testing
+import LogShipTestKit
 
 /// The real `logshipd` binary on a SQLite spool, stopped hard and gently.
 @Suite("Crash recovery", .serialized)

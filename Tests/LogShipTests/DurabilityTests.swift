@@ -2,6 +2,7 @@ import Foundation
 import LogShip
 import Synchronization
 import Testing
+import LogShipTestKit
 
 /// Losing nothing: the SQLite spool under outages, refusals, floods and restarts, against a real receiver.
 @Suite("Durability, end to end", .serialized)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import LogShipTestKit
 
 /// A short run of the libFuzzer target that `make test` builds (`make fuzz` runs it for longer).
 @Suite("Fuzzing")

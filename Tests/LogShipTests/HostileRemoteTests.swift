@@ -3,6 +3,7 @@ import GRDB
 import LogShip
 import Synchronization
 import Testing
+import LogShipTestKit
 
 /// Remotes that refuse, stall or ask for absurd pauses, and a spool whose settling writes fail: nothing accepted
 /// is lost, nothing is dead-lettered for a fault that is not the records', and delivery resumes by itself.

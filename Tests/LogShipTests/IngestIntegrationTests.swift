@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import Testing
+import LogShipTestKit
 
 /// The real `logger` from util-linux against the real sockets, through to a real HTTP receiver.
 @Suite("Ingest sockets, end to end")

@@ -3,6 +3,7 @@ import Foundation
 import LogShip
 import Testing
 
+import LogShipTestKit
 @testable import LogShip
 
 /// Floods and connection storms: the daemon stays up, bounded, and keeps serving everyone else.

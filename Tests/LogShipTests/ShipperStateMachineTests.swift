@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import LogShipTestKit
 @testable import LogShip
 
 /// The shipper's decisions with a fake clock and no queue, spool or network.

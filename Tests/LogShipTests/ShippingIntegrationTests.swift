@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import Testing
+import LogShipTestKit
 
 /// The dam under load: real control socket, real OperationQueue, real HTTP to a real receiver.
 @Suite("Shipping, end to end", .serialized)

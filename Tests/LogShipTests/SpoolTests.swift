@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 
+import LogShipTestKit
 @testable import LogShip
 
 /// The spools, each against the same rules: the in-memory one and the SQLite one on a real file.

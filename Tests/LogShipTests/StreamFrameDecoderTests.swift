@@ -1,6 +1,7 @@
 import NIOCore
 import Testing
 
+import LogShipTestKit
 @testable import LogShipRecord
 
 @Suite("Stream framing")

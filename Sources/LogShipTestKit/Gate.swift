@@ -4,7 +4,7 @@ import Synchronization
 ///
 /// A receiver's `hold` waits on a gate to keep requests in flight until the test has set up the moment it
 /// wants to look at, so what the test asserts does not depend on how fast the machine is.
-final class Gate: Sendable {
+public final class Gate: Sendable {
     private struct State {
         var isOpen = false
         var waiters: [CheckedContinuation<Void, Never>] = []
@@ -12,8 +12,10 @@ final class Gate: Sendable {
 
     private let state = Mutex(State())
 
+    public init() {}
+
     /// Returns once the gate is open.
-    func wait() async {
+    public func wait() async {
         await withCheckedContinuation { continuation in
             let isOpen = state.withLock { state in
                 if !state.isOpen { state.waiters.append(continuation) }
@@ -24,7 +26,7 @@ final class Gate: Sendable {
     }
 
     /// Opens the gate for good and releases every waiter.
-    func open() {
+    public func open() {
         let waiters = state.withLock { state in
             state.isOpen = true
             defer { state.waiters = [] }

@@ -2,33 +2,33 @@ import Foundation
 import Synchronization
 
 /// Runs the real binaries (logshipd, logctl, logger) and collects what they print.
-struct ProcessResult: Sendable {
-    var status: Int32
-    var standardOutput: String
-    var standardError: String
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var standardOutput: String
+    public var standardError: String
 }
 
-enum Binaries {
+public enum Binaries {
     /// The directory holding the test bundle, where SwiftPM also puts the `logshipd` and `logctl` executables.
-    static var directory: URL {
+    public static var directory: URL {
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
     }
 
-    static var logshipd: String { directory.appendingPathComponent("logshipd").path }
-    static var logctl: String { directory.appendingPathComponent("logctl").path }
+    public static var logshipd: String { directory.appendingPathComponent("logshipd").path }
+    public static var logctl: String { directory.appendingPathComponent("logctl").path }
 }
 
 /// A started child process.
-final class ChildProcess: @unchecked Sendable {
+public final class ChildProcess: @unchecked Sendable {
     // @unchecked: Process is used from the test task only; the exit status arrives through `exited`, the output
     // through the collectors.
-    let process = Process()
+    public let process = Process()
     private let output: OutputCollector
     private let error: OutputCollector
     private let exited: AsyncStream<Int32>
     private let exitContinuation: AsyncStream<Int32>.Continuation
 
-    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil) throws {
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil) throws {
         (exited, exitContinuation) = AsyncStream.makeStream(of: Int32.self)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -57,13 +57,13 @@ final class ChildProcess: @unchecked Sendable {
         try input.fileHandleForWriting.close()
     }
 
-    var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.processIdentifier }
 
     /// What the process has written to stderr so far.
-    var standardErrorSoFar: String { error.text }
+    public var standardErrorSoFar: String { error.text }
 
     /// Waits for the process to exit, at most `timeout`; kills it and throws if it does not.
-    func wait(within timeout: Duration = .seconds(30)) async throws -> ProcessResult {
+    public func wait(within timeout: Duration = .seconds(30)) async throws -> ProcessResult {
         let exited = self.exited
         let status = try await withThrowingTaskGroup(of: Int32?.self) { group in
             group.addTask {
@@ -86,7 +86,7 @@ final class ChildProcess: @unchecked Sendable {
         return ProcessResult(status: status, standardOutput: output.text, standardError: error.text)
     }
 
-    func signal(_ signal: Int32) {
+    public func signal(_ signal: Int32) {
         kill(process.processIdentifier, signal)
     }
 }
@@ -121,7 +121,7 @@ private final class OutputCollector: Sendable {
 }
 
 /// Runs a command to completion.
-func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil)
+public func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil)
     async throws -> ProcessResult
 {
     try await ChildProcess(executable, arguments, environment: environment, stdin: stdin).wait()

@@ -1,13 +1,13 @@
 import Foundation
 
 /// The real `logshipd` binary with its sockets, configuration and spool in one directory.
-enum LogshipdProcess {
+public enum LogshipdProcess {
     /// Writes `logshipd.yaml` in `directory` for a daemon posting to `url`; `ingest` and `upload` add keys to
     /// their sections.
     ///
     /// - Returns: The configuration's path.
     @discardableResult
-    static func configure(
+    public static func configure(
         directory: String, url: String, ingest: [String] = [], upload: [String] = [], spool: String? = nil
     ) throws -> String {
         let path = "\(directory)/logshipd.yaml"
@@ -29,7 +29,7 @@ enum LogshipdProcess {
     }
 
     /// Starts logshipd on `directory`'s configuration and returns once its control socket is there.
-    static func start(directory: String) async throws -> ChildProcess {
+    public static func start(directory: String) async throws -> ChildProcess {
         try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
         let daemon = try ChildProcess(Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"])
         try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: "\(directory)/control.sock") }

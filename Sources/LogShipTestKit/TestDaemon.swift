@@ -4,16 +4,16 @@ import Logging
 import NIOPosix
 
 /// logshipd running in-process against a `TestReceiver`, with its sockets in a private temporary directory.
-final class TestDaemon: Sendable {
-    let directory: String
-    let receiver: TestReceiver
-    let daemon: Daemon
-    let configuration: DaemonConfiguration
+public final class TestDaemon: Sendable {
+    public let directory: String
+    public let receiver: TestReceiver
+    public let daemon: Daemon
+    public let configuration: DaemonConfiguration
     private let task: Task<Void, any Error>
 
-    var streamPath: String { configuration.ingest.stream }
-    var datagramPath: String { configuration.ingest.datagram }
-    var controlPath: String { configuration.ingest.control }
+    public var streamPath: String { configuration.ingest.stream }
+    public var datagramPath: String { configuration.ingest.datagram }
+    public var controlPath: String { configuration.ingest.control }
 
     private init(directory: String, receiver: TestReceiver, daemon: Daemon, configuration: DaemonConfiguration) {
         self.directory = directory
@@ -26,7 +26,7 @@ final class TestDaemon: Sendable {
     /// Starts a daemon posting to a new receiver with `behavior`.
     ///
     /// - Parameter configure: Adjusts the configuration after the test defaults are set.
-    static func start(
+    public static func start(
         receiver behavior: LogReceiver.Behavior = .init(),
         configure: (inout DaemonConfiguration) -> Void = { _ in }
     ) async throws -> TestDaemon {
@@ -34,7 +34,7 @@ final class TestDaemon: Sendable {
     }
 
     /// Starts a daemon posting to `receiver`; `configure` may point it elsewhere.
-    static func start(
+    public static func start(
         receiver: TestReceiver,
         directory: String? = nil,
         configure: (inout DaemonConfiguration) -> Void = { _ in }
@@ -55,11 +55,11 @@ final class TestDaemon: Sendable {
     }
 
     /// Writes lines to the ingest stream socket over one connection, then closes it.
-    func ingest(_ lines: [String]) async throws {
+    public func ingest(_ lines: [String]) async throws {
         try await ingest(bytes: Array(lines.map { $0 + "\n" }.joined().utf8))
     }
 
-    func ingest(bytes: [UInt8]) async throws {
+    public func ingest(bytes: [UInt8]) async throws {
         let path = streamPath
         try await offloaded {
             let client = try UnixClient(path: path, type: .stream)
@@ -68,7 +68,7 @@ final class TestDaemon: Sendable {
     }
 
     /// Sends records over the control socket, as `logctl send` does, and returns the daemon's answer.
-    func send(_ submissions: [Submission]) async throws -> ControlResponse {
+    public func send(_ submissions: [Submission]) async throws -> ControlResponse {
         let path = controlPath
         return try await offloaded {
             try ControlClient(path: path).send(ControlRequest(command: .send, records: submissions))
@@ -76,7 +76,7 @@ final class TestDaemon: Sendable {
     }
 
     /// Sends `count` records of one priority, in chunks, each acknowledged.
-    func send(count: Int, priority: String, prefix: String, fields: [String: String]? = nil) async throws {
+    public func send(count: Int, priority: String, prefix: String, fields: [String: String]? = nil) async throws {
         var sent = 0
         while sent < count {
             let chunk = (sent..<min(count, sent + 1000)).map {
@@ -91,7 +91,7 @@ final class TestDaemon: Sendable {
     /// Shuts the daemon down gracefully and waits for it to stop.
     ///
     /// - Parameter keepDirectory: Leave the sockets' directory (and a spool in it) for a restart.
-    func stop(keepDirectory: Bool = false) async throws {
+    public func stop(keepDirectory: Bool = false) async throws {
         await daemon.shutdown()
         try await task.value
         if !keepDirectory {
@@ -100,7 +100,7 @@ final class TestDaemon: Sendable {
     }
 
     /// Asks the daemon for its counters over the control socket.
-    func status() async throws -> DaemonStatus {
+    public func status() async throws -> DaemonStatus {
         let path = controlPath
         return try await offloaded {
             let response = try ControlClient(path: path).send(ControlRequest(command: .status))
@@ -112,7 +112,7 @@ final class TestDaemon: Sendable {
 
 extension Logger {
     /// Quiet unless LOGSHIP_TEST_LOG is set, when it logs at debug level to stderr.
-    static var test: Logger {
+    public static var test: Logger {
         guard ProcessInfo.processInfo.environment["LOGSHIP_TEST_LOG"] != nil else {
             return Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         }
@@ -123,13 +123,13 @@ extension Logger {
 }
 
 /// Runs blocking work (socket calls, process waits) on NIO's thread pool instead of the cooperative pool.
-func offloaded<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+public func offloaded<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
     try await NIOThreadPool.singleton.runIfActive(body)
 }
 
-enum TemporaryDirectory {
+public enum TemporaryDirectory {
     /// A new directory with a short path, since Unix socket paths are limited to 107 bytes.
-    static func make() throws -> String {
+    public static func make() throws -> String {
         var template = Array("/tmp/logship-XXXXXX".utf8CString)
         guard let pointer = mkdtemp(&template) else {
             throw WaitTimeout(description: "mkdtemp failed: \(String(cString: strerror(errno)))")

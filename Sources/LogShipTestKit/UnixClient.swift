@@ -1,13 +1,13 @@
 import Foundation
 
 /// A blocking Unix socket client for tests: the peer whose credentials the daemon should report.
-final class UnixClient: @unchecked Sendable {
+public final class UnixClient: @unchecked Sendable {
     // @unchecked: the descriptor is only used by one test at a time.
-    enum SocketType {
+    public enum SocketType {
         case stream
         case datagram
 
-        var rawValue: Int32 {
+        public var rawValue: Int32 {
             switch self {
             case .stream: Int32(SOCK_STREAM.rawValue)
             case .datagram: Int32(SOCK_DGRAM.rawValue)
@@ -15,9 +15,9 @@ final class UnixClient: @unchecked Sendable {
         }
     }
 
-    let descriptor: Int32
+    public let descriptor: Int32
 
-    init(path: String, type: SocketType) throws {
+    public init(path: String, type: SocketType) throws {
         descriptor = socket(AF_UNIX, type.rawValue | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw UnixClientError(call: "socket", errno: errno) }
         var address = sockaddr_un()
@@ -44,7 +44,7 @@ final class UnixClient: @unchecked Sendable {
     }
 
     /// Writes all of `bytes` (one datagram on a datagram socket).
-    func write(_ bytes: [UInt8]) throws {
+    public func write(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -56,19 +56,19 @@ final class UnixClient: @unchecked Sendable {
         }
     }
 
-    func write(_ text: String) throws {
+    public func write(_ text: String) throws {
         try write(Array(text.utf8))
     }
 
     /// Makes a blocked send give up after `timeout` (with EAGAIN), so a writer cannot hang on a stopped reader.
-    func setSendTimeout(_ timeout: Duration) {
+    public func setSendTimeout(_ timeout: Duration) {
         var value = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// How many of `clients` the peer has closed, looking without waiting: a closed connection polls readable
     /// and reads end of file, one the peer keeps open and silent does not.
-    static func closedByPeer(_ clients: [UnixClient]) -> Int {
+    public static func closedByPeer(_ clients: [UnixClient]) -> Int {
         var descriptors = clients.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
         guard poll(&descriptors, nfds_t(descriptors.count), 0) > 0 else { return 0 }
         var byte: UInt8 = 0
@@ -78,8 +78,8 @@ final class UnixClient: @unchecked Sendable {
     }
 }
 
-struct UnixClientError: Error, CustomStringConvertible {
-    let call: String
-    let errno: Int32
-    var description: String { "\(call): \(String(cString: strerror(errno)))" }
+public struct UnixClientError: Error, CustomStringConvertible {
+    public let call: String
+    public let errno: Int32
+    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
 }

@@ -4,13 +4,13 @@ import Synchronization
 
 /// A real `LogReceiver` on loopback that remembers every request in arrival order and lets a test wait for
 /// what it expects.
-final class TestReceiver: Sendable {
-    let receiver: LogReceiver
+public final class TestReceiver: Sendable {
+    public let receiver: LogReceiver
     private let log = RequestLog()
     private let task: Task<Void, any Error>
 
     /// Starts a receiver on 127.0.0.1, on `port` or an ephemeral one.
-    init(port: Int = 0, behavior: LogReceiver.Behavior = .init()) async throws {
+    public init(port: Int = 0, behavior: LogReceiver.Behavior = .init()) async throws {
         let log = self.log
         receiver = try await LogReceiver(host: "127.0.0.1", port: port, behavior: behavior) { log.append($0) }
         let receiver = receiver
@@ -21,18 +21,18 @@ final class TestReceiver: Sendable {
         task.cancel()
     }
 
-    var url: String { receiver.url }
+    public var url: String { receiver.url }
 
     /// Requests in the order they arrived.
-    var requests: [LogReceiver.Request] { log.requests }
+    public var requests: [LogReceiver.Request] { log.requests }
 
     /// Records in the order their requests arrived.
-    var records: [LogRecord] { requests.flatMap(\.records) }
+    public var records: [LogRecord] { requests.flatMap(\.records) }
 
-    var maximumInFlight: Int { receiver.statistics.maximumInFlight }
+    public var maximumInFlight: Int { receiver.statistics.maximumInFlight }
 
     /// Waits until `condition` holds for the requests received, or throws after `timeout`.
-    func waitUntil(
+    public func waitUntil(
         within timeout: Duration = .seconds(10),
         _ condition: @escaping @Sendable ([LogReceiver.Request]) -> Bool
     ) async throws {
@@ -40,7 +40,7 @@ final class TestReceiver: Sendable {
     }
 
     /// Waits until at least `count` records have arrived.
-    func waitFor(records count: Int, within timeout: Duration = .seconds(10)) async throws {
+    public func waitFor(records count: Int, within timeout: Duration = .seconds(10)) async throws {
         try await waitUntil(within: timeout) { requests in
             requests.reduce(0) { $0 + $1.records.count } >= count
         }
@@ -121,7 +121,7 @@ private final class RequestLog: Sendable {
 }
 
 /// A loopback port nothing listens on at the moment of asking: for a remote that is down, to be started later.
-func unusedPort() throws -> Int {
+public func unusedPort() throws -> Int {
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(descriptor) }
     var address = sockaddr_in()
@@ -136,8 +136,4 @@ func unusedPort() throws -> Int {
     }
     guard bound else { throw WaitTimeout(description: "no free port: \(String(cString: strerror(errno)))") }
     return Int(UInt16(bigEndian: address.sin_port))
-}
-
-struct WaitTimeout: Error, CustomStringConvertible {
-    let description: String
 }

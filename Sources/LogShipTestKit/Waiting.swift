@@ -1,7 +1,7 @@
 import Foundation
 
 /// Polls `condition` until it holds, failing after `timeout`; for state that offers no notification.
-func waitUntil(
+public func waitUntil(
     within timeout: Duration = .seconds(5), _ condition: @Sendable () -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
@@ -12,7 +12,7 @@ func waitUntil(
 }
 
 /// Polls an async `condition` until it holds, failing after `timeout`; for the daemon's status counters.
-func eventually(
+public func eventually(
     within timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
@@ -22,17 +22,11 @@ func eventually(
     }
 }
 
-/// Checks FIFO order across requests that may overlap: each request's numbers ascend, and every number in a
-/// request is below every number in requests that arrived `window` or more requests later (requests closer than
-/// that may have been in flight together). Returns the pairs that break it; zero for FIFO.
-func fifoViolations(_ requests: [[Int]], window: Int) -> Int {
-    var violations = requests.count { $0 != $0.sorted() }
-    let nonEmpty = requests.filter { !$0.isEmpty }
-    for (index, request) in nonEmpty.enumerated() {
-        let highest = request.max()!
-        for later in nonEmpty.dropFirst(index + window) where later.min()! < highest {
-            violations += 1
-        }
+/// A wait that ran out of time, or a step of a test harness that could not be done.
+public struct WaitTimeout: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(description: String) {
+        self.description = description
     }
-    return violations
 }
