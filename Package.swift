@@ -26,6 +26,7 @@ let package = Package(
     targets: [
         .target(name: "CUnixSocket"),
         .systemLibrary(name: "CFuzzerDriver"),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // The record and how bytes become one: small and free of I/O, so that the fuzzer builds it alone.
         .target(
             name: "LogShipRecord",
@@ -36,6 +37,7 @@ let package = Package(
         .target(
             name: "LogShip",
             dependencies: [
+                "CSystemd",
                 "CUnixSocket",
                 "LogShipRecord",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -104,6 +106,7 @@ let package = Package(
                 "LogShipTestKit",
                 // Tests reach into the spool file to inject storage failures, as a failing disk would.
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,18 +2,22 @@ import Foundation
 
 /// The real `logshipd` binary with its sockets, configuration and spool in one directory.
 public enum LogshipdProcess {
-    /// Writes `logshipd.yaml` in `directory` for a daemon posting to `url`; `ingest` and `upload` add keys to
-    /// their sections.
+    /// Writes `logshipd.yaml` in `directory` for a daemon posting to `url`; `ingest`, `upload`, `spoolKeys` and
+    /// `journal` add keys to their sections (the journal stays off without any).
     ///
     /// - Returns: The configuration's path.
     @discardableResult
     public static func configure(
-        directory: String, url: String, ingest: [String] = [], upload: [String] = [], spool: String? = nil
+        directory: String, url: String, ingest: [String] = [], upload: [String] = [], spool: String? = nil,
+        spoolKeys: [String] = [], journal: [String] = []
     ) throws -> String {
         let path = "\(directory)/logshipd.yaml"
         let ingestKeys = (["stream: \(directory)/ingest.sock", "datagram: \"\"", "control: \(directory)/control.sock"] + ingest)
             .map { "  \($0)" }.joined(separator: "\n")
         let uploadKeys = (["url: \(url)", "retry_max: 1s"] + upload).map { "  \($0)" }.joined(separator: "\n")
+        let spoolSection = (["path: \(spool ?? "\(directory)/spool.db")", "min_free_disk: 0"] + spoolKeys)
+            .map { "  \($0)" }.joined(separator: "\n")
+        let journalSection = journal.isEmpty ? "" : "journal:\n" + journal.map { "  \($0)" }.joined(separator: "\n")
         try """
             ingest:
             \(ingestKeys)
@@ -22,8 +26,8 @@ public enum LogshipdProcess {
             batch:
               max_records: 500
             spool:
-              path: \(spool ?? "\(directory)/spool.db")
-              min_free_disk: 0
+            \(spoolSection)
+            \(journalSection)
             """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }

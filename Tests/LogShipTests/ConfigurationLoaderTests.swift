@@ -101,10 +101,43 @@ struct ConfigurationLoaderTests {
         ("ingest:\n  max_connections: 0\n", "ingest.max_connections: invalid value \"0\" (expected a whole number from 1"),
         ("ingest:\n  max_record_bytes: 16MiB\nspool:\n  max_bytes: 64KiB\n", "spool.max_bytes must hold at least four records"),
         ("upload:\n  retry_initial: 2s\n  retry_max: 1s\n", "upload.retry_max must not be shorter than upload.retry_initial"),
+        ("journal:\n  matches: [nope]\n", "journal.matches: invalid match \"nope\""),
+        ("journal:\n  matches: [\"lower=x\"]\n", "journal.matches: invalid match \"lower=x\""),
+        ("journal:\n  fields: [\"1ABC\"]\n", "journal.fields: invalid field name"),
+        ("journal:\n  start_at: middle\n", "journal.start_at: invalid value \"middle\" (expected head or tail)"),
+        ("journal:\n  min_priority: loud\n", "journal.min_priority: invalid value"),
+        ("journal:\n  units: {a: b}\n", "journal.units must be a list of values"),
     ])
     func rejects(yaml: String, message: String) async {
         let error = await loadError(yaml)
         #expect(error.contains(message), "\(error)")
+    }
+
+    @Test("journal keys: lists from the file or, comma-separated, from the environment")
+    func journalKeys() async throws {
+        let configuration = try await load(
+            """
+            journal:
+              enabled: true
+              directory: /var/log/journal/remote
+              start_at: head
+              units: [nginx.service, postgresql.service]
+              min_priority: warning
+              matches:
+                - _TRANSPORT=journal
+              fields: [REQUEST_ID]
+              max_field_bytes: 128KiB
+            spool:
+              path: memory
+            """, environment: ["LOGSHIPD_JOURNAL_EXCLUDE_UNITS": "cron.service, logshipd.service"])
+        let journal = configuration.journal
+        #expect(journal.enabled && journal.directory == "/var/log/journal/remote" && journal.startAt == .head)
+        #expect(journal.units == ["nginx.service", "postgresql.service"])
+        #expect(journal.excludeUnits == ["cron.service", "logshipd.service"])
+        #expect(journal.minPriority == .warning && journal.matches == ["_TRANSPORT=journal"])
+        #expect(journal.fields == ["REQUEST_ID"] && journal.maxFieldBytes == 131_072)
+        let defaults = try await load("spool:\n  path: memory\n")
+        #expect(defaults.journal.excludeUnits == ["logshipd.service"] && defaults.journal.startAt == .tail)
     }
 
     @Test("a bad environment value names the key too")

@@ -1,6 +1,8 @@
+import AsyncHTTPClient
 import Foundation
 import GRDB
 import LogShip
+import NIOPosix
 import Synchronization
 import Testing
 import LogShipTestKit
@@ -63,7 +65,7 @@ struct HostileRemoteTests {
             if sequence == 0 { await gate.wait() }
         }))
         let daemon = try await TestDaemon.start(receiver: receiver) {
-            $0.upload.timeout = .seconds(1)
+            $0.upload.timeout = .seconds(2)
         }
         try await daemon.send(count: 10, priority: "info", prefix: "stalled")
         try await receiver.waitUntil { $0.count == 1 }
@@ -75,10 +77,26 @@ struct HostileRemoteTests {
             return answered.contains("crash while stalled") && answered.count { $0.hasPrefix("stalled") } == 10
         }
         let retry = try #require(receiver.requests.dropFirst().first { $0.records.contains { $0.message == "stalled 0" } })
-        #expect(retry.arrivedAt - stalledAt >= .seconds(1), "abandoned at the timeout, not before")
+        // The timeout runs from when the request left, a little before its head arrived.
+        #expect(retry.arrivedAt - stalledAt >= .milliseconds(1_500), "abandoned at the timeout, not before")
         let status = try await daemon.status()
         #expect(status.failedRequests >= 1)
         try await daemon.stop()
+    }
+
+    @Test("a refusal whose body stalls keeps its meaning: 401 is still the credentials, not a timeout")
+    func stalledRefusal() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let receiver = try await TestReceiver(behavior: .init(decide: { _, _ in 401 }, holdBody: { _ in await gate.wait() }))
+        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+        let uploader = HTTPUploader(client: client, configuration: .init(url: receiver.url, timeout: .milliseconds(500)))
+        await #expect {
+            try await uploader.upload(Payload(body: Array("{}\n".utf8), recordCount: 1, batchNumber: 1))
+        } throws: { error in
+            (error as? UploadError)?.status == 401 && (error as? UploadError)?.fault == .endpointRefused
+        }
+        try await client.shutdown()
     }
 
     @Test("Retry-After asking for a day, or for longer than any clock holds, pauses for upload.retry_after_max",

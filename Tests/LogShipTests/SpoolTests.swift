@@ -64,6 +64,42 @@ struct SpoolTests {
         await spool.close()
     }
 
+    @Test("an input's position is committed with its records, and a group that would need evicting is left out whole",
+          arguments: SpoolKind.allCases)
+    func positions(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make(maximumBytes: 4 * recordSize)
+        #expect(try await spool.savedPosition(of: "journal") == nil)
+        let first = try await spool.append(
+            [entry(.info, "j1", padding: 98)], position: InputPosition(input: "journal", cursor: "c1"), evicting: false)
+        #expect(first == AppendReceipt(accepted: 1))
+        #expect(try await spool.savedPosition(of: "journal") == "c1")
+        _ = try await spool.append([entry(.debug, "d1", padding: 98), entry(.debug, "d2", padding: 98)])
+
+        // Two more would need evicting a debug record: none is stored, and the position stays.
+        let full = try await spool.append(
+            [entry(.info, "j2", padding: 98), entry(.info, "j3", padding: 98)],
+            position: InputPosition(input: "journal", cursor: "c3"), evicting: false)
+        #expect(full == AppendReceipt(deferred: 2))
+        #expect(try await spool.savedPosition(of: "journal") == "c1")
+        #expect(await spool.statistics().pending[.debug] == 2, "nothing was evicted for them")
+
+        let filtered = try await spool.append([], position: InputPosition(input: "journal", cursor: "c4"), evicting: false)
+        #expect(filtered == AppendReceipt(), "an empty group moves the position")
+        #expect(try await spool.savedPosition(of: "journal") == "c4")
+        await spool.close()
+    }
+
+    @Test("a saved position survives reopening the SQLite spool")
+    func positionSurvives() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let spool = try await SpoolKind.sqlite.make(path: path)
+        _ = try await spool.append([entry(.info, "j")], position: InputPosition(input: "journal", cursor: "c9"), evicting: false)
+        await spool.close()
+        let reopened = try await SpoolKind.sqlite.make(path: path)
+        #expect(try await reopened.savedPosition(of: "journal") == "c9")
+        await reopened.close()
+    }
+
     @Test("claims keep arrival order within a class and never mix classes", arguments: SpoolKind.allCases)
     func orderPerClass(_ kind: SpoolKind) async throws {
         let spool = try await kind.make()

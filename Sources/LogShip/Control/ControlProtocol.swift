@@ -109,11 +109,13 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     public var pauseCause: String?
     /// The failure that paused delivery, in one line (`HTTP 401: …`); after the pause, until a request succeeds.
     public var lastFailure: String?
+    /// The journal input's state, when it is enabled.
+    public var journal: JournalStatus?
 
     public init(
         received: Int, truncated: Int, pending: [String: Int], claimed: Int, spoolBytes: Int, evicted: Int,
         refused: Int, delivered: Int, deadLetters: Int, requests: Int, failedRequests: Int, inFlight: Int,
-        pausedUntil: String?, pauseCause: String? = nil, lastFailure: String? = nil
+        pausedUntil: String?, pauseCause: String? = nil, lastFailure: String? = nil, journal: JournalStatus? = nil
     ) {
         self.received = received
         self.truncated = truncated
@@ -130,5 +132,6 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
         self.pausedUntil = pausedUntil
         self.pauseCause = pauseCause
         self.lastFailure = lastFailure
+        self.journal = journal
     }
 }

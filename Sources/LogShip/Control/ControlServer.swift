@@ -12,6 +12,7 @@ public struct ControlServer: Service {
     private let intake: RecordIntake
     private let shipper: Shipper
     private let spool: any Spool
+    private let journal: JournalIngestServer?
     private let hostname: String
     private let maximumRecordBytes: Int
     private let logger: Logger
@@ -29,6 +30,7 @@ public struct ControlServer: Service {
         intake: RecordIntake,
         shipper: Shipper,
         spool: any Spool,
+        journal: JournalIngestServer?,
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> ControlServer {
@@ -36,7 +38,7 @@ public struct ControlServer: Service {
             path: path, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes, limits: limits, group: group,
             logger: logger)
         return ControlServer(
-            listener: listener, intake: intake, shipper: shipper, spool: spool, hostname: hostname,
+            listener: listener, intake: intake, shipper: shipper, spool: spool, journal: journal, hostname: hostname,
             maximumRecordBytes: maximumRecordBytes, logger: logger)
     }
 
@@ -154,6 +156,7 @@ public struct ControlServer: Service {
             inFlight: shipperStatistics.operationsInFlight,
             pausedUntil: shipperStatistics.pause.map { Timestamp($0.until).rfc3339 },
             pauseCause: shipperStatistics.pause?.cause.rawValue,
-            lastFailure: (shipperStatistics.pause ?? shipperStatistics.lastFailure)?.reason)
+            lastFailure: (shipperStatistics.pause ?? shipperStatistics.lastFailure)?.reason,
+            journal: journal?.statistics)
     }
 }

@@ -19,9 +19,19 @@ public struct ConfigurationLoader: Sendable {
         "upload.retry_initial", "upload.retry_max", "upload.retry_after_max", "upload.shutdown_timeout",
         "batch.max_records", "batch.max_bytes",
         "spool.path", "spool.max_bytes", "spool.min_free_disk",
-        "journal.enabled",
+        "journal.enabled", "journal.directory", "journal.start_at", "journal.units", "journal.exclude_units",
+        "journal.min_priority", "journal.matches", "journal.fields", "journal.max_field_bytes",
         "log.level", "host.name",
     ]
+
+    /// Keys whose value is a list: a YAML sequence in the file, comma-separated text in the environment.
+    static let listKeys: Set<String> = ["journal.units", "journal.exclude_units", "journal.matches", "journal.fields"]
+
+    /// What the file holds that swift-configuration cannot enumerate.
+    struct FileValues {
+        var headers: [(String, String)] = []
+        var lists: [String: [String]] = [:]
+    }
 
     private let environment: [String: String]
 
@@ -39,7 +49,7 @@ public struct ConfigurationLoader: Sendable {
         var providers: [any ConfigProvider] = [
             EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "logshipd")
         ]
-        var fileHeaders: [(String, String)] = []
+        var fileValues = FileValues()
         if let path {
             let text: String
             do {
@@ -51,12 +61,12 @@ public struct ConfigurationLoader: Sendable {
                 throw ConfigurationError("cannot read \(path): \(Self.reason(error))")
             }
             // A file of comments only holds no document; it means "all defaults".
-            if let headers = try Self.validate(yaml: text, path: path) {
-                fileHeaders = headers
+            if let values = try Self.validate(yaml: text, path: path) {
+                fileValues = values
                 providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
             }
         }
-        return try Self.read(ConfigReader(providers: providers), fileHeaders: fileHeaders)
+        return try Self.read(ConfigReader(providers: providers), file: fileValues)
     }
 
     /// The system's words for a file error: "No such file or directory", "Is a directory".
@@ -73,9 +83,9 @@ public struct ConfigurationLoader: Sendable {
 
     /// Checks that every key in the file is known and every value a scalar (`upload.headers` a mapping of them).
     ///
-    /// - Returns: The headers from `upload.headers`, which swift-configuration cannot enumerate; `nil` when the
-    ///   file holds no document at all.
-    static func validate(yaml: String, path: String) throws -> [(String, String)]? {
+    /// - Returns: The headers from `upload.headers` and the lists, which swift-configuration cannot enumerate;
+    ///   `nil` when the file holds no document at all.
+    static func validate(yaml: String, path: String) throws -> FileValues? {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml)
@@ -85,7 +95,7 @@ public struct ConfigurationLoader: Sendable {
         guard let root else { return nil }
         guard let mapping = root.mapping else { throw ConfigurationError("\(path): the top level must be a mapping") }
 
-        var headers: [(String, String)] = []
+        var values = FileValues()
         for (sectionNode, sectionValue) in mapping {
             let section = sectionNode.string ?? "\(sectionNode)"
             guard let entries = sectionValue.mapping else {
@@ -98,13 +108,29 @@ public struct ConfigurationLoader: Sendable {
                     throw ConfigurationError("\(path): unknown key \(key)")
                 }
                 if key == "upload.headers" {
-                    headers = try readHeaders(value, path: path)
+                    values.headers = try readHeaders(value, path: path)
+                } else if listKeys.contains(key) {
+                    values.lists[key] = try readList(value, key: key, path: path)
                 } else if value.scalar == nil {
                     throw ConfigurationError("\(path): \(key) must be a single value")
                 }
             }
         }
-        return headers
+        return values
+    }
+
+    /// A sequence of scalars, or one scalar holding a comma-separated list.
+    private static func readList(_ node: Node, key: String, path: String) throws -> [String] {
+        if let scalar = node.scalar {
+            return ValueParser.list.parse(scalar.string) ?? []
+        }
+        guard let sequence = node.sequence else {
+            throw ConfigurationError("\(path): \(key) must be a list of values")
+        }
+        return try sequence.map { item in
+            guard let text = item.scalar?.string else { throw ConfigurationError("\(path): \(key) must be a list of values") }
+            return text
+        }
     }
 
     private static func readHeaders(_ node: Node, path: String) throws -> [(String, String)] {
@@ -120,7 +146,7 @@ public struct ConfigurationLoader: Sendable {
         }
     }
 
-    private static func read(_ reader: ConfigReader, fileHeaders: [(String, String)]) throws -> DaemonConfiguration {
+    private static func read(_ reader: ConfigReader, file: FileValues) throws -> DaemonConfiguration {
         let values = ConfigValues(reader: reader)
         var configuration = DaemonConfiguration()
 
@@ -143,7 +169,7 @@ public struct ConfigurationLoader: Sendable {
         try values.read("upload.retry_max", into: &configuration.upload.retryMax, .duration())
         try values.read("upload.retry_after_max", into: &configuration.upload.retryAfterMax, .duration())
         try values.read("upload.shutdown_timeout", into: &configuration.upload.shutdownTimeout, .duration())
-        configuration.upload.headers = fileHeaders
+        configuration.upload.headers = file.headers
         try values.read("upload.headers", into: &configuration.upload.headers, .headerList)
 
         try values.read("batch.max_records", into: &configuration.batch.maxRecords, .integer(1...1_000_000))
@@ -154,6 +180,22 @@ public struct ConfigurationLoader: Sendable {
         try values.read("spool.min_free_disk", into: &configuration.spool.minFreeDisk, .byteCount(0...Int.max))
 
         try values.read("journal.enabled", into: &configuration.journal.enabled, .boolean)
+        try values.read("journal.directory", into: &configuration.journal.directory, .text)
+        try values.read("journal.start_at", into: &configuration.journal.startAt, .journalStart)
+        try values.read("journal.min_priority", into: &configuration.journal.minPriority, .severity)
+        try values.read("journal.max_field_bytes", into: &configuration.journal.maxFieldBytes, .byteCount(256...(16 << 20)))
+        for (key, keyPath) in [
+            ("journal.units", \DaemonConfiguration.Journal.units),
+            ("journal.exclude_units", \.excludeUnits),
+        ] {
+            if let list = file.lists[key] { configuration.journal[keyPath: keyPath] = list }
+            try values.read(key, into: &configuration.journal[keyPath: keyPath], .list)
+        }
+        if let matches = file.lists["journal.matches"] { configuration.journal.matches = matches }
+        try values.read("journal.matches", into: &configuration.journal.matches, .list)
+        if let fields = file.lists["journal.fields"] { configuration.journal.fields = fields }
+        try values.read("journal.fields", into: &configuration.journal.fields, .list)
+        try checkJournalNames(configuration.journal)
         try values.read("log.level", into: &configuration.logLevel, .logLevel)
         try values.read("host.name", into: &configuration.hostname, .text)
 
@@ -170,9 +212,30 @@ public struct ConfigurationLoader: Sendable {
         if configuration.spool.maxBytes / 4 < configuration.ingest.maxRecordBytes {
             throw ConfigurationError("spool.max_bytes must hold at least four records of ingest.max_record_bytes")
         }
-        if configuration.journal.enabled {
-            throw ConfigurationError("journal.enabled: this build has no journal input; set it to false")
+        if configuration.journal.enabled && configuration.spool.maxBytes / 4 < configuration.journal.maxFieldBytes {
+            throw ConfigurationError("spool.max_bytes must hold at least four journal fields of journal.max_field_bytes")
         }
+
+    }
+}
+
+extension ConfigurationLoader {
+    /// `journal.matches` must be `FIELD=value` and `journal.fields` field names, as journald writes them.
+    fileprivate static func checkJournalNames(_ journal: DaemonConfiguration.Journal) throws {
+        for match in journal.matches {
+            guard let equals = match.firstIndex(of: "="), isJournalFieldName(match[..<equals]) else {
+                throw ConfigurationError("journal.matches: invalid match \"\(match)\" (expected FIELD=value, such as _SYSTEMD_UNIT=nginx.service)")
+            }
+        }
+        for field in journal.fields where !isJournalFieldName(field[...]) {
+            throw ConfigurationError("journal.fields: invalid field name \"\(field)\" (expected upper-case letters, digits and _)")
+        }
+    }
+
+    /// Upper-case ASCII letters, digits and `_`, not starting with a digit (journald's rule).
+    private static func isJournalFieldName(_ name: Substring) -> Bool {
+        guard let first = name.first, !first.isNumber else { return false }
+        return name.allSatisfy { ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
     }
 }
 

@@ -126,6 +126,16 @@ public final class Daemon: Sendable {
         let limits = UnixStreamListener.Limits(
             maximum: ingest.maxConnections, maximumPerProcess: ingest.maxConnectionsPerProcess)
         var inputs: [any Service] = []
+        var journal: JournalIngestServer?
+        if configuration.journal.enabled {
+            if configuration.spool.path == "memory" {
+                logger.warning("journal: with spool.path memory no cursor survives a restart; each start reads from journal.start_at")
+            }
+            journal = try await JournalIngestServer.open(
+                configuration: configuration.journal, hostname: hostname, intake: intake, spool: spool,
+                spoolBudget: configuration.spool.maxBytes, logger: logger)
+            inputs.append(journal!)
+        }
         if !ingest.stream.isEmpty {
             inputs.append(
                 try await StreamIngestServer.bind(
@@ -141,7 +151,8 @@ public final class Daemon: Sendable {
         inputs.append(
             try await ControlServer.bind(
                 path: ingest.control, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
-                limits: limits, hostname: hostname, intake: intake, shipper: shipper, spool: spool, group: group, logger: logger))
+                limits: limits, hostname: hostname, intake: intake, shipper: shipper, spool: spool, journal: journal,
+                group: group, logger: logger))
         return inputs
     }
 

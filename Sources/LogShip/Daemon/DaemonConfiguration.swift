@@ -50,6 +50,22 @@ public struct DaemonConfiguration: Sendable {
 
     public struct Journal: Sendable {
         public var enabled = false
+        /// Journal files to read instead of the local journal; empty reads the local journal.
+        public var directory = ""
+        /// Where the first start reads from; afterwards the cursor saved in the spool decides.
+        public var startAt = JournalStartPosition.tail
+        /// Units to ship; empty ships all.
+        public var units: [String] = []
+        /// Units never shipped; logshipd's own by default, so that it cannot feed itself.
+        public var excludeUnits = ["logshipd.service"]
+        /// The least important severity shipped.
+        public var minPriority = Severity.debug
+        /// Raw `FIELD=value` matches.
+        public var matches: [String] = []
+        /// Extra journal fields carried into the record's fields.
+        public var fields: [String] = []
+        /// The most bytes read of one field (the message included).
+        public var maxFieldBytes = 65_536
     }
 
     public var ingest = Ingest()

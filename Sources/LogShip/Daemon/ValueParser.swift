@@ -86,6 +86,24 @@ extension ValueParser<Duration> {
     }
 }
 
+extension ValueParser<[String]> {
+    /// A comma-separated list (`a.service, b.service`); empty text is an empty list.
+    static let list = ValueParser(expected: "a comma-separated list") { text in
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}
+
+extension ValueParser<Severity> {
+    /// A syslog severity: `0`…`7` or `emerg`, `alert`, `crit`, `err`, `warning`, `notice`, `info`, `debug`.
+    static let severity = ValueParser(expected: "a severity 0-7 or emerg, alert, crit, err, warning, notice, info, debug") {
+        Severity(text: $0.trimmingCharacters(in: .whitespaces))
+    }
+}
+
+extension ValueParser<JournalStartPosition> {
+    static let journalStart = ValueParser(expected: "head or tail") { JournalStartPosition(rawValue: $0) }
+}
+
 extension ValueParser<UInt32> {
     /// An octal file mode such as `0660`.
     static let fileMode = ValueParser(expected: "an octal file mode such as \"0660\"") { text in

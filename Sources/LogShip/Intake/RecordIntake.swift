@@ -19,13 +19,21 @@ public final class RecordIntake: Sendable {
     /// Stores records and returns once they are committed: for `logctl send`, whose acknowledgement means the
     /// records are safe.
     ///
-    /// - Returns: The spool's receipt; `refused` counts crash records that found no room.
-    /// - Throws: ``SpoolError`` when the spool could not store them at all.
+    /// - Parameters:
+    ///   - position: Where the input has read to, committed with the records (the journal's cursor); with a
+    ///     position, even an empty list is committed, so the input moves past what it filtered out.
+    ///   - evicting: Whether older records may be evicted for these (see ``Spool/append(_:position:evicting:)``).
+    /// - Returns: The spool's receipt; `refused` counts crash records that found no room, `deferred` records left
+    ///   out whole because they would have needed evicting.
+    /// - Throws: ``SpoolError`` when the spool could not store them at all (nor the position).
     @discardableResult
-    public func accept(_ records: [LogRecord]) async throws -> AppendReceipt {
-        guard !records.isEmpty else { return AppendReceipt() }
-        count(records)
-        return try await spool.append(records.map(SpoolEntry.init))
+    public func accept(
+        _ records: [LogRecord], position: InputPosition? = nil, evicting: Bool = true
+    ) async throws -> AppendReceipt {
+        guard !records.isEmpty || position != nil else { return AppendReceipt() }
+        let receipt = try await spool.append(records.map(SpoolEntry.init), position: position, evicting: evicting)
+        if receipt.deferred == 0 { count(records) }
+        return receipt
     }
 
     /// Hands records to the spool's next commit without waiting for it: for the ingest sockets, whose clients

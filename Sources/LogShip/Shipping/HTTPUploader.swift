@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// Posts NDJSON batches with async-http-client over keep-alive connections.
 public struct HTTPUploader: Uploader {
@@ -36,11 +37,22 @@ public struct HTTPUploader: Uploader {
     ///
     /// async-http-client's own deadline stops applying once the response head has arrived, so a remote that
     /// sends headers and then stalls its body would hold a request slot forever; the bound here covers all of it.
+    /// A 2xx answer whose body then stalls is a timeout (the batch is sent again: the exchange never completed);
+    /// any other status keeps its meaning, since the body only adds an excerpt to it.
     public func upload(_ payload: Payload) async throws {
-        try await Self.withDeadline(configuration.timeout) { try await self.post(payload) }
+        let head = Mutex<Int?>(nil)
+        do {
+            try await Self.withDeadline(configuration.timeout) { try await self.post(payload, head: head) }
+        } catch let error as UploadError where error == .timeout {
+            if let status = head.withLock({ $0 }), !(200...299).contains(status) {
+                throw UploadError.status(status, responseExcerpt: "(response body timed out)")
+            }
+            throw error
+        }
     }
 
-    private func post(_ payload: Payload) async throws {
+    /// Sends the request; `head` receives the status as soon as the response head is in.
+    private func post(_ payload: Payload, head: borrowing Mutex<Int?>) async throws {
         var request = HTTPClientRequest(url: configuration.url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-ndjson")
@@ -58,6 +70,7 @@ public struct HTTPUploader: Uploader {
             throw Self.translate(error)
         }
         let status = Int(response.status.code)
+        head.withLock { $0 = status }
         let excerpt: String
         do {
             excerpt = try await Self.excerpt(of: response.body)

@@ -7,12 +7,12 @@ import Synchronization
 /// `capacity` records, which bounds both memory and what a `kill -9` can lose.
 final class CommitQueue: Sendable {
     /// Commits groups of entries in one transaction; returns one receipt per group.
-    typealias Commit = @Sendable ([[SpoolEntry]]) async throws -> [AppendReceipt]
+    typealias Commit = @Sendable ([SpoolAppend]) async throws -> [AppendReceipt]
     /// Told when a commit of fire-and-forget entries failed, since no caller waits to hear it.
     typealias FailureReport = @Sendable (any Error) -> Void
 
     private struct Pending {
-        var entries: [SpoolEntry]
+        var append: SpoolAppend
         var waiter: CheckedContinuation<AppendReceipt, any Error>?
     }
 
@@ -36,18 +36,18 @@ final class CommitQueue: Sendable {
         self.reportFailure = reportFailure
     }
 
-    /// Queues entries and waits until they are committed.
-    func append(_ entries: [SpoolEntry]) async throws -> AppendReceipt {
+    /// Queues entries (with the input position they bring the spool to) and waits until they are committed.
+    func append(_ append: SpoolAppend) async throws -> AppendReceipt {
         try await waitForRoom()
         return try await withCheckedThrowingContinuation { continuation in
-            submit(Pending(entries: entries, waiter: continuation))
+            submit(Pending(append: append, waiter: continuation))
         }
     }
 
     /// Queues entries for the next commit; waits only while the queue is full.
     func enqueue(_ entries: [SpoolEntry]) async throws {
         try await waitForRoom()
-        submit(Pending(entries: entries, waiter: nil))
+        submit(Pending(append: SpoolAppend(entries: entries, position: nil), waiter: nil))
     }
 
     /// Refuses new entries and waits until everything queued is committed.
@@ -93,7 +93,7 @@ final class CommitQueue: Sendable {
         let action = state.withLock { state -> Action in
             guard !state.isClosed else { return .refuse }
             state.pending.append(pending)
-            state.pendingRecords += pending.entries.count
+            state.pendingRecords += pending.append.entries.count
             if state.isWriting { return .none }
             state.isWriting = true
             return .startWriter
@@ -128,7 +128,7 @@ final class CommitQueue: Sendable {
                 return
             }
             do {
-                let receipts = try await commit(batch.map(\.entries))
+                let receipts = try await commit(batch.map(\.append))
                 for (pending, receipt) in zip(batch, receipts) {
                     pending.waiter?.resume(returning: receipt)
                 }

@@ -23,6 +23,8 @@ public final class MemorySpool: Spool {
         var nextSequence: Int64 = 1
         var nextDeadLetterID: Int64 = 1
         var claims = 0
+        /// Input positions, for this process's life only.
+        var positions: [String: String] = [:]
         var bytes = 0
         var evicted = 0
         var refused = 0
@@ -40,10 +42,17 @@ public final class MemorySpool: Spool {
         self.logger = logger
     }
 
-    public func append(_ entries: [SpoolEntry]) async throws -> AppendReceipt {
+    public func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt {
         let receipt = try state.withLock { state in
             guard !state.isClosed else { throw SpoolError.closed }
             var receipt = AppendReceipt()
+            if !evicting && state.bytes + entries.reduce(0, { $0 + $1.accountedBytes }) > maximumBytes {
+                receipt.deferred = entries.count
+                return receipt
+            }
+            if let position {
+                state.positions[position.input] = position.cursor
+            }
             for entry in entries {
                 guard makeRoom(for: entry, in: &state, receipt: &receipt) else {
                     if entry.priority == .crash {
@@ -73,6 +82,13 @@ public final class MemorySpool: Spool {
 
     public func enqueue(_ entries: [SpoolEntry]) async throws {
         _ = try await append(entries)
+    }
+
+    public func savedPosition(of input: String) async throws -> String? {
+        try state.withLock { state in
+            guard !state.isClosed else { throw SpoolError.closed }
+            return state.positions[input]
+        }
     }
 
     /// Evicts records that ``EvictionPolicy`` allows until `entry` fits; evicts nothing when even that would

@@ -52,8 +52,12 @@ public final class SQLiteSpool: Spool {
             })
     }
 
-    public func append(_ entries: [SpoolEntry]) async throws -> AppendReceipt {
-        try await commits.append(entries)
+    public func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt {
+        try await commits.append(SpoolAppend(entries: entries, position: position, evicting: evicting))
+    }
+
+    public func savedPosition(of input: String) async throws -> String? {
+        try await store.savedPosition(of: input)
     }
 
     public func enqueue(_ entries: [SpoolEntry]) async throws {

@@ -10,10 +10,20 @@ public protocol Spool: Sendable {
     /// Stores records, evicting lower classes if the spool is full, and returns once they are committed: for a
     /// durable spool, on disk. This is what `logctl send` waits for.
     ///
+    /// - Parameters:
+    ///   - position: Where the input that produced `entries` has read to; saved in the same transaction
+    ///     (``savedPosition(of:)`` returns it), so it can never run ahead of or behind the records.
+    ///   - evicting: Whether older records may be evicted to make room. An input that can wait (the journal keeps
+    ///     its entries) passes false: entries that do not fit are then all left out, position included, and
+    ///     counted as ``AppendReceipt/deferred``.
     /// - Returns: How many entries were accepted, how many records were evicted for room, and how many crash
     ///   records were refused because nothing could be evicted for them.
-    /// - Throws: ``SpoolError`` when nothing could be stored (closed, disk full, I/O failure).
-    func append(_ entries: [SpoolEntry]) async throws -> AppendReceipt
+    /// - Throws: ``SpoolError`` when nothing could be stored (closed, disk full, I/O failure); then the position
+    ///   is not saved either.
+    func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt
+
+    /// The position last committed for `input`, if any. A memory spool keeps it only while the process lives.
+    func savedPosition(of input: String) async throws -> String?
 
     /// Hands records to the next commit without waiting for it; waits only while the commit queue is full.
     ///
@@ -58,4 +68,11 @@ public protocol Spool: Sendable {
 
     /// Commits what is queued and closes the spool; later calls throw ``SpoolError/closed``.
     func close() async
+}
+
+extension Spool {
+    /// Stores records from an input that keeps no position, returning once they are committed.
+    public func append(_ entries: [SpoolEntry]) async throws -> AppendReceipt {
+        try await append(entries, position: nil, evicting: true)
+    }
 }

@@ -12,12 +12,12 @@ extension SpoolDatabase {
     /// Room is the smaller of what the budget and what the disk allow, so a filling disk is met like a full
     /// budget. Should SQLite still find the disk full, the commit fails with ``SpoolError/diskFull`` and its
     /// records are counted as refused; nothing else is affected.
-    func commit(_ groups: [[SpoolEntry]]) async throws -> CommitOutcome {
+    func commit(_ groups: [SpoolAppend]) async throws -> CommitOutcome {
         try checkOpen()
         do {
             return try await database.writeWithoutTransaction { db in try self.insert(groups, db) }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
-            let count = groups.reduce(0) { $0 + $1.count }
+            let count = groups.reduce(0) { $0 + $1.entries.count }
             state.withLock { $0.refused += count }
             logger.error(
                 "disk full; records refused",
@@ -25,6 +25,14 @@ extension SpoolDatabase {
             throw SpoolError.diskFull
         } catch {
             throw SpoolError.storage("\(error)")
+        }
+    }
+
+    /// The position last committed for `input`.
+    func savedPosition(of input: String) async throws -> String? {
+        try checkOpen()
+        return try await database.read { db in
+            try String.fetchOne(db, sql: "SELECT cursor FROM input_position WHERE input = ?", arguments: [input])
         }
     }
 
@@ -40,7 +48,7 @@ extension SpoolDatabase {
     }
 
     /// Runs on the writer queue: inserts and evicts in one transaction, then updates the counts.
-    private func insert(_ groups: [[SpoolEntry]], _ db: Database) throws -> CommitOutcome {
+    private func insert(_ groups: [SpoolAppend], _ db: Database) throws -> CommitOutcome {
         var ledger = state.withLock { Ledger($0) }
         var receipts: [AppendReceipt] = []
         var classes: Set<PriorityClass> = []
@@ -50,7 +58,15 @@ extension SpoolDatabase {
             var diskRoom = try self.diskRoom(db)
             for group in groups {
                 var receipt = AppendReceipt()
-                for entry in group {
+                if !group.evicting {
+                    let needed = group.entries.reduce(0) { $0 + $1.accountedBytes }
+                    guard needed <= min(maximumBytes - ledger.bytes, diskRoom) else {
+                        receipt.deferred = group.entries.count
+                        receipts.append(receipt)
+                        continue
+                    }
+                }
+                for entry in group.entries {
                     var room = min(maximumBytes - ledger.bytes, diskRoom)
                     if entry.accountedBytes > room {
                         let (count, bytes) = try evict(
@@ -75,6 +91,11 @@ extension SpoolDatabase {
                     classes.insert(entry.priority)
                 }
                 receipts.append(receipt)
+                if let position = group.position {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO input_position (input, cursor) VALUES (?, ?)",
+                        arguments: [position.input, position.cursor])
+                }
             }
             return .commit
         }

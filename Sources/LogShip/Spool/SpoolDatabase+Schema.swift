@@ -2,7 +2,7 @@ import GRDB
 
 extension SpoolDatabase {
     /// The schema version this build writes (`PRAGMA user_version`).
-    static let schemaVersion = 1
+    static let schemaVersion = 2
 
     /// Creates the tables on a new spool; refuses a spool written by a newer schema.
     static func migrate(_ db: Database) throws {
@@ -10,7 +10,23 @@ extension SpoolDatabase {
         guard version <= schemaVersion else {
             throw SpoolError.storage("schema version \(version) is newer than this logshipd understands")
         }
-        guard version < 1 else { return }
+        if version < 1 {
+            try createRecordTables(db)
+        }
+        if version < 2 {
+            // Version 2: positions of inputs that can be re-read, committed with their records.
+            try db.execute(
+                sql: """
+                    CREATE TABLE input_position (
+                        input TEXT PRIMARY KEY,    -- journal
+                        cursor TEXT NOT NULL       -- where the input has read to
+                    );
+                    PRAGMA user_version = 2;
+                    """)
+        }
+    }
+
+    private static func createRecordTables(_ db: Database) throws {
         try db.execute(
             sql: """
                 CREATE TABLE record (

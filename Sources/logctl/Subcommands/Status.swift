@@ -22,5 +22,10 @@ struct Status: ParsableCommand {
         } else if let lastFailure = status.lastFailure {
             print("retrying      after \(lastFailure)")
         }
+        if let journal = status.journal {
+            let behind = journal.behindSeconds.map { String(format: ", %.1f s behind the newest entry", $0) } ?? ""
+            print("journal       \(journal.state); read \(journal.read) (\(journal.filtered) left out)"
+                + "; saved position \(journal.position ?? "none")\(behind)")
+        }
     }
 }

@@ -1,0 +1,264 @@
+import Foundation
+import LogShip
+import LogShipTestKit
+import Testing
+
+/// The journal input against real journal files, made by systemd-journal-remote from export format.
+@Suite("Journal input, end to end", .serialized)
+struct JournalTests {
+    /// 2026-11-21T10:00:00Z, in microseconds.
+    static let t0: UInt64 = 1_795_255_200_000_000
+
+    /// A directory for journal files only: inotify watches all of it.
+    static func journalDirectory() throws -> (JournalFiles, String) {
+        let directory = try TemporaryDirectory.make()
+        return (JournalFiles(directory: directory), directory)
+    }
+
+    /// An in-process daemon reading `directory` from its head.
+    static func start(
+        reading directory: String, receiver: TestReceiver, configure: (inout DaemonConfiguration) -> Void = { _ in }
+    ) async throws -> TestDaemon {
+        try await TestDaemon.start(receiver: receiver) {
+            $0.journal.enabled = true
+            $0.journal.directory = directory
+            $0.journal.startAt = .head
+            configure(&$0)
+        }
+    }
+
+    @Test("10 000 entries, logshipd killed with kill -9 halfway: after a restart none is missing, the only repeats are batches in flight")
+    func killHalfway() async throws {
+        let (journal, journalPath) = try Self.journalDirectory()
+        try await journal.append(JournalFiles.entries(10_000, from: Self.t0) { "entry \($0)" })
+
+        // Four requests are answered, later ones are held; the small spool fills, so the reader stops halfway
+        // through the journal (back-pressure), and that is when the daemon dies.
+        let gate = Gate()
+        defer { gate.open() }
+        let receiver = try await TestReceiver(behavior: .init(hold: { sequence in
+            if sequence >= 4 { await gate.wait() }
+        }))
+        let directory = try TemporaryDirectory.make()
+        try LogshipdProcess.configure(
+            directory: directory, url: receiver.url, upload: ["timeout: 10m"], spoolKeys: ["max_bytes: 1MiB"],
+            journal: ["enabled: true", "directory: \(journalPath)", "start_at: head"])
+        let first = try await LogshipdProcess.start(directory: directory)
+        try await waitUntil(within: .seconds(60)) { first.standardErrorSoFar.contains("reading paused") }
+        first.signal(SIGKILL)
+        _ = try await first.wait()
+        let beforeRestart = receiver.records.count
+        gate.open()
+
+        let daemon = try await LogshipdProcess.start(directory: directory)
+        let expected = Set((0..<10_000).map { "entry \($0)" })
+        try await receiver.waitUntil(within: .seconds(120)) { requests in
+            expected.isSubset(of: Set(requests.flatMap(\.records).map(\.message)))
+        }
+        let received = receiver.records.map(\.message)
+        let duplicates = received.count - Set(received).count
+        print("journal kill -9: \(beforeRestart) records arrived before the kill, \(received.count) in all, \(duplicates) duplicates")
+        #expect(beforeRestart < 10_000, "the daemon died with entries left to read or deliver")
+        #expect(duplicates <= 2 * 500, "repeats are bounded by the two batches in flight")
+        #expect(receiver.records.allSatisfy { $0.source == .journal && $0.host == "journalhost" })
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.wait().status == 0)
+    }
+
+    @Test("entries appended while following arrive, and so do those of a journal file that appears later")
+    func following() async throws {
+        let (journal, journalPath) = try Self.journalDirectory()
+        try await journal.append(JournalFiles.entries(10, from: Self.t0) { "first \($0)" })
+        let receiver = try await TestReceiver()
+        let daemon = try await Self.start(reading: journalPath, receiver: receiver)
+        try await receiver.waitFor(records: 10, within: .seconds(30))
+
+        try await journal.append(JournalFiles.entries(10, from: Self.t0 + 100) { "appended \($0)" })
+        try await receiver.waitFor(records: 20, within: .seconds(30))
+        try await journal.append(JournalFiles.entries(10, from: Self.t0 + 200) { "new file \($0)" }, to: "rotated")
+        try await receiver.waitFor(records: 30, within: .seconds(30))
+
+        let messages = receiver.records.map(\.message)
+        #expect(messages.count == 30)
+        #expect(Set(messages) == Set((0..<10).flatMap { ["first \($0)", "appended \($0)", "new file \($0)"] }))
+        try await daemon.stop()
+    }
+
+    @Test("a coredump after 10 000 info entries overtakes 90% of them, as a crash with its COREDUMP_* fields and without the core")
+    func coredump() async throws {
+        let (journal, journalPath) = try Self.journalDirectory()
+        var core = [UInt8](repeating: 0, count: 1 << 20)
+        for index in core.indices { core[index] = UInt8(truncatingIfNeeded: index &* 2_654_435_761 >> 13) }
+        let coredump = JournalFiles.Entry(bytes: [
+            ("__REALTIME_TIMESTAMP", Array(String(Self.t0 + 20_000).utf8)),
+            ("MESSAGE", Array("Process 4711 (worker) of user 1000 dumped core.\n\nStack trace of thread 4711:\n#0  0x00007f crash (libc.so.6 + 0x1)".utf8)),
+            ("MESSAGE_ID", Array("fc2e22bc6ee647b6b90729ab34a250b1".utf8)), ("PRIORITY", Array("2".utf8)),
+            ("COREDUMP_EXE", Array("/usr/bin/worker".utf8)), ("COREDUMP_PID", Array("4711".utf8)),
+            ("COREDUMP_SIGNAL_NAME", Array("SIGSEGV".utf8)), ("COREDUMP_UNIT", Array("worker.service".utf8)),
+            ("COREDUMP_CMDLINE", Array("/usr/bin/worker --serve".utf8)),
+            ("_SYSTEMD_UNIT", Array("systemd-coredump@0-1-0.service".utf8)), ("COREDUMP", core),
+        ])
+        try await journal.append(JournalFiles.entries(10_000, from: Self.t0) { "chatter \($0)" } + [coredump])
+
+        // Requests are held until the crash record is in the spool: the moment to look at is "both slots busy
+        // with chatter, the rest of it waiting", whatever this machine's speed.
+        let gate = Gate()
+        let receiver = try await TestReceiver(behavior: .init(hold: { _ in await gate.wait() }))
+        let daemon = try await Self.start(reading: journalPath, receiver: receiver) {
+            $0.batch.maxRecords = 100
+            $0.upload.timeout = .seconds(600)
+        }
+        try await eventually(within: .seconds(60)) { try await daemon.status().pending["crash"] == 1 }
+        let pendingInfo = try await daemon.status().pending["info"] ?? 0
+        gate.open()
+
+        try await receiver.waitFor(records: 10_001, within: .seconds(60))
+        let requests = receiver.requests.sorted { $0.batch! < $1.batch! }
+        let carrier = try #require(requests.first { $0.records.contains { $0.priority == .crash } })
+        let crash = try #require(carrier.records.first)
+        let overtaken = requests.filter { $0.batch! > carrier.batch! }.reduce(0) { $0 + $1.records.count }
+        #expect(Double(overtaken) >= 0.9 * Double(pendingInfo), "ahead of \(overtaken) of the \(pendingInfo) pending")
+        #expect(pendingInfo >= 9_000, "all but the held batches were pending")
+        #expect(crash.source == .journal && crash.severity == .critical)
+        #expect(crash.message.hasPrefix("Process 4711 (worker) of user 1000 dumped core.\n\nStack trace"))
+        #expect(crash.fields["coredump_exe"] == "/usr/bin/worker" && crash.fields["coredump_signal_name"] == "SIGSEGV")
+        #expect(crash.fields["coredump_unit"] == "worker.service" && crash.fields["coredump_pid"] == "4711")
+        #expect(crash.fields["coredump_cmdline"] == "/usr/bin/worker --serve")
+        #expect(crash.fields["coredump"] == nil)
+        #expect(crash.ndjsonLine.count < 2_048, "the record stays small: the core is never read")
+        try await daemon.stop()
+    }
+
+    @Test("a multi-line and a binary MESSAGE arrive whole and valid")
+    func messages() async throws {
+        let (journal, journalPath) = try Self.journalDirectory()
+        let binary: [UInt8] = [0x00, 0x01, 0xFF, 0xFE, UInt8(ascii: "a"), 0x0A, UInt8(ascii: "b"), 0xC3]
+        try await journal.append([
+            JournalFiles.Entry([
+                ("__REALTIME_TIMESTAMP", String(Self.t0)), ("MESSAGE", "first line\nsecond line\n\tindented"),
+                ("PRIORITY", "3"),
+            ]),
+            JournalFiles.Entry(bytes: [
+                ("__REALTIME_TIMESTAMP", Array(String(Self.t0 + 1).utf8)), ("MESSAGE", binary),
+            ]),
+        ])
+        let receiver = try await TestReceiver()
+        let daemon = try await Self.start(reading: journalPath, receiver: receiver)
+        try await receiver.waitFor(records: 2, within: .seconds(30))
+        // Two classes, two requests: in journal order by time.
+        let records = receiver.records.sorted { $0.timestamp < $1.timestamp }
+        #expect(receiver.requests.allSatisfy { $0.malformedLines == 0 }, "every line is valid JSON")
+        #expect(records.map(\.message) == ["first line\nsecond line\n\tindented", String(decoding: binary, as: UTF8.self)])
+        #expect(records[0].severity == .error && records[0].priority == .error)
+        #expect(records[1].severity == .informational, "no PRIORITY is LOG_INFO, as journald stores it")
+        #expect(records.allSatisfy { !$0.truncated })
+        #expect(records[0].timestamp == Timestamp(microsecondsSinceEpoch: Int64(Self.t0)))
+        try await daemon.stop()
+    }
+
+    @Test("a saved cursor that no longer exists: the reader resumes after its time and says so once")
+    func lostCursor() async throws {
+        let (journal, journalPath) = try Self.journalDirectory()
+        try await journal.append(JournalFiles.entries(100, from: Self.t0) { "before \($0)" })
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        try LogshipdProcess.configure(
+            directory: directory, url: receiver.url,
+            journal: ["enabled: true", "directory: \(journalPath)", "start_at: head"])
+        var daemon = try await LogshipdProcess.start(directory: directory)
+        try await receiver.waitFor(records: 100, within: .seconds(30))
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.wait().status == 0)
+
+        // Another machine's journal in its place: the saved cursor (the entry at t0+99) does not exist in it.
+        try FileManager.default.removeItem(atPath: "\(journalPath)/system.journal")
+        try await journal.append(JournalFiles.entries(200, from: Self.t0) { "replaced \($0)" }, to: "other")
+        daemon = try await LogshipdProcess.start(directory: directory)
+        try await receiver.waitFor(records: 200, within: .seconds(30))
+        daemon.signal(SIGTERM)
+        let stopped = try await daemon.wait()
+
+        let resumed = receiver.records.dropFirst(100).map(\.message)
+        #expect(resumed == (100..<200).map { "replaced \($0)" }, "the first entry after t0+99, and on")
+        let warnings = stopped.standardError.split(separator: "\n").filter { $0.contains("saved cursor's entry is gone") }
+        #expect(warnings.count == 1, "\(stopped.standardError)")
+    }
+
+    @Test("journal.start_at: tail ships nothing old on a first start, head ships everything")
+    func startPosition() async throws {
+        let (journal, journalPath) = try Self.journalDirectory()
+        try await journal.append(JournalFiles.entries(50, from: Self.t0) { "old \($0)" })
+
+        let tailReceiver = try await TestReceiver()
+        let tail = try await Self.start(reading: journalPath, receiver: tailReceiver) { $0.journal.startAt = .tail }
+        try await eventually { try await tail.status().journal?.state == "following" }
+        try await journal.append(JournalFiles.entries(5, from: Self.t0 + 100) { "new \($0)" })
+        try await tailReceiver.waitFor(records: 5, within: .seconds(30))
+        try await tail.stop()
+        #expect(tailReceiver.records.map(\.message) == (0..<5).map { "new \($0)" })
+
+        let headReceiver = try await TestReceiver()
+        let head = try await Self.start(reading: journalPath, receiver: headReceiver)
+        try await headReceiver.waitFor(records: 55, within: .seconds(30))
+        #expect(headReceiver.records.map(\.message) == (0..<50).map { "old \($0)" } + (0..<5).map { "new \($0)" })
+        try await head.stop()
+    }
+
+    @Test("units, excluded units, min_priority and raw matches select exactly the expected entries")
+    func selection() async throws {
+        let (journal, journalPath) = try Self.journalDirectory()
+        var entries: [JournalFiles.Entry] = []
+        var time = Self.t0
+        for unit in ["web.service", "db.service", "cron.service", "logshipd.service"] {
+            for priority in [2, 4, 6, 7] {
+                for host in ["a", "b"] {
+                    time += 1
+                    entries.append(JournalFiles.Entry([
+                        ("__REALTIME_TIMESTAMP", String(time)), ("MESSAGE", "\(unit) \(priority) \(host)"),
+                        ("PRIORITY", String(priority)), ("_SYSTEMD_UNIT", unit), ("_HOSTNAME", host),
+                    ]))
+                }
+            }
+        }
+        try await journal.append(entries)
+
+        struct Case {
+            var configure: @Sendable (inout DaemonConfiguration.Journal) -> Void
+            var expected: Set<String>
+            /// Entries the raw matches let the reader see.
+            var read = 32
+        }
+        let cases = [
+            // Defaults: everything but logshipd's own unit.
+            Case(configure: { _ in }, expected: Set(entries.indices.compactMap { index in
+                let message = "\(["web.service", "db.service", "cron.service", "logshipd.service"][index / 8]) \([2, 4, 6, 7][index / 2 % 4]) \(["a", "b"][index % 2])"
+                return message.hasPrefix("logshipd.service") ? nil : message
+            })),
+            Case(
+                configure: {
+                    $0.units = ["web.service", "db.service"]
+                    $0.minPriority = .warning
+                    $0.matches = ["_HOSTNAME=a"]
+                },
+                expected: ["web.service 2 a", "web.service 4 a", "db.service 2 a", "db.service 4 a"],
+                read: 16),
+            Case(
+                configure: {
+                    $0.excludeUnits = ["web.service", "cron.service"]
+                    $0.minPriority = .error
+                },
+                expected: ["db.service 2 a", "db.service 2 b", "logshipd.service 2 a", "logshipd.service 2 b"]),
+        ]
+        for selection in cases {
+            let receiver = try await TestReceiver()
+            let daemon = try await Self.start(reading: journalPath, receiver: receiver) { selection.configure(&$0.journal) }
+            // Read means committed with the cursor: what is left out is left out for good.
+            try await eventually(within: .seconds(30)) { try await daemon.status().journal?.read == selection.read }
+            try await receiver.waitFor(records: selection.expected.count, within: .seconds(30))
+            try await eventually { try await daemon.status().pending.values.reduce(0, +) == 0 }
+            #expect(Set(receiver.records.map(\.message)) == selection.expected)
+            #expect(receiver.records.count == selection.expected.count)
+            try await daemon.stop()
+        }
+    }
+}
