@@ -59,6 +59,9 @@ public final class ChildProcess: @unchecked Sendable {
 
     public var pid: Int32 { process.processIdentifier }
 
+    /// Whether the process has not exited yet.
+    public var isRunning: Bool { process.isRunning }
+
     /// What the process has written to stderr so far.
     public var standardErrorSoFar: String { error.text }
 

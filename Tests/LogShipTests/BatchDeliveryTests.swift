@@ -45,27 +45,57 @@ struct BatchDeliveryTests {
 
     @Test("an unclear 4xx for some records only: those are dead-lettered, the rest delivered")
     func unclearSome() async throws {
-        let lines = (0..<16).map { $0 == 5 || $0 == 12 ? "bad \($0)" : "good \($0)" }
+        let lines = (0..<16).map { $0 == 5 || $0 == 6 ? "bad \($0)" : "good \($0)" }
         let spool = try await spool(lines)
         let uploader = ScriptedUploader { lines in
             if lines.contains(where: { $0.hasPrefix("bad") }) { throw UploadError.status(409, responseExcerpt: "conflict") }
         }
         let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
         #expect(report.delivered == 14 && report.deadLettered == 2 && report.pause == nil)
-        #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 5", "bad 12"])
+        #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 5", "bad 6"])
     }
 
-    @Test("an unclear 4xx for everything: nothing dead-lettered, delivery pauses after a few requests")
+    @Test("an unclear 4xx for everything: nothing dead-lettered, delivery pauses after the halves were tried")
     func unclearAll() async throws {
         let spool = try await spool((0..<100).map { "record \($0)" })
         let uploader = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }
         let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
         #expect(report.deadLettered == 0 && report.delivered == 0)
         #expect(report.pause?.cause == .endpointRefused)
-        // The whole batch, then down one side to two lone records: about 2·log2(100).
-        #expect(uploader.requests <= 16, "\(uploader.requests) requests")
+        #expect(uploader.requests == 3, "the batch, then its two halves")
         let statistics = await spool.statistics()
         #expect(statistics.claimed == 0 && statistics.pending[.info] == 100, "everything is back, waiting out the pause")
+    }
+
+    @Test("two refused records at the front of a batch are isolated, not mistaken for a refusing remote")
+    func unclearFront() async throws {
+        let lines = (0..<16).map { $0 < 2 ? "bad \($0)" : "good \($0)" }
+        let spool = try await spool(lines)
+        let uploader = ScriptedUploader { lines in
+            if lines.contains(where: { $0.hasPrefix("bad") }) { throw UploadError.status(409, responseExcerpt: "") }
+        }
+        let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
+        #expect(report.delivered == 14 && report.deadLettered == 2 && report.pause == nil)
+    }
+
+    @Test("bad records in both halves: paused the first time, split finer and isolated the next")
+    func unclearBothHalves() async throws {
+        let lines = (0..<16).map { $0 == 0 || $0 == 8 ? "bad \($0)" : "good \($0)" }
+        let uploader = ScriptedUploader { lines in
+            if lines.contains(where: { $0.hasPrefix("bad") }) { throw UploadError.status(409, responseExcerpt: "") }
+        }
+        let delivery = delivery(uploader, spool: try await spool([]))
+        var first = delivery
+        first.spool = try await spool(lines)
+        let paused = try report(try await first.deliverNext(.info))
+        #expect(paused.pause?.cause == .endpointRefused && paused.deadLettered == 0 && paused.delivered == 0)
+
+        // The same records again (a spool numbering them the same way), once the pause is over.
+        var second = delivery
+        second.spool = try await spool(lines)
+        let isolated = try report(try await second.deliverNext(.info))
+        #expect(isolated.pause == nil && isolated.delivered == 14 && isolated.deadLettered == 2)
+        #expect(try await second.spool.deadLetters(limit: 10).map(\.line) == ["bad 0", "bad 8"])
     }
 
     @Test("a lone record refused with 400 is dead-lettered; one refused with an unclear 4xx pauses delivery")

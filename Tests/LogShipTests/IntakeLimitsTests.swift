@@ -27,7 +27,7 @@ struct IntakeLimitsTests {
         #expect(limiter.open == 3, "releasing an unknown process changes nothing")
     }
 
-    @Test("5 000 idle connections: beyond the caps they are closed, logger still gets through, descriptors stay bounded")
+    @Test("5 000 idle connections: beyond the caps they are closed, logger still gets through, other processes fill the global cap and no more, descriptors stay bounded")
     func connectionStorm() async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()
@@ -35,7 +35,7 @@ struct IntakeLimitsTests {
             directory: directory, url: receiver.url, ingest: ["max_connections: 64", "max_connections_per_process: 48"],
             spool: "memory")
         let daemon = try await LogshipdProcess.start(directory: directory)
-        let descriptorsAtStart = try openDescriptors(of: daemon.pid)
+        let descriptorsAtStart = try Self.openDescriptors(of: daemon.pid)
 
         // This process needs a descriptor per connection it holds.
         var limit = rlimit()
@@ -49,7 +49,7 @@ struct IntakeLimitsTests {
         // Every connection is either served or closed by the daemon: all but 48 are closed.
         try await eventually(within: .seconds(60)) { UnixClient.closedByPeer(clients) == storm - 48 }
         #expect(UnixClient.closedByPeer(clients) == storm - 48, "one process holds at most 48 connections")
-        let descriptors = try openDescriptors(of: daemon.pid)
+        let descriptors = try Self.openDescriptors(of: daemon.pid)
         #expect(descriptors <= descriptorsAtStart + 64, "\(descriptors) descriptors, \(descriptorsAtStart) at start")
 
         let logger = try await run("/usr/bin/logger", ["-u", streamPath, "-T", "from another process"])
@@ -57,9 +57,18 @@ struct IntakeLimitsTests {
         try await receiver.waitFor(records: 1, within: .seconds(30))
         #expect(receiver.records.map(\.message) == ["from another process"])
 
+        // Twenty more processes, one idle connection each: 16 fill the global cap of 64, the other 4 are closed.
+        let beforeHolders = try Self.openDescriptors(of: daemon.pid)
+        let holders = try (0..<20).map { _ in
+            try ChildProcess("/usr/bin/socat", ["-u", "UNIX-CONNECT:\(streamPath)", "/dev/null"])
+        }
+        defer { for holder in holders { holder.signal(SIGKILL) } }
+        try await eventually(within: .seconds(60)) { try Self.openDescriptors(of: daemon.pid) == beforeHolders + 16 }
+        #expect(try Self.openDescriptors(of: daemon.pid) == beforeHolders + 16, "the global cap holds at 64")
+
         daemon.signal(SIGTERM)
         let stopped = try await daemon.wait(within: .seconds(60))
-        #expect(stopped.status == 0)
+        #expect(stopped.status == 0, "\(stopped.standardError.suffix(3000))")
         #expect(stopped.standardError.contains("connection limit reached"))
         _ = clients
     }
@@ -102,7 +111,7 @@ struct IntakeLimitsTests {
         try await daemon.stop()
     }
 
-    private func openDescriptors(of pid: Int32) throws -> Int {
+    private static func openDescriptors(of pid: Int32) throws -> Int {
         try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
     }
 }

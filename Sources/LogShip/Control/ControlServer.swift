@@ -45,10 +45,13 @@ public struct ControlServer: Service {
     /// Serves requests until graceful shutdown.
     public func run() async throws {
         logger.info("control socket listening", metadata: ["logship.socket": "\(listener.path)"])
-        try await cancelWhenGracefulShutdown {
+        let listener = self.listener
+        try await withGracefulShutdownHandler {
             try await listener.serve { connection, peer in
                 await serve(connection, peer: peer)
             }
+        } onGracefulShutdown: {
+            listener.close()
         }
     }
 

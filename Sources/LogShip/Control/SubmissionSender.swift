@@ -37,7 +37,7 @@ public struct SubmissionSender {
         var accepted = 0
         while let line = try reader.next() {
             let text = String(decoding: line.bytes[...].trimmingLineEnding(), as: UTF8.self)
-            let encodedBytes = Self.encodedSizeBound(of: text)
+            let encodedBytes = Self.encodedSizeBound(of: text) + submissionOverhead
             if !chunk.isEmpty && chunkBytes + encodedBytes > Self.chunkBytes {
                 accepted += try send(chunk, with: client, acceptedBefore: accepted)
                 chunk.removeAll(keepingCapacity: true)
@@ -56,11 +56,18 @@ public struct SubmissionSender {
         }
     }
 
+    /// What each submission adds to its message in the request: its keys, priority, timestamp and the
+    /// `--field`s, which every submission repeats.
+    private var submissionOverhead: Int {
+        let fieldBytes = (fields ?? [:]).reduce(0) { $0 + Self.encodedSizeBound(of: $1.key) + Self.encodedSizeBound(of: $1.value) + 6 }
+        return 160 + Self.encodedSizeBound(of: priority) + fieldBytes
+    }
+
     /// At most how many bytes `text` takes in the request's JSON: a control character can become `\u00XX`
     /// (six bytes for one), `"`, `\\` and `/` two, and a non-ASCII byte is counted twice in case the encoder
     /// escapes it. Counting raw bytes instead let a chunk of control characters grow past the request limit.
     static func encodedSizeBound(of text: String) -> Int {
-        var bytes = 64  // the submission's other keys and punctuation
+        var bytes = 0
         for byte in text.utf8 {
             switch byte {
             case 0..<0x20: bytes += 6

@@ -176,8 +176,9 @@ public struct ConfigurationLoader: Sendable {
         try values.read("batch.max_bytes", into: &configuration.batch.maxBytes, .byteCount(1024...(64 << 20)))
 
         try values.read("spool.path", into: &configuration.spool.path, .nonEmptyText)
-        try values.read("spool.max_bytes", into: &configuration.spool.maxBytes, .byteCount(65_536...Int.max))
-        try values.read("spool.min_free_disk", into: &configuration.spool.minFreeDisk, .byteCount(0...Int.max))
+        // Up to a petabyte: far beyond any disk here, far inside what the room arithmetic can add up.
+        try values.read("spool.max_bytes", into: &configuration.spool.maxBytes, .byteCount(65_536...(1 << 50)))
+        try values.read("spool.min_free_disk", into: &configuration.spool.minFreeDisk, .byteCount(0...(1 << 50)))
 
         try values.read("journal.enabled", into: &configuration.journal.enabled, .boolean)
         try values.read("journal.directory", into: &configuration.journal.directory, .text)

@@ -44,6 +44,7 @@ public final class Daemon: Sendable {
         logger: Logger,
         shutdownSignals: [UnixSignal] = [.sigterm, .sigint]
     ) async throws -> Daemon {
+        checkOpenFileLimit(configuration.ingest, logger: logger)
         let spool = try await openSpool(configuration.spool, logger: logger)
         let httpClient = makeHTTPClient(configuration.upload)
         let delivery = BatchDelivery(
@@ -89,6 +90,18 @@ public final class Daemon: Sendable {
         return Daemon(
             configuration: configuration, shipper: shipper, intake: intake, spool: spool,
             httpClient: httpClient, serviceGroup: ServiceGroup(configuration: groupConfiguration), logger: logger)
+    }
+
+    /// Raises the open-file limit as far as allowed, and warns when the connection caps could still exceed it:
+    /// the caps are there so that clients cannot exhaust the daemon's descriptors.
+    private static func checkOpenFileLimit(_ ingest: DaemonConfiguration.Ingest, logger: Logger) {
+        let limit = OpenFileLimit.raiseToHardLimit()
+        // Two stream sockets (ingest and control) at their cap, plus the spool, HTTP connections and sockets.
+        let needed = 2 * ingest.maxConnections + 128
+        guard limit < needed else { return }
+        logger.warning(
+            "the open-file limit is below what ingest.max_connections allows on two sockets; lower the cap or raise LimitNOFILE",
+            metadata: ["logship.limit.nofile": "\(limit)", "logship.connections.maximum": "\(ingest.maxConnections)"])
     }
 
     private static func openSpool(_ configuration: DaemonConfiguration.Spool, logger: Logger) async throws -> any Spool {

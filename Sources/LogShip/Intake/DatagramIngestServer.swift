@@ -33,15 +33,33 @@ public struct DatagramIngestServer: Service {
         do {
             try await withTaskCancellationOrGracefulShutdownHandler {
                 while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                    guard let datagrams = try await reader.runIfActive({ try socket.receive(limit: Self.batchLimit) })
-                    else { break }
+                    let datagrams: [UnixDatagramSocket.Datagram]
+                    do {
+                        guard let received = try await reader.runIfActive({ try socket.receive(limit: Self.batchLimit) })
+                        else { break }
+                        datagrams = received
+                    } catch let error as IngestError {
+                        // A failed receive (ENOMEM, ENOBUFS, …) loses at most what it was reading; the socket
+                        // goes on serving. Waiting a moment keeps a persistent failure from spinning.
+                        logger.error("ingest datagram receive failed", metadata: ["logship.error": "\(error)"])
+                        try await Task.sleep(for: .milliseconds(100))
+                        continue
+                    }
                     let receivedAt = Timestamp.now()
                     let records = datagrams.map { datagram in
                         parser.parse(
                             datagram.frame, source: .datagram, peer: datagram.peer,
                             receivedAt: receivedAt)
                     }
-                    try await intake.submit(records)
+                    do {
+                        try await intake.submit(records)
+                    } catch let error as SpoolError where error == .closed {
+                        break
+                    } catch {
+                        logger.error(
+                            "datagram records were not stored",
+                            metadata: ["logship.error": "\(error)", "logship.records": "\(records.count)"])
+                    }
                 }
             } onCancelOrGracefulShutdown: {
                 socket.wake()

@@ -32,10 +32,13 @@ public struct StreamIngestServer: Service {
     /// Serves connections until graceful shutdown, when intake stops and the socket is removed.
     public func run() async throws {
         logger.info("ingest stream socket listening", metadata: ["logship.socket": "\(listener.path)"])
-        try await cancelWhenGracefulShutdown {
+        let listener = self.listener
+        try await withGracefulShutdownHandler {
             try await listener.serve { connection, peer in
                 await serve(connection, peer: peer)
             }
+        } onGracefulShutdown: {
+            listener.close()
         }
     }
 

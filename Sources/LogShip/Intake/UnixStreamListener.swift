@@ -75,10 +75,13 @@ final class UnixStreamListener: Sendable {
         return UnixStreamListener(path: path, server: server, limits: limits, logger: logger)
     }
 
-    /// Accepts connections until the task is cancelled, then closes the socket and removes its file.
+    /// Accepts connections until ``close()`` is called, then stops serving the connections still open, and
+    /// removes the socket file.
     ///
-    /// Cancellation is how the listener is stopped, so it ends this method normally.
-    ///
+    /// - Important: Stop the listener with ``close()``, not by cancelling the task: accepted connections wait in
+    ///   the server channel's stream until this loop takes them, and cancelling the loop drops them without
+    ///   closing them, which traps in NIO ("Deinited NIOAsyncWriter without calling finish()"). Closing ends
+    ///   the stream after the connections it holds, so each is taken out and closed.
     /// - Parameter handler: Serves one connection; it must not throw, because one bad client must not take the
     ///   listener down.
     func serve(
@@ -86,25 +89,38 @@ final class UnixStreamListener: Sendable {
     ) async throws {
         defer { unlink(path) }
         do {
-            try await withThrowingDiscardingTaskGroup { group in
-                try await server.executeThenClose { connections in
-                    for try await (connection, peer) in connections {
-                        guard admit(peer) else {
-                            // Closed at once, through the async channel so that its writer is finished properly;
-                            // a failure to close has nothing to tell.
-                            group.addTask { try? await connection.executeThenClose { _, _ in } }
-                            continue
-                        }
-                        group.addTask {
-                            await handler(connection, peer)
-                            self.limiter.withLock { $0.release(pid: peer.pid) }
-                        }
+            try await serveUntilClosed(handler)
+        } catch is CancellationError {
+            // Cancelled outright (a forced shutdown): nothing more to do than for a close.
+        }
+    }
+
+    private func serveUntilClosed(
+        _ handler: @escaping @Sendable (Connection, PeerCredentials) async -> Void
+    ) async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            try await server.executeThenClose { connections in
+                for try await (connection, peer) in connections {
+                    guard admit(peer) else {
+                        // Closed at once, through the async channel so that its writer is finished properly;
+                        // a failure to close has nothing to tell.
+                        group.addTask { try? await connection.executeThenClose { _, _ in } }
+                        continue
+                    }
+                    group.addTask {
+                        await handler(connection, peer)
+                        self.limiter.withLock { $0.release(pid: peer.pid) }
                     }
                 }
             }
-        } catch is CancellationError {
-            return
+            // The listener is closed: connections still open (idle clients) are ended too.
+            group.cancelAll()
         }
+    }
+
+    /// Stops accepting: ``serve(_:)`` takes what was already accepted, closes it, and returns.
+    func close() {
+        server.channel.close(promise: nil)
     }
 
     private func admit(_ peer: PeerCredentials) -> Bool {

@@ -11,14 +11,13 @@ import Logging
 ///   no record is dead-lettered for a wrong URL or token.
 /// - The remote refuses records (400, 413, 415, 422): the batch is split in halves, sent in turn, until the refused
 ///   records are alone; only those go to the dead-letter table, so nothing behind a bad record waits for a human.
-/// - Any other 4xx: split the same way, but the refused records are dead-lettered only if the remote accepted
-///   another part of the batch. A remote that refuses two lone records and accepts nothing refuses everything, and
-///   delivery pauses instead.
+/// - Any other 4xx: the batch is sent again in parts; if the remote takes some, the refused parts are isolated
+///   as above; if it refuses every part, it is treated like a refused endpoint (see ``UnclearRefusals``).
 ///
 /// Every claimed record is settled (acknowledged, released or dead-lettered) before this returns, also when the
 /// operation is cancelled mid-request: settling runs in a task of its own, which the operation's cancellation
 /// does not reach. Should a settling write fail, the batch's unsettled records are returned to pending and the
-/// error is thrown.
+/// report says so.
 ///
 /// This is the work a `LogOperation` performs; keeping it apart from the operation keeps the queue mechanics and
 /// the delivery rules separately testable.
@@ -30,6 +29,7 @@ public struct BatchDelivery: Sendable {
     /// The longest pause a remote's `Retry-After` may impose (`upload.retry_after_max`).
     public var retryAfterMaximum: Duration
     public var logger: Logger
+    private let unclearRefusals = UnclearRefusals()
 
     public init(
         spool: any Spool, uploader: any Uploader, limits: BatchLimits, backoff: RetryBackoff,
@@ -48,9 +48,10 @@ public struct BatchDelivery: Sendable {
     /// - Parameters:
     ///   - claimed: Called right after the claim, before any upload, with whether ready records of the class were
     ///     left behind, so the class's next batch can be waiting for the other slot.
-    /// - Important: A claimed batch is settled before this returns, whether it returns or throws.
-    /// - Throws: Spool errors only (the claim, or a settling write; in the latter case the records are pending
-    ///   again), and `CancellationError` when cancelled before anything was claimed.
+    /// - Important: A claimed batch is settled before this returns. When a settling write fails, the batch's
+    ///   unsettled records are pending again and the report says until when the class should wait
+    ///   (``DeliveryReport/spoolFailedUntil``).
+    /// - Throws: Only errors of the claim (the spool), and `CancellationError` when cancelled before claiming.
     public func deliverNext(
         _ priority: PriorityClass, claimed: @Sendable (_ moreReady: Bool) -> Void = { _ in }
     ) async throws -> DeliveryOutcome {
@@ -66,13 +67,13 @@ public struct BatchDelivery: Sendable {
             var attempt = Attempt()
             do {
                 try await deliver(batch, &attempt)
-                try await settleRefused(&attempt)
+                try await deadLetterRefused(&attempt)
             } catch {
                 await spool.returnToPending(batch)
+                attempt.report.spoolFailedUntil = Date().addingTimeInterval(backoff.nextDelay().seconds)
                 var metadata = metadata(batch)
                 metadata["logship.error"] = "\(error)"
                 logger.error("could not settle a batch in the spool; its records are pending again", metadata: metadata)
-                throw error
             }
             return .attempted(attempt.report)
         }
@@ -83,21 +84,36 @@ public struct BatchDelivery: Sendable {
         var report = DeliveryReport()
         /// Whether the remote accepted any part of the batch.
         var acceptedAny = false
-        /// Lone records the remote refused, each with its refusal; settled once the whole batch has been tried.
+        /// Lone records the remote refused for what they hold; dead-lettered once the whole batch has been tried.
         var refused: [(batch: Batch, error: UploadError)] = []
         /// Whether the operation was cancelled mid-request; what was not yet sent goes back ready at once.
         var isCancelled = false
     }
 
+    /// What became of one request.
+    private enum SendResult {
+        case accepted
+        case refused(UploadError)
+        /// Not sent: the attempt was paused or cancelled before, and the records went back.
+        case notSent
+    }
+
     private func deliver(_ batch: Batch, _ attempt: inout Attempt) async throws {
+        guard case .refused(let error) = try await send(batch, &attempt) else { return }
+        try await handle(error, for: batch, &attempt)
+    }
+
+    /// Sends one request for `batch`, settling what the outcome settles; once the attempt is paused or cancelled,
+    /// sends nothing and puts the records back.
+    private func send(_ batch: Batch, _ attempt: inout Attempt) async throws -> SendResult {
         if attempt.isCancelled {
             try await settle { try await spool.release(batch, retryAt: Date()) }
-            return
+            return .notSent
         }
         if let pause = attempt.report.pause {
             // The remote stopped taking records: the rest waits with everything else.
             try await settle { try await spool.release(batch, retryAt: pause.until) }
-            return
+            return .notSent
         }
         attempt.report.requests += 1
         do {
@@ -107,41 +123,30 @@ public struct BatchDelivery: Sendable {
             attempt.isCancelled = true
             try await settle { try await spool.release(batch, retryAt: Date()) }
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
-            return
+            return .notSent
         } catch {
             attempt.report.failedRequests += 1
-            try await refused(batch, error as? UploadError ?? .transport("\(error)"), &attempt)
-            return
+            return .refused(error as? UploadError ?? .transport("\(error)"))
         }
         backoff.reset()
         try await settle { try await spool.acknowledge(batch) }
         attempt.report.delivered += batch.records.count
         attempt.acceptedAny = true
+        return .accepted
     }
 
-    /// Handles a failed request for `batch` according to what the failure says about it.
-    private func refused(_ batch: Batch, _ error: UploadError, _ attempt: inout Attempt) async throws {
+    /// Handles a refusal of `batch` according to what the failure says about it.
+    private func handle(_ error: UploadError, for batch: Batch, _ attempt: inout Attempt) async throws {
         switch error.fault {
         case .remoteUnavailable, .endpointRefused:
-            let pause = pause(for: error, cause: error.fault == .endpointRefused ? .endpointRefused : .remoteUnavailable)
-            attempt.report.pause = pause
-            try await settle { try await spool.release(batch, retryAt: pause.until) }
-            var metadata = metadata(batch)
-            metadata["logship.upload.error"] = "\(error)"
-            metadata["logship.upload.retry_at"] = "\(Timestamp(pause.until).rfc3339)"
-            if pause.cause == .endpointRefused {
-                logger.error("the remote refuses the endpoint or the credentials; delivery paused", metadata: metadata)
-            } else {
-                logger.warning("upload failed; delivery paused, will retry", metadata: metadata)
-            }
+            try await pauseDelivery(
+                for: error, cause: error.fault == .endpointRefused ? .endpointRefused : .remoteUnavailable,
+                releasing: [batch], &attempt)
+        case .unclear where !attempt.acceptedAny:
+            try await probe(batch, refusedWith: error, &attempt)
         case .recordsRefused, .unclear:
             guard batch.records.count > 1 else {
                 attempt.refused.append((batch, error))
-                if error.fault == .unclear && !attempt.acceptedAny
-                    && attempt.refused.count(where: { $0.error.fault == .unclear }) >= 2
-                {
-                    attempt.report.pause = pause(for: error, cause: .endpointRefused)
-                }
                 return
             }
             let (first, second) = batch.halves()
@@ -150,28 +155,78 @@ public struct BatchDelivery: Sendable {
         }
     }
 
-    /// Dead-letters the lone records the remote refused, or, for unclear refusals of a remote that accepted
-    /// nothing, puts them back to wait out a pause.
-    private func settleRefused(_ attempt: inout Attempt) async throws {
-        for (batch, error) in attempt.refused {
-            if error.fault == .recordsRefused || attempt.acceptedAny {
-                try await settle {
-                    try await spool.deadLetter(batch, failure: DeliveryFailure(status: error.status, reason: error.description))
+    /// An unclear refusal while the remote has accepted nothing of the batch: the records, or everything?
+    ///
+    /// The batch is sent again in parts: halves, or, each time the same batch was found refused whole before,
+    /// twice as many parts, so that a batch whose bad records sit in every part is not judged the same way
+    /// forever. If the remote takes any part, the refused parts are isolated as refusals of records. If it
+    /// refuses every part, nothing is dead-lettered and delivery pauses.
+    private func probe(_ batch: Batch, refusedWith error: UploadError, _ attempt: inout Attempt) async throws {
+        var refusedParts: [(batch: Batch, error: UploadError)] = []
+        if batch.records.count > 1 {
+            for part in batch.parts(1 << unclearRefusals.depth(of: batch)) {
+                guard case .refused(let partError) = try await send(part, &attempt) else { continue }
+                if partError.fault == .remoteUnavailable || partError.fault == .endpointRefused {
+                    try await handle(partError, for: part, &attempt)
+                } else {
+                    refusedParts.append((part, partError))
                 }
-                attempt.report.deadLettered += batch.records.count
-                var metadata = metadata(batch)
-                metadata["logship.upload.error"] = "\(error)"
-                logger.error("remote refused a record; moved to dead letters", metadata: metadata)
-            } else {
-                let pause = attempt.report.pause ?? pause(for: error, cause: .endpointRefused)
-                attempt.report.pause = pause
-                try await settle { try await spool.release(batch, retryAt: pause.until) }
-                var metadata = metadata(batch)
-                metadata["logship.upload.error"] = "\(error)"
-                logger.error(
-                    "the remote refuses every record it was sent, not some; delivery paused, nothing dead-lettered",
-                    metadata: metadata)
             }
+        } else {
+            refusedParts = [(batch, error)]
+        }
+        if attempt.acceptedAny {
+            unclearRefusals.forget(batch)
+            for (part, partError) in refusedParts {
+                try await handle(partError, for: part, &attempt)
+            }
+        } else if attempt.report.pause == nil && !attempt.isCancelled {
+            unclearRefusals.remember(batch)
+            try await pauseDelivery(for: error, cause: .endpointRefused, releasing: refusedParts.map(\.batch), &attempt)
+        } else {
+            let retryAt = attempt.report.pause?.until ?? Date()
+            for (part, _) in refusedParts {
+                try await settle { try await spool.release(part, retryAt: retryAt) }
+            }
+        }
+    }
+
+    /// Pauses all delivery for `error` and puts `batches` back until the pause ends.
+    private func pauseDelivery(
+        for error: UploadError, cause: DeliveryPause.Cause, releasing batches: [Batch], _ attempt: inout Attempt
+    ) async throws {
+        let pause = pause(for: error, cause: cause)
+        attempt.report.pause = pause
+        for batch in batches {
+            try await settle { try await spool.release(batch, retryAt: pause.until) }
+        }
+        guard let first = batches.first else { return }
+        var metadata = metadata(first)
+        metadata["logship.batch.records"] = "\(batches.reduce(0) { $0 + $1.records.count })"
+        metadata["logship.upload.error"] = "\(error)"
+        metadata["logship.upload.retry_at"] = "\(Timestamp(pause.until).rfc3339)"
+        switch (cause, error.fault) {
+        case (.endpointRefused, .unclear):
+            logger.error(
+                "the remote refuses every part of the batch, not some records; delivery paused, nothing dead-lettered",
+                metadata: metadata)
+        case (.endpointRefused, _):
+            logger.error("the remote refuses the endpoint or the credentials; delivery paused", metadata: metadata)
+        case (.remoteUnavailable, _):
+            logger.warning("upload failed; delivery paused, will retry", metadata: metadata)
+        }
+    }
+
+    /// Dead-letters the lone records the remote refused for what they hold.
+    private func deadLetterRefused(_ attempt: inout Attempt) async throws {
+        for (batch, error) in attempt.refused {
+            try await settle {
+                try await spool.deadLetter(batch, failure: DeliveryFailure(status: error.status, reason: error.description))
+            }
+            attempt.report.deadLettered += batch.records.count
+            var metadata = metadata(batch)
+            metadata["logship.upload.error"] = "\(error)"
+            logger.error("remote refused a record; moved to dead letters", metadata: metadata)
         }
     }
 
@@ -181,15 +236,15 @@ public struct BatchDelivery: Sendable {
         var delay = backoff.nextDelay().seconds
         if let asked = error.retryAfter {
             let allowed = min(asked, retryAfterMaximum.seconds)
+            delay = max(delay, allowed)
             if asked > allowed {
                 logger.notice(
                     "the remote asked for a longer pause than upload.retry_after_max allows",
                     metadata: [
                         "logship.upload.retry_after.asked": "\(asked)s",
-                        "logship.upload.retry_after.used": "\(allowed)s",
+                        "logship.upload.retry_after.used": "\(delay)s",
                     ])
             }
-            delay = max(delay, allowed)
         }
         return DeliveryPause(until: Date().addingTimeInterval(delay), cause: cause, reason: error.description)
     }

@@ -11,7 +11,7 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
 
     let priorityClass: PriorityClass
     private let delivery: BatchDelivery
-    /// Asks the shipper whether to proceed; false once it is shutting down.
+    /// Asks the shipper whether to proceed; false once it is shutting down, or while delivery is paused.
     private let admit: @Sendable () -> Bool
     /// Tells the shipper whether the claim left ready records of the class behind.
     private let claimed: @Sendable (_ moreReady: Bool) -> Void

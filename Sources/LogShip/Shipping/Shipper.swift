@@ -25,6 +25,13 @@ public final class Shipper: Service, Sendable {
 
     private typealias OperationID = ShipperStateMachine.OperationID
 
+    /// The tasks sleeping until the machine's timers, each with the number it was armed under, so that a task
+    /// that fires removes its own entry and never a newer one armed for the same timer.
+    private struct ArmedTimers {
+        var tasks: [ShipperStateMachine.Timer: (arming: UInt64, task: Task<Void, Never>)] = [:]
+        var nextArming: UInt64 = 0
+    }
+
     private struct State {
         var machine = ShipperStateMachine()
         /// The operations the machine knows of, so that cancellations reach them.
@@ -38,7 +45,7 @@ public final class Shipper: Service, Sendable {
     private let shutdownTimeout: Duration
     private let logger: Logger
     private let state = Mutex(State())
-    private let timers = Mutex<[ShipperStateMachine.Timer: Task<Void, Never>]>([:])
+    private let timers = Mutex(ArmedTimers())
 
     /// - Parameters:
     ///   - delivery: What each operation does: claim, post, settle.
@@ -122,6 +129,9 @@ public final class Shipper: Service, Sendable {
             completion = .delivered(outcome)
         case .failure(is CancellationError):
             completion = .cancelled
+        case .failure(let error as SpoolError) where error == .closed:
+            // The spool closes at the end of shutdown: what this operation had claimed stays stored.
+            completion = .cancelled
         case .failure(let error):
             let retryAt = Date().addingTimeInterval(delivery.backoff.nextDelay().seconds)
             logger.error(
@@ -138,8 +148,10 @@ public final class Shipper: Service, Sendable {
             })
     }
 
-    private func timerFired(_ timer: ShipperStateMachine.Timer) {
-        timers.withLock { _ = $0.removeValue(forKey: timer) }
+    private func timerFired(_ timer: ShipperStateMachine.Timer, arming: UInt64) {
+        timers.withLock { timers in
+            if timers.tasks[timer]?.arming == arming { timers.tasks[timer] = nil }
+        }
         perform(state.withLock { $0.machine.timerFired(timer, now: Date()) })
     }
 
@@ -155,7 +167,7 @@ public final class Shipper: Service, Sendable {
             enqueue(id, priorityClass)
         }
         for timer in actions.cancelTimers {
-            timers.withLock { $0.removeValue(forKey: timer) }?.cancel()
+            timers.withLock { $0.tasks.removeValue(forKey: timer) }?.task.cancel()
         }
         for (timer, date) in actions.armTimers {
             arm(timer, at: date)
@@ -199,16 +211,23 @@ public final class Shipper: Service, Sendable {
         } while state.withLock({ $0.machine.queueSuspension.generation }) != applied
     }
 
+    /// Starts a task that reports `timer` at `date`. It is registered under the lock it would need to report, so
+    /// it cannot fire before it is registered.
     private func arm(_ timer: ShipperStateMachine.Timer, at date: Date) {
-        let task = Task { [weak self] in
-            do {
-                try await Task.sleep(for: .seconds(max(date.timeIntervalSinceNow, 0)))
-            } catch {
-                return
+        let replaced = timers.withLock { timers -> Task<Void, Never>? in
+            let arming = timers.nextArming
+            timers.nextArming += 1
+            let task = Task { [weak self] in
+                do {
+                    try await Task.sleep(for: .seconds(max(date.timeIntervalSinceNow, 0)))
+                } catch {
+                    return
+                }
+                self?.timerFired(timer, arming: arming)
             }
-            self?.timerFired(timer)
+            return timers.tasks.updateValue((arming, task), forKey: timer)?.task
         }
-        timers.withLock { $0.updateValue(task, forKey: timer) }?.cancel()
+        replaced?.cancel()
     }
 
     // MARK: Shutdown
@@ -217,8 +236,8 @@ public final class Shipper: Service, Sendable {
         let (actions, running) = state.withLock { ($0.machine.beginShutdown(), $0.machine.runningCount) }
         perform(actions)
         let pendingTimers = timers.withLock { timers in
-            defer { timers = [:] }
-            return Array(timers.values)
+            defer { timers.tasks = [:] }
+            return timers.tasks.values.map(\.task)
         }
         for timer in pendingTimers { timer.cancel() }
         guard running > 0 else { return }

@@ -52,7 +52,9 @@ struct ShipperStateMachine: Sendable {
         case retrying(after: DeliveryPause)
     }
 
-    /// What the shipper must do after an event, in this order.
+    /// What the shipper must do after an event. It applies the queue's suspension first (so that an operation
+    /// enqueued into a pause cannot start before it), then enqueues, cancels timers before arming new ones (a
+    /// timer re-armed under the same name must survive), cancels operations, and wakes idle waiters last.
     struct Actions: Sendable {
         /// Operations to create and add to the queue, most urgent first.
         var enqueue: [(id: OperationID, priorityClass: PriorityClass)] = []
@@ -173,10 +175,14 @@ struct ShipperStateMachine: Sendable {
             counters.failedRequests += report.failedRequests
             if let pause = report.pause {
                 begin(pause, &actions)
-                // The batch went back to the spool: it needs an operation waiting for the queue to resume.
-                enqueueIfNeeded(priorityClass, &actions)
             } else if report.delivered > 0 || report.deadLettered > 0, self.pause == nil {
                 remote = .accepting
+            }
+            if let until = report.spoolFailedUntil {
+                block(priorityClass, until: until, &actions)
+            } else if report.pause != nil {
+                // The batch went back to the spool: it needs an operation waiting for the queue to resume.
+                enqueueIfNeeded(priorityClass, &actions)
             }
         case .delivered(.waiting(let until)):
             block(priorityClass, until: until, &actions)

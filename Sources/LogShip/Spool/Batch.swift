@@ -24,5 +24,14 @@ public struct Batch: Hashable, Sendable {
         )
     }
 
+    /// At most `count` contiguous parts of nearly equal size, in order; as many as there are records if fewer.
+    public func parts(_ count: Int) -> [Batch] {
+        let count = max(1, min(count, records.count))
+        return (0..<count).map { index in
+            let range = (records.count * index / count)..<(records.count * (index + 1) / count)
+            return Batch(priority: priority, records: Array(records[range]), number: number)
+        }
+    }
+
     var sequences: [Int64] { records.map(\.sequence) }
 }

@@ -41,7 +41,8 @@ extension SpoolDatabase {
     private func diskRoom(_ db: Database) throws -> Int {
         var status = statvfs()
         let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-        guard statvfs(directory.isEmpty ? "/" : directory, &status) == 0 else { return Int.max }
+        // Unknown room: the budget alone decides (and the sum below cannot overflow).
+        guard statvfs(directory.isEmpty ? "/" : directory, &status) == 0 else { return maximumBytes }
         let available = Int(status.f_bavail) * Int(status.f_frsize)
         let freePages = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
         return available - minimumFreeDiskBytes + freePages * pageSize

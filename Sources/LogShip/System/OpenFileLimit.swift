@@ -1,0 +1,19 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The process's limit on open file descriptors (`RLIMIT_NOFILE`).
+enum OpenFileLimit {
+    /// Raises the soft limit to the hard limit (the soft default, often 1024, is for programs that use `select`),
+    /// and returns the soft limit then in force.
+    static func raiseToHardLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Int.max }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        return Int(clamping: limit.rlim_cur)
+    }
+}
