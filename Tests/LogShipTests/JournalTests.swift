@@ -92,7 +92,7 @@ struct JournalTests {
         let coredump = JournalFiles.Entry(bytes: [
             ("__REALTIME_TIMESTAMP", Array(String(Self.t0 + 20_000).utf8)),
             ("MESSAGE", Array("Process 4711 (worker) of user 1000 dumped core.\n\nStack trace of thread 4711:\n#0  0x00007f crash (libc.so.6 + 0x1)".utf8)),
-            ("MESSAGE_ID", Array("fc2e22bc6ee647b6b90729ab34a250b1".utf8)), ("PRIORITY", Array("2".utf8)),
+            ("MESSAGE_ID", Array(JournalRecordMapperID.coredump.utf8)), ("PRIORITY", Array("2".utf8)),
             ("COREDUMP_EXE", Array("/usr/bin/worker".utf8)), ("COREDUMP_PID", Array("4711".utf8)),
             ("COREDUMP_SIGNAL_NAME", Array("SIGSEGV".utf8)), ("COREDUMP_UNIT", Array("worker.service".utf8)),
             ("COREDUMP_CMDLINE", Array("/usr/bin/worker --serve".utf8)),
@@ -127,6 +127,51 @@ struct JournalTests {
         #expect(crash.fields["coredump"] == nil)
         #expect(crash.ndjsonLine.count < 2_048, "the record stays small: the core is never read")
         try await daemon.stop()
+    }
+
+    @Test("a coredump's 48 MiB core is never read, even with a 16 MiB field limit: logshipd's peak memory barely moves")
+    func coreNeverRead() async throws {
+        let (journal, journalPath) = try Self.journalDirectory()
+        try await journal.append(JournalFiles.entries(10, from: Self.t0) { "before \($0)" })
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        // A field limit this high would let a read of COREDUMP take 16 MiB: the check below would see it.
+        try LogshipdProcess.configure(
+            directory: directory, url: receiver.url,
+            journal: ["enabled: true", "directory: \(journalPath)", "start_at: head", "max_field_bytes: 16MiB"])
+        let daemon = try await LogshipdProcess.start(directory: directory)
+        try await receiver.waitFor(records: 10, within: .seconds(30))
+        let before = try Self.peakMemory(of: daemon.pid)
+
+        var core = [UInt8](repeating: 0, count: 48 << 20)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for index in core.indices {
+            state = state &* 6_364_136_223_846_793_005 &+ 1
+            core[index] = UInt8(truncatingIfNeeded: state >> 56)
+        }
+        try await journal.append([
+            JournalFiles.Entry(bytes: [
+                ("__REALTIME_TIMESTAMP", Array(String(Self.t0 + 100).utf8)),
+                ("MESSAGE", Array("Process 7 (big) of user 0 dumped core.".utf8)),
+                ("MESSAGE_ID", Array(JournalRecordMapperID.coredump.utf8)), ("COREDUMP_EXE", Array("/usr/bin/big".utf8)),
+                ("COREDUMP", core),
+            ])
+        ])
+        try await receiver.waitUntil(within: .seconds(60)) { $0.contains { $0.records.contains { $0.priority == .crash } } }
+        let after = try Self.peakMemory(of: daemon.pid)
+        print("journal coredump: peak memory \(before / 1024) MiB before the 48 MiB core, \(after / 1024) MiB after")
+        #expect(after - before < 8 << 10, "peak memory grew by \((after - before) / 1024) MiB")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.wait().status == 0)
+    }
+
+    /// A process's peak resident memory (`VmHWM`), in KiB.
+    static func peakMemory(of pid: Int32) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { throw WaitTimeout(description: "no VmHWM for \(pid)") }
+        return kilobytes
     }
 
     @Test("a multi-line and a binary MESSAGE arrive whole and valid")
@@ -261,4 +306,9 @@ struct JournalTests {
             try await daemon.stop()
         }
     }
+}
+
+/// systemd-coredump's MESSAGE_ID, as the journal files the tests write carry it.
+enum JournalRecordMapperID {
+    static let coredump = "fc2e22bc6ee647b6b90729ab34a250b1"
 }
