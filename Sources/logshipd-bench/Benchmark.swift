@@ -9,6 +9,11 @@ import Logging
 @main
 struct Benchmark {
     static func main() async throws {
+        // `logshipd-bench journal` runs only the journal comparison.
+        if CommandLine.arguments.dropFirst().first == "journal" {
+            try await printJournalRates()
+            return
+        }
         print("logshipd benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, "
             + "\(ProcessInfo.processInfo.physicalMemory >> 30) GiB; loopback receiver; figures vary with the machine,")
         print("compare the ratios within one run")
@@ -36,6 +41,8 @@ struct Benchmark {
                      latency.milliseconds, latency.milliseconds / 100))
         print(String(format: "  info records it overtook %6d of %d", latency.overtaken, latency.backlog))
         print("")
+
+        try await printJournalRates()
 
         let memory = try await restartMemory(pending: 100_000)
         print("logshipd resident memory at start (its own process, sqlite spool):")
@@ -124,6 +131,61 @@ struct Benchmark {
         try await daemon.stop()
         return CrashLatency(
             backlog: backlog, milliseconds: (carrier.arrivedAt - accepted).seconds * 1000, overtaken: overtaken)
+    }
+
+    static func printJournalRates() async throws {
+        let journal = try await journalRates(entries: 100_000)
+        print("journal file of \(journal.entries) entries to the loopback receiver (sqlite spool):")
+        print(String(format: "  logshipd                 %8.0f entries/s in %6d requests", journal.logshipd, journal.logshipdRequests))
+        print(String(format: "  systemd-journal-upload   %8.0f entries/s in %6d requests", journal.upload, journal.uploadRequests))
+        print(String(format: "  logshipd / journal-upload %7.2f", journal.logshipd / journal.upload))
+        print("")
+    }
+
+    struct JournalRates {
+        var entries: Int
+        var logshipd: Double
+        var logshipdRequests: Int
+        var upload: Double
+        var uploadRequests: Int
+    }
+
+    /// One journal file, shipped by logshipd (from its head, batches of 1 000) and by systemd-journal-upload
+    /// (`--file`, no following) to the same kind of receiver: entries per second until the receiver has them all.
+    static func journalRates(entries count: Int) async throws -> JournalRates {
+        let journalPath = try TemporaryDirectory.make()
+        defer { try? FileManager.default.removeItem(atPath: journalPath) }
+        let files = JournalFiles(directory: journalPath)
+        for start in stride(from: 0, to: count, by: 20_000) {
+            try await files.append(JournalFiles.entries(min(20_000, count - start), from: 1_795_255_200_000_000 + UInt64(start)) {
+                "journal entry \(start + $0) " + String(repeating: "x", count: 80)
+            })
+        }
+
+        let daemon = try await start(spool: .sqlite) {
+            $0.journal.enabled = true
+            $0.journal.directory = journalPath
+            $0.journal.startAt = .head
+        }
+        let started = ContinuousClock.now
+        try await daemon.receiver.waitFor(records: count, within: .seconds(600))
+        let logshipdElapsed = ContinuousClock.now - started
+        let logshipdRequests = daemon.receiver.requests.count
+        try await daemon.stop()
+
+        let receiver = try await TestReceiver()
+        let uploadStarted = ContinuousClock.now
+        let upload = try ChildProcess(
+            "/lib/systemd/systemd-journal-upload",
+            ["--file=\(journalPath)/system.journal", "--url=http://127.0.0.1:\(receiver.receiver.address.port ?? 0)",
+             "--follow=no", "--save-state=\(journalPath)/upload-state"])
+        let result = try await upload.wait(within: .seconds(600))
+        guard result.status == 0 else { throw WaitTimeout(description: "journal-upload: \(result.standardError)") }
+        try await receiver.waitFor(records: count, within: .seconds(600))
+        let uploadElapsed = ContinuousClock.now - uploadStarted
+        return JournalRates(
+            entries: count, logshipd: Double(count) / logshipdElapsed.seconds, logshipdRequests: logshipdRequests,
+            upload: Double(count) / uploadElapsed.seconds, uploadRequests: receiver.requests.count)
     }
 
     /// Resident memory of the logshipd binary once it has started, with an empty spool and with `pending` records.

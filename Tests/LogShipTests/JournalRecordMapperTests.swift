@@ -78,3 +78,22 @@ struct JournalRecordMapperTests {
         #expect(JournalCursor.realtime(of: "s=a2;t=zz") == nil)
     }
 }
+
+@Suite("Journal export format, as a receiver reads it")
+struct JournalExportDecoderTests {
+    @Test("text and binary-safe fields, several entries, and a cut body counted as malformed")
+    func decode() {
+        var body = Array("__REALTIME_TIMESTAMP=1795255200000000\nMESSAGE=hello\nPRIORITY=3\n\n".utf8)
+        body += Array("MESSAGE\n".utf8) + [5, 0, 0, 0, 0, 0, 0, 0] + Array("a\nb\u{0}c".utf8).prefix(5) + [0x0A]
+        body += Array("_HOSTNAME=h\n\n".utf8)
+        let (entries, malformed) = JournalExportDecoder.entries(in: body)
+        #expect(malformed == 0 && entries.count == 2)
+        #expect(entries[1]["MESSAGE"] == Array("a\nb\u{0}c".utf8).prefix(5).map { $0 })
+        let record = JournalExportDecoder.record(from: entries[0])
+        #expect(record.message == "hello" && record.severity == .error)
+        #expect(record.timestamp == Timestamp(microsecondsSinceEpoch: 1_795_255_200_000_000))
+
+        let cut = JournalExportDecoder.entries(in: Array("MESSAGE\n".utf8) + [200, 0, 0, 0, 0, 0, 0, 0, 1, 2])
+        #expect(cut.malformed == 1 && cut.entries.isEmpty)
+    }
+}

@@ -5,8 +5,8 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// A small HTTP server that accepts NDJSON batches as logshipd posts them: `logctl receive`, and the remote in
-/// the tests.
+/// A small HTTP server that accepts NDJSON batches as logshipd posts them (and journal export format, as
+/// `systemd-journal-upload` posts it): `logctl receive`, and the remote in the tests and the benchmark.
 ///
 /// It counts requests in flight, numbers requests in the order they arrive, and can be told to answer slowly or
 /// to fail a share of requests, so it doubles as a misbehaving remote.
@@ -155,7 +155,9 @@ public final class LogReceiver: Sendable {
                         guard let requestHead = head else { continue }
                         let status = await answer(
                             body: body, sequence: sequence, inFlight: inFlight, arrivedAt: arrivedAt,
-                            batch: requestHead.headers.first(name: "X-Logshipd-Batch").flatMap { Int($0) })
+                            batch: requestHead.headers.first(name: "X-Logshipd-Batch").flatMap { Int($0) },
+                            isJournalExport: requestHead.headers.first(name: "Content-Type")?
+                                .hasPrefix("application/vnd.fdo.journal") == true)
                         let responseBody = "logctl receive answered \(status)\n"
                         var responseHead = HTTPResponseHead(version: requestHead.version, status: .init(statusCode: status))
                         responseHead.headers.add(name: "Content-Length", value: String(responseBody.utf8.count))
@@ -179,18 +181,26 @@ public final class LogReceiver: Sendable {
         }
     }
 
-    /// Decodes the batch, reports it, waits the configured delay, and picks the status.
+    /// Decodes the batch (NDJSON, or journal export format as `systemd-journal-upload` sends it), reports it,
+    /// waits the configured delay, and picks the status.
     private func answer(
-        body: ByteBuffer, sequence: Int, inFlight: Int, arrivedAt: ContinuousClock.Instant, batch: Int?
+        body: ByteBuffer, sequence: Int, inFlight: Int, arrivedAt: ContinuousClock.Instant, batch: Int?,
+        isJournalExport: Bool
     ) async -> Int {
         var records: [LogRecord] = []
         var malformed = 0
-        let decoder = JSONDecoder()
-        for line in body.readableBytesView.split(separator: UInt8(ascii: "\n")) {
-            if let record = try? decoder.decode(LogRecord.self, from: Data(line)) {
-                records.append(record)
-            } else {
-                malformed += 1
+        if isJournalExport {
+            let export = JournalExportDecoder.entries(in: body.readableBytesView)
+            records = export.entries.map(JournalExportDecoder.record(from:))
+            malformed = export.malformed
+        } else {
+            let decoder = JSONDecoder()
+            for line in body.readableBytesView.split(separator: UInt8(ascii: "\n")) {
+                if let record = try? decoder.decode(LogRecord.self, from: Data(line)) {
+                    records.append(record)
+                } else {
+                    malformed += 1
+                }
             }
         }
         let fails = behavior.failureRate > 0 && Double.random(in: 0..<1) < behavior.failureRate

@@ -1,0 +1,57 @@
+import Foundation
+
+/// Reads the systemd journal export format (`application/vnd.fdo.journal`, what `systemd-journal-upload` sends):
+/// entries of `NAME=value` lines, or `NAME`, a newline, a 64-bit little-endian length and that many bytes for
+/// binary-safe values, each entry ended by an empty line.
+enum JournalExportDecoder {
+    /// The entries in `body`, each a field map; `malformed` counts entries that could not be read.
+    static func entries(in body: some Collection<UInt8>) -> (entries: [[String: [UInt8]]], malformed: Int) {
+        let bytes = Array(body)
+        var entries: [[String: [UInt8]]] = []
+        var malformed = 0
+        var current: [String: [UInt8]] = [:]
+        var index = 0
+        while index < bytes.count {
+            guard let lineEnd = bytes[index...].firstIndex(of: UInt8(ascii: "\n")) else {
+                malformed += 1
+                break
+            }
+            let line = bytes[index..<lineEnd]
+            if line.isEmpty {
+                if !current.isEmpty { entries.append(current) }
+                current = [:]
+                index = lineEnd + 1
+            } else if let equals = line.firstIndex(of: UInt8(ascii: "=")) {
+                current[String(decoding: line[..<equals], as: UTF8.self)] = Array(line[(equals + 1)...])
+                index = lineEnd + 1
+            } else {
+                // A binary-safe field: the name, then its length and bytes, then a newline.
+                let lengthStart = lineEnd + 1
+                guard lengthStart + 8 <= bytes.count else {
+                    malformed += 1
+                    break
+                }
+                let length = bytes[lengthStart..<lengthStart + 8].reversed().reduce(0) { $0 << 8 | Int($1) }
+                let valueStart = lengthStart + 8
+                guard length >= 0, length <= bytes.count - valueStart else {
+                    malformed += 1
+                    break
+                }
+                current[String(decoding: line, as: UTF8.self)] = Array(bytes[valueStart..<valueStart + length])
+                index = valueStart + length + 1
+            }
+        }
+        if !current.isEmpty { entries.append(current) }
+        return (entries, malformed)
+    }
+
+    /// An export entry as a record: its message, priority, time and host.
+    static func record(from fields: [String: [UInt8]]) -> LogRecord {
+        func text(_ name: String) -> String? { fields[name].map { String(decoding: $0, as: UTF8.self) } }
+        let severity = text("PRIORITY").flatMap { Severity(text: $0) } ?? .informational
+        let microseconds = text("__REALTIME_TIMESTAMP").flatMap { Int64($0) } ?? 0
+        return LogRecord(
+            timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: PriorityClass(severity: severity),
+            severity: severity, host: text("_HOSTNAME") ?? "", source: .journal, message: text("MESSAGE") ?? "")
+    }
+}
