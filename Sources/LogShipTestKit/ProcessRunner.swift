@@ -66,7 +66,7 @@ public final class ChildProcess: @unchecked Sendable {
     public var standardErrorSoFar: String { error.text }
 
     /// Waits for the process to exit, at most `timeout`; kills it and throws if it does not.
-    public func wait(within timeout: Duration = .seconds(30)) async throws -> ProcessResult {
+    public func wait(within timeout: Duration = .seconds(60)) async throws -> ProcessResult {
         let exited = self.exited
         let status = try await withThrowingTaskGroup(of: Int32?.self) { group in
             group.addTask {

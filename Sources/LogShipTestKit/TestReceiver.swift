@@ -33,14 +33,14 @@ public final class TestReceiver: Sendable {
 
     /// Waits until `condition` holds for the requests received, or throws after `timeout`.
     public func waitUntil(
-        within timeout: Duration = .seconds(10),
+        within timeout: Duration = .seconds(60),
         _ condition: @escaping @Sendable ([LogReceiver.Request]) -> Bool
     ) async throws {
         try await log.waitUntil(within: timeout, condition)
     }
 
     /// Waits until at least `count` records have arrived.
-    public func waitFor(records count: Int, within timeout: Duration = .seconds(10)) async throws {
+    public func waitFor(records count: Int, within timeout: Duration = .seconds(60)) async throws {
         try await waitUntil(within: timeout) { requests in
             requests.reduce(0) { $0 + $1.records.count } >= count
         }
@@ -81,7 +81,7 @@ private final class RequestLog: Sendable {
 
     /// Waits until `condition` holds for the requests received, or fails the wait after `timeout`.
     func waitUntil(
-        within timeout: Duration = .seconds(10),
+        within timeout: Duration = .seconds(60),
         _ condition: @escaping @Sendable ([LogReceiver.Request]) -> Bool
     ) async throws {
         let id = state.withLock { state in

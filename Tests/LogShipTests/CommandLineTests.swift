@@ -117,10 +117,10 @@ struct CommandLineTests {
         let sent = try await run(
             Binaries.logctl, ["send", "--socket", "\(directory)/control.sock"], stdin: Data("one\ntwo\nthree\n".utf8))
         #expect(sent.status == 0, "\(sent.standardError)")
-        try await waitUntil(within: .seconds(10)) { receiver.receiver.statistics.inFlight > 0 }
+        try await waitUntil(within: .seconds(60)) { receiver.receiver.statistics.inFlight > 0 }
 
         daemon.signal(SIGTERM)
-        try await waitUntil(within: .seconds(20)) { daemon.standardErrorSoFar.contains("waiting for requests in flight") }
+        try await waitUntil(within: .seconds(60)) { daemon.standardErrorSoFar.contains("waiting for requests in flight") }
         gate.open()
         // Well inside the 10-minute shutdown timeout: the daemon left when its request was answered.
         let result = try await daemon.wait(within: .seconds(60))

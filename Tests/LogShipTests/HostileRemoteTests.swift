@@ -22,11 +22,11 @@ struct HostileRemoteTests {
         }
         let started = ContinuousClock.now
         try await daemon.send(count: 1_000, priority: "info", prefix: "held")
-        try await receiver.waitUntil(within: .seconds(30)) { $0.count { $0.status == status } >= 3 }
+        try await receiver.waitUntil(within: .seconds(60)) { $0.count { $0.status == status } >= 3 }
         // Between two refusals the pause may have just ended ("retrying"): ask until logctl shows one.
         let controlPath = daemon.controlPath
         let pauseLine = Mutex("")
-        try await eventually(within: .seconds(30)) {
+        try await eventually(within: .seconds(60)) {
             let shown = try await run(Binaries.logctl, ["status", "--socket", controlPath])
             let line = shown.standardOutput.split(separator: "\n").first { $0.hasPrefix("paused until") }
             pauseLine.withLock { $0 = line.map(String.init) ?? "" }
@@ -39,7 +39,7 @@ struct HostileRemoteTests {
 
         accepting.withLock { $0 = true }
         let refusedFor = ContinuousClock.now - started
-        try await receiver.waitUntil(within: .seconds(30)) { requests in
+        try await receiver.waitUntil(within: .seconds(60)) { requests in
             requests.filter { $0.status == 200 }.reduce(0) { $0 + $1.records.count } == 1_000
         }
         let requests = receiver.requests
@@ -72,7 +72,7 @@ struct HostileRemoteTests {
         let stalledAt = try #require(receiver.requests.first?.arrivedAt)
         #expect(try await daemon.send([Submission(message: "crash while stalled", priority: "crash")]).ok)
 
-        try await receiver.waitUntil(within: .seconds(30)) { requests in
+        try await receiver.waitUntil(within: .seconds(60)) { requests in
             let answered = requests.dropFirst().flatMap(\.records).map(\.message)
             return answered.contains("crash while stalled") && answered.count { $0.hasPrefix("stalled") } == 10
         }
@@ -156,15 +156,15 @@ struct HostileRemoteTests {
         }
         try await daemon.send(count: 10, priority: "error", prefix: "settle")
         // Sent (and refused or taken), then the settle failed: the records are pending again, not stuck claimed.
-        try await receiver.waitUntil(within: .seconds(30)) { $0.count >= 2 }
-        try await eventually(within: .seconds(30)) {
+        try await receiver.waitUntil(within: .seconds(60)) { $0.count >= 2 }
+        try await eventually(within: .seconds(60)) {
             let status = try await daemon.status()
             return status.claimed == 0 && status.pending["error"] == 10
         }
 
         try await spoolFile.write { db in try db.execute(sql: "UPDATE fault SET active = 0") }
         faulty.withLock { $0 = false }
-        try await eventually(within: .seconds(30)) {
+        try await eventually(within: .seconds(60)) {
             let status = try await daemon.status()
             return status.claimed == 0 && status.pending.values.reduce(0, +) == 0
         }

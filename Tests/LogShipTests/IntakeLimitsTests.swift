@@ -54,7 +54,7 @@ struct IntakeLimitsTests {
 
         let logger = try await run("/usr/bin/logger", ["-u", streamPath, "-T", "from another process"])
         #expect(logger.status == 0, "\(logger.standardError)")
-        try await receiver.waitFor(records: 1, within: .seconds(30))
+        try await receiver.waitFor(records: 1, within: .seconds(60))
         #expect(receiver.records.map(\.message) == ["from another process"])
 
         // Twenty more processes, one idle connection each: 16 fill the global cap of 64, the other 4 are closed.

@@ -71,12 +71,12 @@ struct JournalTests {
         try await journal.append(JournalFiles.entries(10, from: Self.t0) { "first \($0)" })
         let receiver = try await TestReceiver()
         let daemon = try await Self.start(reading: journalPath, receiver: receiver)
-        try await receiver.waitFor(records: 10, within: .seconds(30))
+        try await receiver.waitFor(records: 10, within: .seconds(60))
 
         try await journal.append(JournalFiles.entries(10, from: Self.t0 + 100) { "appended \($0)" })
-        try await receiver.waitFor(records: 20, within: .seconds(30))
+        try await receiver.waitFor(records: 20, within: .seconds(60))
         try await journal.append(JournalFiles.entries(10, from: Self.t0 + 200) { "new file \($0)" }, to: "rotated")
-        try await receiver.waitFor(records: 30, within: .seconds(30))
+        try await receiver.waitFor(records: 30, within: .seconds(60))
 
         let messages = receiver.records.map(\.message)
         #expect(messages.count == 30)
@@ -140,7 +140,7 @@ struct JournalTests {
             directory: directory, url: receiver.url,
             journal: ["enabled: true", "directory: \(journalPath)", "start_at: head", "max_field_bytes: 16MiB"])
         let daemon = try await LogshipdProcess.start(directory: directory)
-        try await receiver.waitFor(records: 10, within: .seconds(30))
+        try await receiver.waitFor(records: 10, within: .seconds(60))
         let before = try Self.peakMemory(of: daemon.pid)
 
         var core = [UInt8](repeating: 0, count: 48 << 20)
@@ -189,7 +189,7 @@ struct JournalTests {
         ])
         let receiver = try await TestReceiver()
         let daemon = try await Self.start(reading: journalPath, receiver: receiver)
-        try await receiver.waitFor(records: 2, within: .seconds(30))
+        try await receiver.waitFor(records: 2, within: .seconds(60))
         // Two classes, two requests: in journal order by time.
         let records = receiver.records.sorted { $0.timestamp < $1.timestamp }
         #expect(receiver.requests.allSatisfy { $0.malformedLines == 0 }, "every line is valid JSON")
@@ -211,7 +211,7 @@ struct JournalTests {
             directory: directory, url: receiver.url,
             journal: ["enabled: true", "directory: \(journalPath)", "start_at: head"])
         var daemon = try await LogshipdProcess.start(directory: directory)
-        try await receiver.waitFor(records: 100, within: .seconds(30))
+        try await receiver.waitFor(records: 100, within: .seconds(60))
         daemon.signal(SIGTERM)
         #expect(try await daemon.wait().status == 0)
 
@@ -219,7 +219,7 @@ struct JournalTests {
         try FileManager.default.removeItem(atPath: "\(journalPath)/system.journal")
         try await journal.append(JournalFiles.entries(200, from: Self.t0) { "replaced \($0)" }, to: "other")
         daemon = try await LogshipdProcess.start(directory: directory)
-        try await receiver.waitFor(records: 200, within: .seconds(30))
+        try await receiver.waitFor(records: 200, within: .seconds(60))
         daemon.signal(SIGTERM)
         let stopped = try await daemon.wait()
 
@@ -238,13 +238,13 @@ struct JournalTests {
         let tail = try await Self.start(reading: journalPath, receiver: tailReceiver) { $0.journal.startAt = .tail }
         try await eventually { try await tail.status().journal?.state == "following" }
         try await journal.append(JournalFiles.entries(5, from: Self.t0 + 100) { "new \($0)" })
-        try await tailReceiver.waitFor(records: 5, within: .seconds(30))
+        try await tailReceiver.waitFor(records: 5, within: .seconds(60))
         try await tail.stop()
         #expect(tailReceiver.records.map(\.message) == (0..<5).map { "new \($0)" })
 
         let headReceiver = try await TestReceiver()
         let head = try await Self.start(reading: journalPath, receiver: headReceiver)
-        try await headReceiver.waitFor(records: 55, within: .seconds(30))
+        try await headReceiver.waitFor(records: 55, within: .seconds(60))
         #expect(headReceiver.records.map(\.message) == (0..<50).map { "old \($0)" } + (0..<5).map { "new \($0)" })
         try await head.stop()
     }
@@ -298,8 +298,8 @@ struct JournalTests {
             let receiver = try await TestReceiver()
             let daemon = try await Self.start(reading: journalPath, receiver: receiver) { selection.configure(&$0.journal) }
             // Read means committed with the cursor: what is left out is left out for good.
-            try await eventually(within: .seconds(30)) { try await daemon.status().journal?.read == selection.read }
-            try await receiver.waitFor(records: selection.expected.count, within: .seconds(30))
+            try await eventually(within: .seconds(60)) { try await daemon.status().journal?.read == selection.read }
+            try await receiver.waitFor(records: selection.expected.count, within: .seconds(60))
             try await eventually { try await daemon.status().pending.values.reduce(0, +) == 0 }
             #expect(Set(receiver.records.map(\.message)) == selection.expected)
             #expect(receiver.records.count == selection.expected.count)

@@ -108,9 +108,9 @@ struct ShippingIntegrationTests {
     func loneRecord() async throws {
         let daemon = try await TestDaemon.start()
         try await daemon.ingest(["<6>first"])
-        try await daemon.receiver.waitFor(records: 1, within: .seconds(5))
+        try await daemon.receiver.waitFor(records: 1, within: .seconds(60))
         try await daemon.ingest(["<6>second"])
-        try await daemon.receiver.waitFor(records: 2, within: .seconds(5))
+        try await daemon.receiver.waitFor(records: 2, within: .seconds(60))
         #expect(daemon.receiver.requests.map { $0.records.map(\.message) } == [["first"], ["second"]])
         try await daemon.stop()
     }
