@@ -42,7 +42,7 @@ public final class TestReceiver: Sendable {
     /// Waits until at least `count` records have arrived.
     public func waitFor(records count: Int, within timeout: Duration = .seconds(60)) async throws {
         try await waitUntil(within: timeout) { requests in
-            requests.reduce(0) { $0 + $1.records.count } >= count
+            requests.reduce(0) { $0 + $1.recordCount } >= count
         }
     }
 }

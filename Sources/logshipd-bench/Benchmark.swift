@@ -116,7 +116,9 @@ struct Benchmark {
     }
 
     static func crashLatency(backlog: Int, receiverDelay: Duration) async throws -> CrashLatency {
-        let daemon = try await start(spool: .sqlite, receiverDelay: receiverDelay) { $0.batch.maxRecords = 100 }
+        let daemon = try await start(spool: .sqlite, receiverDelay: receiverDelay, decodingRecords: true) {
+            $0.batch.maxRecords = 100
+        }
         try await daemon.send(count: backlog, priority: "info", prefix: "record")
         guard try await daemon.send([Submission(message: "crash report", priority: "crash")]).ok else {
             throw WaitTimeout(description: "the crash record was refused")
@@ -173,7 +175,9 @@ struct Benchmark {
         let logshipdRequests = daemon.receiver.requests.count
         try await daemon.stop()
 
-        let receiver = try await TestReceiver()
+        var counting = LogReceiver.Behavior()
+        counting.decodesRecords = false
+        let receiver = try await TestReceiver(behavior: counting)
         let uploadStarted = ContinuousClock.now
         let upload = try ChildProcess(
             "/lib/systemd/systemd-journal-upload",
@@ -238,11 +242,14 @@ struct Benchmark {
 
     /// An in-process daemon with its receiver; an unreachable remote keeps every record in the spool.
     static func start(
-        spool: SpoolChoice, reachable: Bool = true, receiverDelay: Duration = .zero,
+        spool: SpoolChoice, reachable: Bool = true, receiverDelay: Duration = .zero, decodingRecords: Bool = false,
         configure: (inout DaemonConfiguration) -> Void = { _ in }
     ) async throws -> TestDaemon {
         let directory = try TemporaryDirectory.make()
-        let receiver = try await TestReceiver(behavior: .init(delay: receiverDelay))
+        // The receiver only counts, unless the figure needs the records: it must not be what is measured.
+        var behavior = LogReceiver.Behavior(delay: receiverDelay)
+        behavior.decodesRecords = decodingRecords
+        let receiver = try await TestReceiver(behavior: behavior)
         return try await TestDaemon.start(receiver: receiver, directory: directory) {
             $0.ingest.datagram = ""
             // Port 9 (discard) has no listener on loopback: uploads fail and the records stay spooled.

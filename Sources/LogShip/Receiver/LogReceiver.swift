@@ -28,6 +28,9 @@ public final class LogReceiver: Sendable {
         public var hold: (@Sendable (_ sequence: Int) async -> Void)?
         /// Awaited after the response head is sent and before its body: a remote that answers and then stalls.
         public var holdBody: (@Sendable (_ sequence: Int) async -> Void)?
+        /// Whether to decode records; a benchmark's receiver only counts them (NDJSON lines, export entries), so
+        /// that it is not the bottleneck it measures.
+        public var decodesRecords = true
 
         public init(
             delay: Duration = .zero, failureRate: Double = 0, failureStatus: Int = 503, retryAfter: Int? = nil,
@@ -50,6 +53,8 @@ public final class LogReceiver: Sendable {
         /// 0 for the first request, in the order request heads arrived.
         public var sequence: Int
         public var records: [LogRecord]
+        /// How many records the request carried: decoded or, when the receiver only counts, counted.
+        public var recordCount: Int
         /// Lines that did not decode as records.
         public var malformedLines: Int
         /// The status the receiver answers with.
@@ -189,10 +194,14 @@ public final class LogReceiver: Sendable {
     ) async -> Int {
         var records: [LogRecord] = []
         var malformed = 0
+        var recordCount = 0
         if isJournalExport {
             let export = JournalExportDecoder.entries(in: body.readableBytesView)
-            records = export.entries.map(JournalExportDecoder.record(from:))
+            if behavior.decodesRecords { records = export.entries.map(JournalExportDecoder.record(from:)) }
+            recordCount = export.entries.count
             malformed = export.malformed
+        } else if !behavior.decodesRecords {
+            recordCount = body.readableBytesView.count { $0 == UInt8(ascii: "\n") }
         } else {
             let decoder = JSONDecoder()
             for line in body.readableBytesView.split(separator: UInt8(ascii: "\n")) {
@@ -203,10 +212,11 @@ public final class LogReceiver: Sendable {
                 }
             }
         }
+        if behavior.decodesRecords && !isJournalExport { recordCount = records.count }
         let fails = behavior.failureRate > 0 && Double.random(in: 0..<1) < behavior.failureRate
         let status = behavior.decide?(sequence, records) ?? (fails ? behavior.failureStatus : 200)
         onRequest(
-            Request(sequence: sequence, records: records, malformedLines: malformed, status: status,
+            Request(sequence: sequence, records: records, recordCount: recordCount, malformedLines: malformed, status: status,
                     inFlightAtArrival: inFlight, arrivedAt: arrivedAt, batch: batch))
         if behavior.delay > .zero {
             try? await Task.sleep(for: behavior.delay)

@@ -112,6 +112,26 @@ final class Journal: @unchecked Sendable {
         return Array(UnsafeRawBufferPointer(start: data + prefix, count: length - prefix))
     }
 
+    /// The fields of the current entry that are in `names`, each at most the data threshold: one pass over the
+    /// entry (asking for each field by name looks through all of its fields every time). It reads every field it
+    /// passes, so it must not be used on an entry with a field too large to read, such as a coredump's core.
+    func values(of names: Set<String>) throws -> [String: [UInt8]] {
+        var values: [String: [UInt8]] = [:]
+        sd_journal_restart_data(handle)
+        var data: UnsafeRawPointer?
+        var length = 0
+        while true {
+            let result = sd_journal_enumerate_data(handle, &data, &length)
+            if result == 0 { break }
+            guard result > 0, let data else { throw JournalError(call: "read the entry's fields", result) }
+            let field = UnsafeRawBufferPointer(start: data, count: length)
+            guard let equals = field.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let name = String(decoding: field[..<equals], as: UTF8.self)
+            if names.contains(name) { values[name] = Array(field[(equals + 1)...]) }
+        }
+        return values
+    }
+
     /// The time of the newest entry in the journal, if it has any.
     func newestRealtime() -> UInt64? {
         var from: UInt64 = 0

@@ -26,6 +26,8 @@ final class JournalReader: @unchecked Sendable {
 
     private let journal: Journal
     private let mapper: JournalRecordMapper
+    /// What is read of an entry that is not a coredump.
+    private let ordinaryFields: Set<String>
     private let start: JournalStartPosition
     /// The last entry read; the place to find again after rotation or vacuum.
     private var lastCursor: String?
@@ -39,6 +41,7 @@ final class JournalReader: @unchecked Sendable {
     init(directory: String?, matches: [String], start: JournalStartPosition, mapper: JournalRecordMapper) throws {
         journal = try Journal(directory: directory)
         self.mapper = mapper
+        ordinaryFields = Set(mapper.fieldsToRead(isCoredump: false))
         self.start = start
         do {
             try journal.setDataThreshold(mapper.maximumFieldBytes)
@@ -102,10 +105,16 @@ final class JournalReader: @unchecked Sendable {
 
     private func readEntry() throws -> JournalEntry {
         let messageID = try journal.value(of: "MESSAGE_ID")
-        let isCoredump = messageID == Array(JournalRecordMapper.coredumpMessageID.utf8)
-        var fields: [String: [UInt8]] = [:]
-        for name in mapper.fieldsToRead(isCoredump: isCoredump) {
-            fields[name] = try journal.value(of: name)
+        let fields: [String: [UInt8]]
+        if messageID == Array(JournalRecordMapper.coredumpMessageID.utf8) {
+            // Field by field: a pass over all of a coredump's fields would read its core.
+            var coredump: [String: [UInt8]] = [:]
+            for name in mapper.fieldsToRead(isCoredump: true) {
+                coredump[name] = try journal.value(of: name)
+            }
+            fields = coredump
+        } else {
+            fields = try journal.values(of: ordinaryFields)
         }
         return JournalEntry(realtime: try journal.realtime(), fields: fields)
     }
