@@ -6,7 +6,7 @@ RUN_DIR ?= $(if $(filter 0,$(shell id -u)),/run/logshipd,/tmp/logshipd-$(shell i
 STATE_DIR ?= $(if $(filter 0,$(shell id -u)),/var/lib/logshipd,/tmp/logshipd-$(shell id -un))
 RECEIVER ?= 127.0.0.1:8514
 
-.PHONY: deps build run test bench fuzz fuzz-build clean
+.PHONY: deps build run test bench fuzz fuzz-build install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -50,6 +50,13 @@ fuzz: fuzz-build
 bench: deps
 	$(SWIFT) build -c release
 	$$($(SWIFT) build -c release --show-bin-path)/logshipd-bench
+
+# Release binaries, systemd units, sysusers.d/tmpfiles.d entries and the packaged configuration, under PREFIX
+# (default /usr/local) and SYSCONFDIR (default /etc), staged in DESTDIR if set; see scripts/install.sh.
+install: deps
+	$(SWIFT) build -c release --product logshipd
+	$(SWIFT) build -c release --product logctl
+	BIN_PATH=$$($(SWIFT) build -c release --show-bin-path) scripts/install.sh
 
 clean:
 	$(SWIFT) package clean

@@ -21,6 +21,7 @@ public struct ConfigurationLoader: Sendable {
         "spool.path", "spool.max_bytes", "spool.min_free_disk",
         "journal.enabled", "journal.directory", "journal.start_at", "journal.units", "journal.exclude_units",
         "journal.min_priority", "journal.matches", "journal.fields", "journal.max_field_bytes",
+        "auth.bearer_token_file",
         "log.level", "host.name",
     ]
 
@@ -171,6 +172,8 @@ public struct ConfigurationLoader: Sendable {
         try values.read("upload.shutdown_timeout", into: &configuration.upload.shutdownTimeout, .duration())
         configuration.upload.headers = file.headers
         try values.read("upload.headers", into: &configuration.upload.headers, .headerList)
+
+        try values.read("auth.bearer_token_file", into: &configuration.auth.bearerTokenFile, .text)
 
         try values.read("batch.max_records", into: &configuration.batch.maxRecords, .integer(1...1_000_000))
         try values.read("batch.max_bytes", into: &configuration.batch.maxBytes, .byteCount(1024...(64 << 20)))

@@ -54,7 +54,8 @@ public final class Daemon: Sendable {
                 configuration: .init(
                     url: configuration.upload.url,
                     headers: configuration.upload.headers,
-                    timeout: configuration.upload.timeout)),
+                    timeout: configuration.upload.timeout,
+                    bearerTokenFile: configuration.auth.bearerTokenFile.isEmpty ? nil : configuration.auth.bearerTokenFile)),
             limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
             backoff: RetryBackoff(initial: configuration.upload.retryInitial, maximum: configuration.upload.retryMax),
             retryAfterMaximum: configuration.upload.retryAfterMax,

@@ -35,6 +35,11 @@ public struct DaemonConfiguration: Sendable {
         public var shutdownTimeout: Duration = .seconds(10)
     }
 
+    public struct Auth: Sendable {
+        /// A file holding the bearer token sent as `Authorization: Bearer …`; empty sends none.
+        public var bearerTokenFile = ""
+    }
+
     public struct Batch: Sendable {
         public var maxRecords = 1000
         public var maxBytes = 1_048_576
@@ -70,6 +75,7 @@ public struct DaemonConfiguration: Sendable {
 
     public var ingest = Ingest()
     public var upload = Upload()
+    public var auth = Auth()
     public var batch = Batch()
     public var spool = Spool()
     public var journal = Journal()

@@ -65,6 +65,8 @@ public final class LogReceiver: Sendable {
         public var arrivedAt: ContinuousClock.Instant
         /// The sender's claim number (`X-Logshipd-Batch`), if it sent one.
         public var batch: Int?
+        /// The `Authorization` header, if any.
+        public var authorization: String?
     }
 
     /// Counts since start.
@@ -162,7 +164,8 @@ public final class LogReceiver: Sendable {
                             body: body, sequence: sequence, inFlight: inFlight, arrivedAt: arrivedAt,
                             batch: requestHead.headers.first(name: "X-Logshipd-Batch").flatMap { Int($0) },
                             isJournalExport: requestHead.headers.first(name: "Content-Type")?
-                                .hasPrefix("application/vnd.fdo.journal") == true)
+                                .hasPrefix("application/vnd.fdo.journal") == true,
+                            authorization: requestHead.headers.first(name: "Authorization"))
                         let responseBody = "logctl receive answered \(status)\n"
                         var responseHead = HTTPResponseHead(version: requestHead.version, status: .init(statusCode: status))
                         responseHead.headers.add(name: "Content-Length", value: String(responseBody.utf8.count))
@@ -190,7 +193,7 @@ public final class LogReceiver: Sendable {
     /// waits the configured delay, and picks the status.
     private func answer(
         body: ByteBuffer, sequence: Int, inFlight: Int, arrivedAt: ContinuousClock.Instant, batch: Int?,
-        isJournalExport: Bool
+        isJournalExport: Bool, authorization: String?
     ) async -> Int {
         var records: [LogRecord] = []
         var malformed = 0
@@ -217,7 +220,7 @@ public final class LogReceiver: Sendable {
         let status = behavior.decide?(sequence, records) ?? (fails ? behavior.failureStatus : 200)
         onRequest(
             Request(sequence: sequence, records: records, recordCount: recordCount, malformedLines: malformed, status: status,
-                    inFlightAtArrival: inFlight, arrivedAt: arrivedAt, batch: batch))
+                    inFlightAtArrival: inFlight, arrivedAt: arrivedAt, batch: batch, authorization: authorization))
         if behavior.delay > .zero {
             try? await Task.sleep(for: behavior.delay)
         }

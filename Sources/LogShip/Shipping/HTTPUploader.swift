@@ -11,11 +11,16 @@ public struct HTTPUploader: Uploader {
         public var url: String
         public var headers: [(String, String)]
         public var timeout: Duration
+        /// A file holding a bearer token (`auth.bearer_token_file`), read again when it changes.
+        public var bearerTokenFile: String?
 
-        public init(url: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10)) {
+        public init(
+            url: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10), bearerTokenFile: String? = nil
+        ) {
             self.url = url
             self.headers = headers
             self.timeout = timeout
+            self.bearerTokenFile = bearerTokenFile
         }
     }
 
@@ -23,6 +28,7 @@ public struct HTTPUploader: Uploader {
 
     private let client: HTTPClient
     private let configuration: Configuration
+    private let bearerToken: SecretFile?
 
     /// - Parameters:
     ///   - client: The client to send with; its connection pool should allow `max_in_flight` connections.
@@ -30,6 +36,7 @@ public struct HTTPUploader: Uploader {
     public init(client: HTTPClient, configuration: Configuration) {
         self.client = client
         self.configuration = configuration
+        bearerToken = configuration.bearerTokenFile.map(SecretFile.init(path:))
     }
 
     /// Posts `payload`, the whole exchange (connection, request, response head and body) bounded by the
@@ -60,6 +67,9 @@ public struct HTTPUploader: Uploader {
         request.headers.add(name: "X-Logshipd-Batch", value: String(payload.batchNumber))
         for (name, value) in configuration.headers {
             request.headers.replaceOrAdd(name: name, value: value)
+        }
+        if let token = try bearerToken?.read(), !token.isEmpty {
+            request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
         }
         request.body = .bytes(ByteBuffer(bytes: payload.body))
 

@@ -22,6 +22,7 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
         case status(Int)
         case transport(String)
         case timeout
+        case credentials(String)
     }
 
     private let code: Code
@@ -45,6 +46,10 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The request did not complete: connection refused, reset, DNS, TLS.
     public static func transport(_ reason: String) -> UploadError { UploadError(.transport(reason)) }
 
+    /// logshipd's own credentials could not be read (the token file): like a refused credential, nothing the
+    /// records can help.
+    public static func credentials(_ reason: String) -> UploadError { UploadError(.credentials(reason)) }
+
     /// No complete response within the request timeout.
     public static let timeout = UploadError(.timeout)
 
@@ -58,6 +63,8 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
         switch code {
         case .transport, .timeout:
             return .remoteUnavailable
+        case .credentials:
+            return .endpointRefused
         case .status(let status):
             switch status {
             case 408, 429, 500...599: return .remoteUnavailable
@@ -74,6 +81,7 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
             responseExcerpt.isEmpty ? "HTTP \(status)" : "HTTP \(status): \(responseExcerpt)"
         case .transport(let reason): "transport error: \(reason)"
         case .timeout: "request timed out"
+        case .credentials(let reason): "credentials: \(reason)"
         }
     }
 }

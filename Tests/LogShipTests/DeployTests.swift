@@ -1,0 +1,73 @@
+import Foundation
+import LogShip
+import LogShipTestKit
+import Testing
+
+/// The systemd units and the install script, as an operator gets them.
+@Suite("Deployment under systemd")
+struct DeployTests {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let systemdAnalyze = "/usr/bin/systemd-analyze"
+
+    /// Installs into a fresh prefix (binaries from this build) and returns it.
+    static func install() async throws -> String {
+        let prefix = try TemporaryDirectory.make()
+        let result = try await run(
+            packageRoot.appendingPathComponent("scripts/install.sh").path, [],
+            environment: ["PREFIX": prefix, "SYSCONFDIR": "\(prefix)/etc", "BIN_PATH": Binaries.directory.path])
+        guard result.status == 0 else { throw WaitTimeout(description: "install.sh: \(result.standardError)") }
+        return prefix
+    }
+
+    @Test("install puts binaries, units, sysusers.d, tmpfiles.d and the configuration in place, and says how to enable it")
+    func installLayout() async throws {
+        let prefix = try await Self.install()
+        for path in [
+            "bin/logshipd", "bin/logctl", "lib/systemd/system/logshipd.service", "lib/systemd/system/logshipd.socket",
+            "lib/sysusers.d/logshipd.conf", "lib/tmpfiles.d/logshipd.conf", "etc/logshipd/logshipd.yaml",
+            "etc/logshipd/upload-token",
+        ] {
+            #expect(FileManager.default.fileExists(atPath: "\(prefix)/\(path)"), "\(path)")
+        }
+        let unit = try String(contentsOfFile: "\(prefix)/lib/systemd/system/logshipd.service", encoding: .utf8)
+        #expect(unit.contains("ExecStart=\(prefix)/bin/logshipd --config \(prefix)/etc/logshipd/logshipd.yaml"))
+        // The packaged configuration is valid as it stands, with the journal on.
+        let configuration = try await ConfigurationLoader(environment: [:]).load(path: "\(prefix)/etc/logshipd/logshipd.yaml")
+        #expect(configuration.journal.enabled)
+        #expect(configuration.auth.bearerTokenFile == "/run/credentials/logshipd.service/upload-token")
+    }
+
+    @Test("systemd-analyze verify is clean and rates the service's exposure 2.0 or lower",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: systemdAnalyze)))
+    func systemdAnalysis() async throws {
+        let prefix = try await Self.install()
+        let units = ["logshipd.service", "logshipd.socket"].map { "\(prefix)/lib/systemd/system/\($0)" }
+        let verify = try await run(Self.systemdAnalyze, ["verify"] + units)
+        #expect(verify.status == 0 && verify.standardError.isEmpty && verify.standardOutput.isEmpty,
+                "\(verify.standardOutput)\(verify.standardError)")
+
+        let security = try await run(Self.systemdAnalyze, ["security", "--offline=yes", units[0]])
+        let line = security.standardOutput.split(separator: "\n").first { $0.contains("Overall exposure level") } ?? ""
+        let exposure = line.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) }
+        let figure = try #require(exposure, "\(security.standardOutput)")
+        print("systemd-analyze security: exposure \(figure)")
+        #expect(figure <= 2.0)
+    }
+
+    @Test("a bearer token is read from its file, and a new token is used without a restart")
+    func bearerToken() async throws {
+        let directory = try TemporaryDirectory.make()
+        let tokenFile = "\(directory)/token"
+        try "first-token\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let receiver = try await TestReceiver()
+        let daemon = try await TestDaemon.start(receiver: receiver) { $0.auth.bearerTokenFile = tokenFile }
+        #expect(try await daemon.send([Submission(message: "one", priority: "info")]).ok)
+        try await receiver.waitFor(records: 1)
+        try "second-token".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        #expect(try await daemon.send([Submission(message: "two", priority: "info")]).ok)
+        try await receiver.waitFor(records: 2)
+        #expect(receiver.requests.map(\.authorization) == ["Bearer first-token", "Bearer second-token"])
+        try await daemon.stop()
+    }
+}
