@@ -32,9 +32,13 @@ struct Logshipd: AsyncParsableCommand {
         }
         let logger = Logger(label: "logshipd")
 
+        // The soft default (often 1024) is for programs that use select(); the connection caps assume more.
+        OpenFileLimit.raiseToHardLimit()
         let daemon: Daemon
         do {
-            daemon = try await Daemon.start(configuration: configuration, logger: logger)
+            daemon = try await Daemon.start(
+                configuration: configuration, logger: logger,
+                serviceManager: SystemdNotifier.fromEnvironment().map { ($0, SystemdNotifier.watchdogInterval()) })
         } catch {
             Self.fail("logshipd: \(error)")
         }

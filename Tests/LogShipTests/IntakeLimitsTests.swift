@@ -38,10 +38,16 @@ struct IntakeLimitsTests {
         let descriptorsAtStart = try Self.openDescriptors(of: daemon.pid)
 
         // This process needs a descriptor per connection it holds.
+        // (Only for this test: a high limit slows every process this one spawns, which closes them all.)
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let previous = limit
         limit.rlim_cur = limit.rlim_max
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        defer {
+            var restored = previous
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &restored)
+        }
         let storm = min(5_000, Int(limit.rlim_max) - 500)
         let streamPath = "\(directory)/ingest.sock"
         let clients = try await offloaded { try (0..<storm).map { _ in try UnixClient(path: streamPath, type: .stream) } }

@@ -19,11 +19,12 @@ public final class Daemon: Sendable {
 
     private let httpClient: HTTPClient
     private let serviceGroup: ServiceGroup
+    private let notifier: (any ServiceManagerNotifier)?
     private let logger: Logger
 
     private init(
         configuration: DaemonConfiguration, shipper: Shipper, intake: RecordIntake, spool: any Spool,
-        httpClient: HTTPClient, serviceGroup: ServiceGroup, logger: Logger
+        httpClient: HTTPClient, serviceGroup: ServiceGroup, notifier: (any ServiceManagerNotifier)?, logger: Logger
     ) {
         self.configuration = configuration
         self.shipper = shipper
@@ -31,6 +32,7 @@ public final class Daemon: Sendable {
         self.spool = spool
         self.httpClient = httpClient
         self.serviceGroup = serviceGroup
+        self.notifier = notifier
         self.logger = logger
     }
 
@@ -38,18 +40,23 @@ public final class Daemon: Sendable {
     ///
     /// - Parameters:
     ///   - shutdownSignals: Signals that begin a graceful shutdown; none for an in-process daemon in tests.
+    ///   - serviceManager: Where to send `READY=1`, `STATUS=`, `WATCHDOG=1` and `STOPPING=1` (systemd when
+    ///     `NOTIFY_SOCKET` is set), and the watchdog interval it expects; `nil` reports to nobody.
+    ///   - uploader: What carries batches to the remote instead of HTTP: a test's, to stand in for a remote.
     /// - Throws: ``SpoolError`` when the spool cannot be opened, ``IngestError`` when a socket cannot be bound.
     public static func start(
         configuration: DaemonConfiguration,
         logger: Logger,
-        shutdownSignals: [UnixSignal] = [.sigterm, .sigint]
+        shutdownSignals: [UnixSignal] = [.sigterm, .sigint],
+        serviceManager: (notifier: any ServiceManagerNotifier, watchdogInterval: Duration?)? = nil,
+        uploader: (any Uploader)? = nil
     ) async throws -> Daemon {
         checkOpenFileLimit(configuration.ingest, logger: logger)
         let spool = try await openSpool(configuration.spool, logger: logger)
         let httpClient = makeHTTPClient(configuration.upload)
         let delivery = BatchDelivery(
             spool: spool,
-            uploader: HTTPUploader(
+            uploader: uploader ?? HTTPUploader(
                 client: httpClient,
                 configuration: .init(
                     url: configuration.upload.url,
@@ -64,6 +71,8 @@ public final class Daemon: Sendable {
             delivery: delivery,
             maxInFlight: configuration.upload.maxInFlight,
             shutdownTimeout: configuration.upload.shutdownTimeout,
+            // Every request is bounded by upload.timeout; settling adds a disk write or two.
+            stuckAfter: configuration.upload.timeout * 3 + .seconds(5),
             logger: logger)
         let intake = RecordIntake(spool: spool)
 
@@ -77,9 +86,19 @@ public final class Daemon: Sendable {
             throw error
         }
 
-        // A service group stops its services in reverse order: the inputs stop before the shipper drains.
+        var reporters: [any Service] = []
+        if let serviceManager {
+            reporters.append(
+                ServiceManagerReporter(
+                    notifier: serviceManager.notifier, watchdogInterval: serviceManager.watchdogInterval,
+                    status: { await statusLine(shipper: shipper, spool: spool) },
+                    isShippingHealthy: { shipper.isMoving }, logger: logger))
+        }
+
+        // A service group stops its services in reverse order: the reporter says STOPPING=1 first, the inputs
+        // stop before the shipper drains.
         var groupConfiguration = ServiceGroupConfiguration(
-            services: ([shipper] + inputs).map {
+            services: ([shipper] + inputs + reporters).map {
                 .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
                       failureTerminationBehavior: .gracefullyShutdownGroup)
             },
@@ -90,13 +109,33 @@ public final class Daemon: Sendable {
 
         return Daemon(
             configuration: configuration, shipper: shipper, intake: intake, spool: spool,
-            httpClient: httpClient, serviceGroup: ServiceGroup(configuration: groupConfiguration), logger: logger)
+            httpClient: httpClient, serviceGroup: ServiceGroup(configuration: groupConfiguration),
+            notifier: serviceManager?.notifier, logger: logger)
     }
 
-    /// Raises the open-file limit as far as allowed, and warns when the connection caps could still exceed it:
-    /// the caps are there so that clients cannot exhaust the daemon's descriptors.
+    /// One line for `systemctl status`: what waits per class, what is in flight, what was delivered, and what
+    /// the remote is doing.
+    static func statusLine(shipper: Shipper, spool: any Spool) async -> String {
+        let spoolStatistics = await spool.statistics()
+        let shipping = shipper.statistics
+        let pending = PriorityClass.mostUrgentFirst.map { "\($0)=\(spoolStatistics.pending[$0] ?? 0)" }
+            .joined(separator: " ")
+        let remote: String
+        if let pause = shipping.pause {
+            remote = "paused until \(Timestamp(pause.until).rfc3339): \(pause.cause.rawValue) (\(pause.reason))"
+        } else if let failure = shipping.lastFailure {
+            remote = "retrying after \(failure.reason)"
+        } else {
+            remote = "remote accepting"
+        }
+        return "pending \(pending); \(shipping.operationsInFlight) in flight; \(shipping.deliveredRecords) delivered; \(remote)"
+    }
+
+    /// Warns when the connection caps could exceed the open-file limit: the caps are there so that clients
+    /// cannot exhaust the daemon's descriptors. (`logshipd` raises the limit first; an in-process daemon leaves
+    /// its host process's alone.)
     private static func checkOpenFileLimit(_ ingest: DaemonConfiguration.Ingest, logger: Logger) {
-        let limit = OpenFileLimit.raiseToHardLimit()
+        let limit = OpenFileLimit.current
         // Two stream sockets (ingest and control) at their cap, plus the spool, HTTP connections and sockets.
         let needed = 2 * ingest.maxConnections + 128
         guard limit < needed else { return }
@@ -174,6 +213,8 @@ public final class Daemon: Sendable {
     ///
     /// - Throws: The first error a service failed with.
     public func run() async throws {
+        // The sockets are bound and listening and the spool is open: producers can write from now on.
+        notifier?.notify("READY=1\nSTATUS=\(await Self.statusLine(shipper: shipper, spool: spool))")
         logger.info(
             "logshipd running",
             metadata: [

@@ -43,6 +43,7 @@ public final class Shipper: Service, Sendable {
     private let queue: OperationQueue
     private let delivery: BatchDelivery
     private let shutdownTimeout: Duration
+    private let stuckAfter: Duration
     private let logger: Logger
     private let state = Mutex(State())
     private let timers = Mutex(ArmedTimers())
@@ -51,11 +52,14 @@ public final class Shipper: Service, Sendable {
     ///   - delivery: What each operation does: claim, post, settle.
     ///   - maxInFlight: The most requests open at once (`upload.max_in_flight`).
     ///   - shutdownTimeout: How long requests in flight may take to finish after shutdown begins.
+    ///   - stuckAfter: How long an operation may run before the shipping path counts as wedged (``isMoving``);
+    ///     every request is bounded by `upload.timeout`, so a few times that.
     ///   - queue: The queue to use; the shipper sets its concurrency. Injected for tests.
     public init(
         delivery: BatchDelivery,
         maxInFlight: Int,
         shutdownTimeout: Duration,
+        stuckAfter: Duration,
         logger: Logger,
         queue: OperationQueue = OperationQueue()
     ) {
@@ -65,6 +69,7 @@ public final class Shipper: Service, Sendable {
         self.queue = queue
         self.delivery = delivery
         self.shutdownTimeout = shutdownTimeout
+        self.stuckAfter = stuckAfter
         self.logger = logger
     }
 
@@ -88,6 +93,12 @@ public final class Shipper: Service, Sendable {
             }
             return statistics
         }
+    }
+
+    /// Whether the shipping path moves: no operation has run longer than `stuckAfter`. What feeds the watchdog.
+    public var isMoving: Bool {
+        guard let oldest = state.withLock({ $0.machine.oldestRunningStart }) else { return true }
+        return Date().timeIntervalSince(oldest) < stuckAfter.seconds
     }
 
     /// Resumes delivery of what the spool already holds, runs until graceful shutdown, then lets requests in flight

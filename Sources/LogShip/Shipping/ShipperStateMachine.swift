@@ -85,7 +85,9 @@ struct ShipperStateMachine: Sendable {
 
     private struct Operation {
         var priorityClass: PriorityClass
-        var isRunning = false
+        /// When the queue started it; `nil` while it waits.
+        var startedAt: Date?
+        var isRunning: Bool { startedAt != nil }
     }
 
     private enum Phase {
@@ -111,6 +113,9 @@ struct ShipperStateMachine: Sendable {
 
     /// Operations the queue is running.
     var runningCount: Int { operations.values.count { $0.isRunning } }
+
+    /// When the longest-running operation started, if any runs.
+    var oldestRunningStart: Date? { operations.values.compactMap(\.startedAt).min() }
 
     /// Operations created and not yet started.
     var waitingClasses: [PriorityClass] { operations.values.filter { !$0.isRunning }.map(\.priorityClass) }
@@ -142,7 +147,7 @@ struct ShipperStateMachine: Sendable {
             enqueueIfNeeded(operation.priorityClass, &actions)
             return (false, actions)
         }
-        operations[id]?.isRunning = true
+        operations[id]?.startedAt = now
         if backlogged.contains(operation.priorityClass) {
             enqueueIfNeeded(operation.priorityClass, &actions)
         }

@@ -3,10 +3,18 @@ import Glibc
 #endif
 
 /// The process's limit on open file descriptors (`RLIMIT_NOFILE`).
-enum OpenFileLimit {
+public enum OpenFileLimit {
+    /// The soft limit in force.
+    static var current: Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Int.max }
+        return Int(clamping: limit.rlim_cur)
+    }
+
     /// Raises the soft limit to the hard limit (the soft default, often 1024, is for programs that use `select`),
     /// and returns the soft limit then in force.
-    static func raiseToHardLimit() -> Int {
+    @discardableResult
+    public static func raiseToHardLimit() -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return Int.max }
         if limit.rlim_cur < limit.rlim_max {

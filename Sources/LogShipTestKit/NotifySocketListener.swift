@@ -1,0 +1,72 @@
+import Foundation
+import LogShip
+import Synchronization
+
+/// What a service manager hears: a `NOTIFY_SOCKET` datagram socket that records every notification a child
+/// process sends (through libsystemd's `sd_notify`), or the same record for an in-process daemon.
+public final class NotifySocketListener: ServiceManagerNotifier, @unchecked Sendable {
+    // @unchecked: the descriptor is only read by the listener's own thread; the messages are in a Mutex.
+
+    /// One notification and when it arrived.
+    public struct Notification: Sendable {
+        public var state: String
+        public var arrivedAt: ContinuousClock.Instant
+    }
+
+    /// The socket's path, for `NOTIFY_SOCKET`; `nil` for a listener used in-process.
+    public let path: String?
+    private let descriptor: Int32
+    private let received = Mutex<[Notification]>([])
+
+    /// A listener that is given notifications directly (an in-process daemon's notifier).
+    public init() {
+        path = nil
+        descriptor = -1
+    }
+
+    /// Binds a datagram socket in `directory` and reads it on a thread of its own.
+    public init(directory: String) throws {
+        let path = "\(directory)/notify.sock"
+        self.path = path
+        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard descriptor >= 0, bound == 0 else { throw UnixClientError(call: "bind \(path)", errno: errno) }
+        Thread.detachNewThread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { return }
+                notify(String(decoding: buffer[..<count], as: UTF8.self))
+            }
+        }
+    }
+
+    deinit {
+        if descriptor >= 0 { shutdown(descriptor, Int32(SHUT_RDWR)) }
+    }
+
+    public func notify(_ state: String) {
+        received.withLock { $0.append(Notification(state: state, arrivedAt: .now)) }
+    }
+
+    /// Every notification so far, oldest first.
+    public var notifications: [Notification] { received.withLock { $0 } }
+
+    /// The notifications that assign `key` (`READY`, `WATCHDOG`, `STATUS`, …), with the value assigned.
+    public func assignments(of key: String) -> [(value: String, arrivedAt: ContinuousClock.Instant)] {
+        notifications.flatMap { notification in
+            notification.state.split(separator: "\n").compactMap { line -> (String, ContinuousClock.Instant)? in
+                guard line.hasPrefix("\(key)=") else { return nil }
+                return (String(line.dropFirst(key.count + 1)), notification.arrivedAt)
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import LogShip
+import LogShipTestKit
+import Testing
+
+/// What systemd hears from logshipd: READY, STATUS, WATCHDOG and STOPPING.
+@Suite("Service manager notifications", .serialized)
+struct ServiceManagerTests {
+    @Test("under NOTIFY_SOCKET: READY=1 once the sockets accept, STATUS lines, WATCHDOG=1 at half the interval, STOPPING=1 on SIGTERM")
+    func notifications() async throws {
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        let listener = try NotifySocketListener(directory: directory)
+        try LogshipdProcess.configure(directory: directory, url: receiver.url, spool: "memory")
+        try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
+        let daemon = try ChildProcess(
+            Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"],
+            environment: ["NOTIFY_SOCKET": listener.path!, "WATCHDOG_USEC": "4000000"])
+        try await waitUntil { !listener.assignments(of: "READY").isEmpty }
+        // Told ready: a producer can connect at once.
+        _ = try UnixClient(path: "\(directory)/ingest.sock", type: .stream)
+        _ = try UnixClient(path: "\(directory)/control.sock", type: .stream)
+        #expect(listener.assignments(of: "READY").map(\.value) == ["1"])
+        #expect(listener.assignments(of: "STATUS").first?.value.hasPrefix("pending crash=0 error=0") == true)
+
+        // Pings every 2 s for a 4 s watchdog: wait for a few, then look at the gaps.
+        try await waitUntil(within: .seconds(60)) { listener.assignments(of: "WATCHDOG").count >= 4 }
+        let pings = listener.assignments(of: "WATCHDOG").map(\.arrivedAt)
+        let longestGap = zip(pings.dropFirst(), pings).map { $0 - $1 }.max() ?? .zero
+        #expect(longestGap < .seconds(4), "pings \(longestGap) apart: within the watchdog interval")
+
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.wait().status == 0)
+        #expect(listener.assignments(of: "STOPPING").map(\.value) == ["1"])
+    }
+
+    /// An uploader whose request never ends, not even when cancelled, until the test lets it: a wedged queue.
+    struct WedgedUploader: Uploader {
+        let release: Gate
+
+        func upload(_ payload: Payload) async throws {
+            await release.wait()
+        }
+    }
+
+    @Test("the watchdog is fed only while the shipping path moves: a stuck upload stops WATCHDOG=1, and it resumes")
+    func wedgedShipping() async throws {
+        let release = Gate()
+        let listener = NotifySocketListener()
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        var configuration = DaemonConfiguration()
+        configuration.ingest.stream = "\(directory)/ingest.sock"
+        configuration.ingest.datagram = ""
+        configuration.ingest.control = "\(directory)/control.sock"
+        configuration.upload.url = receiver.url
+        configuration.upload.timeout = .milliseconds(500)
+        configuration.spool.path = "memory"
+        let daemon = try await Daemon.start(
+            configuration: configuration, logger: .test, shutdownSignals: [],
+            serviceManager: (listener, .seconds(1)), uploader: WedgedUploader(release: release))
+        let running = Task { try await daemon.run() }
+        try await waitUntil(within: .seconds(60)) { listener.assignments(of: "WATCHDOG").count >= 2 }
+
+        let path = configuration.ingest.control
+        _ = try await offloaded { try ControlClient(path: path).send(ControlRequest(command: .send, records: [Submission(message: "stuck", priority: "info")])) }
+        // 3 × upload.timeout + 5 s after the upload began, the pings stop: none for two whole intervals.
+        try await waitUntil(within: .seconds(60)) {
+            guard let last = listener.assignments(of: "WATCHDOG").last?.arrivedAt else { return false }
+            return ContinuousClock.now - last > .seconds(2)
+        }
+        let silentSince = listener.assignments(of: "WATCHDOG").count
+
+        release.open()
+        try await waitUntil(within: .seconds(60)) { listener.assignments(of: "WATCHDOG").count > silentSince }
+        await daemon.shutdown()
+        try await running.value
+    }
+}
