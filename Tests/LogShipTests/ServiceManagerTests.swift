@@ -77,3 +77,53 @@ struct ServiceManagerTests {
         try await running.value
     }
 }
+
+/// Socket activation: the sockets outlive the daemon.
+@Suite("Socket activation")
+struct SocketActivationTests {
+    @Test("sockets held as systemd holds them: lines written before, during and after a restart all arrive; no writer is refused")
+    func restartKeepsSockets() async throws {
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        let activator = try SocketActivator(directory: directory)
+        let configuration = "\(directory)/logshipd.yaml"
+        try """
+            ingest:
+              stream: \(activator.streamPath)
+              datagram: \(activator.datagramPath)
+              control: \(activator.controlPath)
+            upload:
+              url: \(receiver.url)
+            spool:
+              path: \(directory)/spool.db
+              min_free_disk: 0
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let errorLog = "\(directory)/logshipd.log"
+
+        func write(_ label: String) async throws {
+            let (stream, datagram) = (activator.streamPath, activator.datagramPath)
+            try await offloaded {
+                try UnixClient(path: stream, type: .stream).write("<6>\(label) stream\n")
+                try UnixClient(path: datagram, type: .datagram).write("<6>\(label) datagram")
+            }
+        }
+
+        try activator.start(configuration: configuration, errorLog: errorLog)
+        try await write("before")
+        try await receiver.waitFor(records: 2)
+        #expect(try await activator.stop() == 0)
+
+        // No daemon now: the connection and the datagram wait in the kernel.
+        try await write("during")
+        try activator.start(configuration: configuration, errorLog: errorLog)
+        try await write("after")
+        try await receiver.waitFor(records: 6)
+        #expect(try await activator.stop() == 0)
+
+        let expected = Set(["before", "during", "after"].flatMap { ["\($0) stream", "\($0) datagram"] })
+        #expect(Set(receiver.records.map(\.message)) == expected)
+        let log = try String(contentsOfFile: errorLog, encoding: .utf8)
+        #expect(log.components(separatedBy: "using the socket systemd passed").count - 1 == 6, "three sockets, twice")
+        #expect(FileManager.default.fileExists(atPath: activator.streamPath), "the daemon leaves systemd's sockets alone")
+    }
+}

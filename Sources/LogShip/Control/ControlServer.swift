@@ -19,10 +19,13 @@ public struct ControlServer: Service {
 
     /// Binds the control socket.
     ///
-    /// - Parameter limits: How many connections are served at once (`ingest.max_connections`).
+    /// - Parameters:
+    ///   - passed: The socket systemd holds for `path` (socket activation), to use instead of binding.
+    ///   - limits: How many connections are served at once (`ingest.max_connections`).
     /// - Throws: ``IngestError`` when the path is held by a live process or cannot be bound.
     static func bind(
         path: String,
+        passed: Int32?,
         mode: UInt32,
         maximumRecordBytes: Int,
         limits: UnixStreamListener.Limits,
@@ -35,7 +38,8 @@ public struct ControlServer: Service {
         logger: Logger
     ) async throws -> ControlServer {
         let listener = try await UnixStreamListener.bind(
-            path: path, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes, limits: limits, group: group,
+            path: path, passed: passed, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes, limits: limits,
+            group: group,
             logger: logger)
         return ControlServer(
             listener: listener, intake: intake, shipper: shipper, spool: spool, journal: journal, hostname: hostname,

@@ -168,7 +168,7 @@ public final class Daemon: Sendable {
         return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration)
     }
 
-    /// Binds the ingest sockets that are enabled and the control socket.
+    /// Binds the ingest sockets that are enabled and the control socket, or takes those systemd passed.
     private static func bindInputs(
         _ configuration: DaemonConfiguration, intake: RecordIntake, shipper: Shipper, spool: any Spool, logger: Logger
     ) async throws -> [any Service] {
@@ -178,6 +178,22 @@ public final class Daemon: Sendable {
         let ingest = configuration.ingest
         let limits = UnixStreamListener.Limits(
             maximum: ingest.maxConnections, maximumPerProcess: ingest.maxConnectionsPerProcess)
+        var passed = PassedSockets.take()
+        let stream = SOCK_STREAM.rawValue, datagram = SOCK_DGRAM.rawValue
+        let passedStream = ingest.stream.isEmpty ? nil : passed.take(name: "ingest", path: ingest.stream, type: Int32(stream))
+        let passedDatagram = ingest.datagram.isEmpty
+            ? nil : passed.take(name: "ingest-datagram", path: ingest.datagram, type: Int32(datagram))
+        let passedControl = passed.take(name: "control", path: ingest.control, type: Int32(stream))
+        for (socket, name) in [(passedStream, "ingest"), (passedDatagram, "ingest-datagram"), (passedControl, "control")] {
+            if socket != nil { logger.info("using the socket systemd passed", metadata: ["logship.socket": "\(name)"]) }
+        }
+        for unclaimed in passed.unclaimed {
+            logger.warning(
+                "systemd passed a socket no input is configured for; closing it",
+                metadata: ["logship.socket.name": "\(unclaimed.name)", "logship.socket.descriptor": "\(unclaimed.descriptor)"])
+            close(unclaimed.descriptor)
+        }
+
         var inputs: [any Service] = []
         var journal: JournalIngestServer?
         if configuration.journal.enabled {
@@ -192,18 +208,18 @@ public final class Daemon: Sendable {
         if !ingest.stream.isEmpty {
             inputs.append(
                 try await StreamIngestServer.bind(
-                    path: ingest.stream, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
+                    path: ingest.stream, passed: passedStream, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
                     limits: limits, parser: parser, intake: intake, group: group, logger: logger))
         }
         if !ingest.datagram.isEmpty {
             inputs.append(
                 try DatagramIngestServer.bind(
-                    path: ingest.datagram, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
+                    path: ingest.datagram, passed: passedDatagram, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
                     parser: parser, intake: intake, logger: logger))
         }
         inputs.append(
             try await ControlServer.bind(
-                path: ingest.control, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
+                path: ingest.control, passed: passedControl, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
                 limits: limits, hostname: hostname, intake: intake, shipper: shipper, spool: spool, journal: journal,
                 group: group, logger: logger))
         return inputs

@@ -16,10 +16,14 @@ public struct DatagramIngestServer: Service {
     /// Binds the socket; datagrams queue in the kernel until ``run()`` reads them.
     ///
     /// - Throws: ``IngestError`` when the path is held by a live process or cannot be bound.
-    public static func bind(
-        path: String, mode: UInt32, maximumRecordBytes: Int, parser: RecordParser, intake: RecordIntake, logger: Logger
+    /// - Parameter passed: The socket systemd holds for `path` (socket activation), to use instead of binding.
+    static func bind(
+        path: String, passed: Int32?, mode: UInt32, maximumRecordBytes: Int, parser: RecordParser,
+        intake: RecordIntake, logger: Logger
     ) throws -> DatagramIngestServer {
-        let socket = try UnixDatagramSocket.bind(path: path, mode: mode, maximumRecordBytes: maximumRecordBytes)
+        let socket = try passed.map {
+            try UnixDatagramSocket.adopt(descriptor: $0, path: path, maximumRecordBytes: maximumRecordBytes)
+        } ?? UnixDatagramSocket.bind(path: path, mode: mode, maximumRecordBytes: maximumRecordBytes)
         return DatagramIngestServer(socket: socket, parser: parser, intake: intake, logger: logger)
     }
 

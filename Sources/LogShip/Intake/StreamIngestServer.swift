@@ -12,10 +12,13 @@ public struct StreamIngestServer: Service {
 
     /// Binds the socket; the server accepts connections once ``run()`` is called.
     ///
-    /// - Parameter limits: How many connections are served at once (`ingest.max_connections`).
+    /// - Parameters:
+    ///   - passed: The socket systemd holds for `path` (socket activation), to use instead of binding.
+    ///   - limits: How many connections are served at once (`ingest.max_connections`).
     /// - Throws: ``IngestError`` when the path is held by a live process or cannot be bound.
     static func bind(
         path: String,
+        passed: Int32?,
         mode: UInt32,
         maximumRecordBytes: Int,
         limits: UnixStreamListener.Limits,
@@ -25,7 +28,8 @@ public struct StreamIngestServer: Service {
         logger: Logger
     ) async throws -> StreamIngestServer {
         let listener = try await UnixStreamListener.bind(
-            path: path, mode: mode, maximumFrameBytes: maximumRecordBytes, limits: limits, group: group, logger: logger)
+            path: path, passed: passed, mode: mode, maximumFrameBytes: maximumRecordBytes, limits: limits, group: group,
+            logger: logger)
         return StreamIngestServer(listener: listener, parser: parser, intake: intake, logger: logger)
     }
 

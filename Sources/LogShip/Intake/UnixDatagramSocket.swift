@@ -15,6 +15,8 @@ struct UnixDatagramSocket: Sendable {
     }
 
     let path: String
+    /// Whether this socket created its file (and removes it); not when systemd passed the socket.
+    private let ownsPath: Bool
     private let descriptor: Int32
     private let wakeDescriptor: Int32
     private let maximumRecordBytes: Int
@@ -42,13 +44,28 @@ struct UnixDatagramSocket: Sendable {
                 throw IngestError.socketCall("eventfd", path: path, SystemError.describe(errno))
             }
             return UnixDatagramSocket(
-                path: path, descriptor: descriptor, wakeDescriptor: wakeDescriptor,
+                path: path, ownsPath: true, descriptor: descriptor, wakeDescriptor: wakeDescriptor,
                 maximumRecordBytes: maximumRecordBytes)
         } catch {
             Glibc.close(descriptor)
             unlink(path)
             throw error
         }
+    }
+
+    /// Uses `descriptor`, a datagram socket systemd holds for `path` (socket activation), enabling credential
+    /// passing on it.
+    ///
+    /// - Throws: ``IngestError`` when a call fails.
+    static func adopt(descriptor: Int32, path: String, maximumRecordBytes: Int) throws -> UnixDatagramSocket {
+        guard cunixsocket_enable_passcred(descriptor) == 0 else {
+            throw IngestError.socketCall("setsockopt(SO_PASSCRED)", path: path, SystemError.describe(errno))
+        }
+        let wakeDescriptor = cunixsocket_eventfd()
+        guard wakeDescriptor >= 0 else { throw IngestError.socketCall("eventfd", path: path, SystemError.describe(errno)) }
+        return UnixDatagramSocket(
+            path: path, ownsPath: false, descriptor: descriptor, wakeDescriptor: wakeDescriptor,
+            maximumRecordBytes: maximumRecordBytes)
     }
 
     /// Blocks until datagrams arrive or ``wake()`` is called, then returns up to `limit` of those queued.
@@ -100,10 +117,10 @@ struct UnixDatagramSocket: Sendable {
         _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)
     }
 
-    /// Closes the socket and removes its file.
+    /// Closes the socket and removes the file it created.
     func close() {
         Glibc.close(descriptor)
         Glibc.close(wakeDescriptor)
-        unlink(path)
+        if ownsPath { unlink(path) }
     }
 }

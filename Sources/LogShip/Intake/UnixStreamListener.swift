@@ -28,55 +28,66 @@ final class UnixStreamListener: Sendable {
     }
 
     let path: String
+    /// Whether the listener created the socket file (and removes it); not when systemd passed the socket.
+    private let ownsPath: Bool
     private let server: NIOAsyncChannel<(Connection, PeerCredentials), Never>
     private let limiter: Mutex<ConnectionLimiter>
     private let logger: Logger
 
     private init(
-        path: String, server: NIOAsyncChannel<(Connection, PeerCredentials), Never>, limits: Limits, logger: Logger
+        path: String, ownsPath: Bool, server: NIOAsyncChannel<(Connection, PeerCredentials), Never>, limits: Limits,
+        logger: Logger
     ) {
         self.path = path
+        self.ownsPath = ownsPath
         self.server = server
         limiter = Mutex(ConnectionLimiter(maximum: limits.maximum, maximumPerProcess: limits.maximumPerProcess))
         self.logger = logger
     }
 
-    /// Binds `path`, replacing a stale socket file, and sets its mode.
+    /// Binds `path`, replacing a stale socket file, and sets its mode; or serves `passed`, a listening socket
+    /// systemd holds for `path` (socket activation), which it neither creates nor removes.
     ///
     /// - Parameters:
+    ///   - passed: A listening socket passed by systemd, to use instead of binding.
     ///   - maximumFrameBytes: The longest record a connection may send; longer ones are cut and marked.
     ///   - limits: How many connections are served at once, in all and from one process.
     /// - Throws: ``IngestError`` when the path is in use or cannot be bound.
     static func bind(
-        path: String, mode: mode_t, maximumFrameBytes: Int, limits: Limits, group: any EventLoopGroup, logger: Logger
+        path: String, passed: Int32? = nil, mode: mode_t, maximumFrameBytes: Int, limits: Limits,
+        group: any EventLoopGroup, logger: Logger
     ) async throws -> UnixStreamListener {
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<(Connection, PeerCredentials)> = { channel in
+            guard let options = channel as? any SocketOptionProvider else {
+                return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
+            }
+            let credentials: EventLoopFuture<cunixsocket_credentials> = options.unsafeGetSocketOption(
+                level: SocketOptionLevel(cunixsocket_sol_socket), name: SocketOptionName(cunixsocket_so_peercred))
+            return credentials.flatMapThrowing { credentials in
+                try channel.pipeline.syncOperations.addHandler(
+                    ByteToMessageHandler(StreamFrameDecoder(maximumRecordBytes: maximumFrameBytes)))
+                // Read comm now: a short-lived client (logger) may be gone by the time its data is read.
+                return (try Connection(wrappingChannelSynchronously: channel), PeerCredentials(credentials))
+            }
+        }
+        let bootstrap = ServerBootstrap(group: group).serverChannelOption(.backlog, value: 256)
+        if let passed {
+            let server = try await bootstrap.bind(passed, childChannelInitializer: initializer)
+            return UnixStreamListener(path: path, ownsPath: false, server: server, limits: limits, logger: logger)
+        }
         try UnixSocketPath.prepare(path)
         let server: NIOAsyncChannel<(Connection, PeerCredentials), Never>
         do {
-            server = try await ServerBootstrap(group: group)
-                .serverChannelOption(.backlog, value: 256)
-                .bind(unixDomainSocketPath: path) { channel in
-                    guard let options = channel as? any SocketOptionProvider else {
-                        return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
-                    }
-                    let credentials: EventLoopFuture<cunixsocket_credentials> = options.unsafeGetSocketOption(
-                        level: SocketOptionLevel(cunixsocket_sol_socket), name: SocketOptionName(cunixsocket_so_peercred))
-                    return credentials.flatMapThrowing { credentials in
-                        try channel.pipeline.syncOperations.addHandler(
-                            ByteToMessageHandler(StreamFrameDecoder(maximumRecordBytes: maximumFrameBytes)))
-                        // Read comm now: a short-lived client (logger) may be gone by the time its data is read.
-                        return (try Connection(wrappingChannelSynchronously: channel), PeerCredentials(credentials))
-                    }
-                }
+            server = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
         } catch let error as IOError {
             throw IngestError.socketCall("bind", path: path, SystemError.describe(error.errnoCode))
         }
         try UnixSocketPath.setMode(path, mode: mode)
-        return UnixStreamListener(path: path, server: server, limits: limits, logger: logger)
+        return UnixStreamListener(path: path, ownsPath: true, server: server, limits: limits, logger: logger)
     }
 
     /// Accepts connections until ``close()`` is called, then stops serving the connections still open, and
-    /// removes the socket file.
+    /// removes the socket file it created.
     ///
     /// - Important: Stop the listener with ``close()``, not by cancelling the task: accepted connections wait in
     ///   the server channel's stream until this loop takes them, and cancelling the loop drops them without
@@ -87,7 +98,7 @@ final class UnixStreamListener: Sendable {
     func serve(
         _ handler: @escaping @Sendable (Connection, PeerCredentials) async -> Void
     ) async throws {
-        defer { unlink(path) }
+        defer { if ownsPath { unlink(path) } }
         do {
             try await serveUntilClosed(handler)
         } catch is CancellationError {
