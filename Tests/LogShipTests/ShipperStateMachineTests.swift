@@ -38,13 +38,13 @@ struct ShipperStateMachineTests {
         let first = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
         let started = machine.operationStarted(first, now: t0)
         #expect(started.proceed && started.actions.enqueue.isEmpty, "no backlog known yet")
-        let standby = try #require(machine.claimed(first, moreReady: true).enqueue.first)
+        let standby = try #require(machine.claimed(first, moreLeft: true).enqueue.first)
         #expect(standby.priorityClass == .info)
 
         let second = machine.operationStarted(standby.id, now: t0)
         #expect(second.proceed)
         #expect(second.actions.enqueue.map(\.priorityClass) == [.info], "queued before it even claims")
-        #expect(machine.claimed(standby.id, moreReady: false).enqueue.isEmpty, "one is waiting already")
+        #expect(machine.claimed(standby.id, moreLeft: false).enqueue.isEmpty, "one is waiting already")
 
         let third = try #require(second.actions.enqueue.first?.id)
         let thirdStart = machine.operationStarted(third, now: t0)
@@ -57,7 +57,7 @@ struct ShipperStateMachineTests {
         var machine = Machine()
         let id = try #require(machine.recordsAvailable([.warning]).enqueue.first?.id)
         _ = machine.operationStarted(id, now: t0)
-        _ = machine.claimed(id, moreReady: false)
+        _ = machine.claimed(id, moreLeft: false)
         let finished = machine.operationFinished(id, .delivered(.waiting(until: t0 + 5)), now: t0)
         let (timer, date) = try #require(finished.armTimers.first)
         #expect(date == t0 + 5)
@@ -74,7 +74,7 @@ struct ShipperStateMachineTests {
         var machine = Machine()
         let first = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
         _ = machine.operationStarted(first, now: t0)
-        _ = machine.claimed(first, moreReady: false)
+        _ = machine.claimed(first, moreLeft: false)
         let crash = try #require(machine.recordsAvailable([.crash]).enqueue.first?.id)
 
         let paused = machine.operationFinished(first, .delivered(.attempted(report(pause: pause(10, from: t0)))), now: t0)
@@ -312,12 +312,12 @@ private struct Simulation {
         try checkClassOrder(claiming: operation.priorityClass)
         var records = spool[operation.priorityClass, default: []]
         guard let first = records.first else {
-            apply(machine.claimed(operation.id, moreReady: false))
+            apply(machine.claimed(operation.id, moreLeft: false))
             apply(machine.operationFinished(operation.id, .delivered(.nothingToSend), now: now))
             return
         }
         if let readyAt = first, readyAt > now {
-            apply(machine.claimed(operation.id, moreReady: false))
+            apply(machine.claimed(operation.id, moreLeft: false))
             apply(machine.operationFinished(operation.id, .delivered(.waiting(until: readyAt)), now: now))
             return
         }
@@ -329,7 +329,7 @@ private struct Simulation {
         spool[operation.priorityClass] = records
         operation.batch = batch
         running.append(operation)
-        apply(machine.claimed(operation.id, moreReady: records.first.map { $0.map { $0 <= now } ?? true } ?? false))
+        apply(machine.claimed(operation.id, moreLeft: !records.isEmpty))
     }
 
     mutating func finishOne(allowFailures: Bool) throws {

@@ -18,6 +18,13 @@ public struct ControlRequest: Codable, Hashable, Sendable {
         case requeue
         /// Delete dead letters (`ids`, or all with `all`).
         case purge
+        /// Stop uploads; intake goes on.
+        case pause
+        /// Restart uploads.
+        case resume
+        /// Wait until the records of `priority` and above accepted before the request have left the spool, at
+        /// most `timeout` seconds.
+        case flush
     }
 
     public var command: Command
@@ -25,13 +32,22 @@ public struct ControlRequest: Codable, Hashable, Sendable {
     public var ids: [Int64]?
     public var all: Bool?
     public var limit: Int?
+    /// For `flush`: the least urgent class (or severity) waited for; every class when absent.
+    public var priority: String?
+    /// For `flush`: how long to wait, in seconds.
+    public var timeout: Double?
 
-    public init(command: Command, records: [Submission]? = nil, ids: [Int64]? = nil, all: Bool? = nil, limit: Int? = nil) {
+    public init(
+        command: Command, records: [Submission]? = nil, ids: [Int64]? = nil, all: Bool? = nil, limit: Int? = nil,
+        priority: String? = nil, timeout: Double? = nil
+    ) {
         self.command = command
         self.records = records
         self.ids = ids
         self.all = all
         self.limit = limit
+        self.priority = priority
+        self.timeout = timeout
     }
 }
 
@@ -111,11 +127,14 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     public var lastFailure: String?
     /// The journal input's state, when it is enabled.
     public var journal: JournalStatus?
+    /// Whether an operator paused uploads (`logctl pause`).
+    public var operatorPaused: Bool?
 
     public init(
         received: Int, truncated: Int, pending: [String: Int], claimed: Int, spoolBytes: Int, evicted: Int,
         refused: Int, delivered: Int, deadLetters: Int, requests: Int, failedRequests: Int, inFlight: Int,
-        pausedUntil: String?, pauseCause: String? = nil, lastFailure: String? = nil, journal: JournalStatus? = nil
+        pausedUntil: String?, pauseCause: String? = nil, lastFailure: String? = nil, journal: JournalStatus? = nil,
+        operatorPaused: Bool? = nil
     ) {
         self.received = received
         self.truncated = truncated
@@ -133,5 +152,6 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
         self.pauseCause = pauseCause
         self.lastFailure = lastFailure
         self.journal = journal
+        self.operatorPaused = operatorPaused
     }
 }

@@ -96,7 +96,17 @@ public struct ControlServer: Service {
             } catch {
                 return .failure("cannot read dead letters: \(error)")
             }
+        case .pause, .resume:
+            if let refusal = refusal(of: request.command, to: peer) { return refusal }
+            shipper.setPausedByOperator(request.command == .pause)
+            logger.notice(
+                request.command == .pause ? "uploads paused by an operator" : "uploads resumed by an operator",
+                metadata: ["logship.peer.uid": "\(peer.uid)", "logship.peer.pid": "\(peer.pid)"])
+            return ControlResponse(ok: true)
+        case .flush:
+            return await flush(request)
         case .requeue, .purge:
+            if let refusal = refusal(of: request.command, to: peer) { return refusal }
             guard let selection = Self.selection(request) else {
                 return .failure("name dead letter ids, or all")
             }
@@ -110,6 +120,40 @@ public struct ControlServer: Service {
             } catch {
                 return .failure("cannot \(request.command.rawValue) dead letters: \(error)")
             }
+        }
+    }
+
+    /// Commands that change what the daemon does are for root and logshipd's own user; `send` and `status` are
+    /// for whoever may use the socket (its group).
+    private func refusal(of command: ControlRequest.Command, to peer: PeerCredentials) -> ControlResponse? {
+        let own = getuid()
+        guard peer.uid != 0 && peer.uid != own else { return nil }
+        return .failure("\(command.rawValue) needs root or logshipd's own user (uid \(own)); you are uid \(peer.uid)")
+    }
+
+    /// Waits, polling the spool, until the records of the asked classes accepted before now have left it.
+    private func flush(_ request: ControlRequest) async -> ControlResponse {
+        let least = request.priority.map { PriorityClass.resolve($0)?.0 }
+        guard let leastClass = least ?? .debug else {
+            return .failure("unknown priority \"\(request.priority ?? "")\"")
+        }
+        let classes = Set(PriorityClass.allCases.filter { $0 >= leastClass })
+        let deadline = ContinuousClock.now + .seconds(max(0, min(request.timeout ?? 30, 86_400)))
+        do {
+            let upTo = try await spool.newestSequence()
+            while true {
+                let held = try await spool.heldRecords(upTo: upTo, in: classes)
+                if held == 0 { return ControlResponse(ok: true, count: 0) }
+                guard ContinuousClock.now < deadline else {
+                    return ControlResponse(
+                        ok: false,
+                        error: "flush timed out: \(held) record(s) of \(leastClass) and above accepted before it are still in the spool",
+                        count: held)
+                }
+                try await Task.sleep(for: .milliseconds(100))  // polling the spool until it has let them go
+            }
+        } catch {
+            return .failure("flush failed: \(error)")
         }
     }
 
@@ -164,6 +208,6 @@ public struct ControlServer: Service {
             pausedUntil: shipperStatistics.pause.map { Timestamp($0.until).rfc3339 },
             pauseCause: shipperStatistics.pause?.cause.rawValue,
             lastFailure: (shipperStatistics.pause ?? shipperStatistics.lastFailure)?.reason,
-            journal: journal?.statistics)
+            journal: journal?.statistics, operatorPaused: shipperStatistics.pausedByOperator)
     }
 }

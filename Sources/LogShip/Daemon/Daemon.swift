@@ -121,7 +121,9 @@ public final class Daemon: Sendable {
         let pending = PriorityClass.mostUrgentFirst.map { "\($0)=\(spoolStatistics.pending[$0] ?? 0)" }
             .joined(separator: " ")
         let remote: String
-        if let pause = shipping.pause {
+        if shipping.pausedByOperator {
+            remote = "uploads paused by an operator"
+        } else if let pause = shipping.pause {
             remote = "paused until \(Timestamp(pause.until).rfc3339): \(pause.cause.rawValue) (\(pause.reason))"
         } else if let failure = shipping.lastFailure {
             remote = "retrying after \(failure.reason)"

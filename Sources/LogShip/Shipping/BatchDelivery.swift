@@ -46,14 +46,14 @@ public struct BatchDelivery: Sendable {
     /// Claims and sends the next batch of `priority`.
     ///
     /// - Parameters:
-    ///   - claimed: Called right after the claim, before any upload, with whether ready records of the class were
+    ///   - claimed: Called right after the claim, before any upload, with whether records of the class were
     ///     left behind, so the class's next batch can be waiting for the other slot.
     /// - Important: A claimed batch is settled before this returns. When a settling write fails, the batch's
     ///   unsettled records are pending again and the report says until when the class should wait
     ///   (``DeliveryReport/spoolFailedUntil``).
     /// - Throws: Only errors of the claim (the spool), and `CancellationError` when cancelled before claiming.
     public func deliverNext(
-        _ priority: PriorityClass, claimed: @Sendable (_ moreReady: Bool) -> Void = { _ in }
+        _ priority: PriorityClass, claimed: @Sendable (_ moreLeft: Bool) -> Void = { _ in }
     ) async throws -> DeliveryOutcome {
         switch try await spool.claim(priority, limits: limits) {
         case .empty:

@@ -13,15 +13,15 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
     private let delivery: BatchDelivery
     /// Asks the shipper whether to proceed; false once it is shutting down, or while delivery is paused.
     private let admit: @Sendable () -> Bool
-    /// Tells the shipper whether the claim left ready records of the class behind.
-    private let claimed: @Sendable (_ moreReady: Bool) -> Void
+    /// Tells the shipper whether the claim left records of the class behind.
+    private let claimed: @Sendable (_ moreLeft: Bool) -> Void
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     init(
         priorityClass: PriorityClass,
         delivery: BatchDelivery,
         admit: @escaping @Sendable () -> Bool,
-        claimed: @escaping @Sendable (_ moreReady: Bool) -> Void,
+        claimed: @escaping @Sendable (_ moreLeft: Bool) -> Void,
         completion: @escaping Completion
     ) {
         self.priorityClass = priorityClass

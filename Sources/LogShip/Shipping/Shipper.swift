@@ -21,6 +21,8 @@ public final class Shipper: Service, Sendable {
         public var pause: DeliveryPause?
         /// Set after a pause ended while nothing has been accepted since.
         public var lastFailure: DeliveryPause?
+        /// Whether an operator paused uploads (`logctl pause`).
+        public var pausedByOperator = false
     }
 
     private typealias OperationID = ShipperStateMachine.OperationID
@@ -85,7 +87,7 @@ public final class Shipper: Service, Sendable {
             var statistics = Statistics(
                 deliveredRecords: counters.deliveredRecords, deadLetteredRecords: counters.deadLetteredRecords,
                 requests: counters.requests, failedRequests: counters.failedRequests,
-                operationsInFlight: state.machine.runningCount)
+                operationsInFlight: state.machine.runningCount, pausedByOperator: state.machine.isPausedByOperator)
             switch state.machine.remote {
             case .accepting: break
             case .paused(let pause): statistics.pause = pause
@@ -93,6 +95,12 @@ public final class Shipper: Service, Sendable {
             }
             return statistics
         }
+    }
+
+    /// Stops (`true`) or restarts uploads, as `logctl pause` and `logctl resume` ask: requests in flight finish,
+    /// no new one starts, intake goes on. Only this process remembers it: a restart resumes.
+    public func setPausedByOperator(_ paused: Bool) {
+        perform(state.withLock { $0.machine.setPausedByOperator(paused) })
     }
 
     /// Whether the shipping path moves: no operation has run longer than `stuckAfter`. What feeds the watchdog.
@@ -129,8 +137,8 @@ public final class Shipper: Service, Sendable {
         return proceed
     }
 
-    private func claimed(_ id: OperationID, moreReady: Bool) {
-        perform(state.withLock { $0.machine.claimed(id, moreReady: moreReady) })
+    private func claimed(_ id: OperationID, moreLeft: Bool) {
+        perform(state.withLock { $0.machine.claimed(id, moreLeft: moreLeft) })
     }
 
     private func operationFinished(_ id: OperationID, _ result: Result<DeliveryOutcome, any Error>) {
@@ -201,7 +209,7 @@ public final class Shipper: Service, Sendable {
             priorityClass: priorityClass,
             delivery: delivery,
             admit: { [weak self] in self?.operationStarted(id) ?? false },
-            claimed: { [weak self] moreReady in self?.claimed(id, moreReady: moreReady) },
+            claimed: { [weak self] moreLeft in self?.claimed(id, moreLeft: moreLeft) },
             completion: { [weak self] result in self?.operationFinished(id, result) })
         state.withLock { $0.operations[id] = operation }
         queue.addOperation(operation)

@@ -10,7 +10,7 @@ import Foundation
 /// The rules it keeps:
 /// - At most one *waiting* operation per class; the backlog stays in the spool. When a slot frees, the queue picks
 ///   the most urgent waiting class, and that operation claims what its class accumulated.
-/// - While a class has a backlog (its last claim left ready records behind), every operation of it that starts
+/// - While a class has a backlog (its last claim left records behind), every operation of it that starts
 ///   puts the class's next one in the queue at once, so a freeing slot always finds the class waiting.
 /// - A class whose oldest record waits for a retry time is *blocked* until then: it has no waiting operation.
 /// - A remote failure *pauses* all delivery: the queue is suspended until the pause ends, and an operation the
@@ -102,10 +102,12 @@ struct ShipperStateMachine: Sendable {
     private var blocked: [PriorityClass: (until: Date, generation: UInt64)] = [:]
     /// The pause of all delivery, and the timer that ends it.
     private var pause: (pause: DeliveryPause, generation: UInt64)?
-    /// Classes whose last claim left ready records behind.
+    /// Classes whose last claim left records behind.
     private var backlogged: Set<PriorityClass> = []
     private var nextTimerGeneration: UInt64 = 0
     private(set) var counters = Counters()
+    /// Whether an operator paused uploads (`logctl pause`).
+    private(set) var isPausedByOperator = false
     private(set) var remote = RemoteState.accepting
     /// Whether the queue should be suspended, and a number that grows with every change, so the shipper can
     /// tell a stale reading from the current one.
@@ -136,13 +138,13 @@ struct ShipperStateMachine: Sendable {
 
     /// The queue started operation `id`. Returns whether it may proceed to claim.
     ///
-    /// An operation is declined once shutdown has begun, or while delivery is paused (the queue may have been
-    /// starting it as the pause began); a declined operation finishes without claiming, and a paused class gets a
+    /// An operation is declined once shutdown has begun, or while delivery is paused by the remote or an
+    /// operator (the queue may have been starting it as the pause began); a declined operation finishes without claiming, and a paused class gets a
     /// new waiting operation in its place.
     mutating func operationStarted(_ id: OperationID, now: Date) -> (proceed: Bool, actions: Actions) {
         var actions = Actions()
         guard phase == .running, let operation = operations[id], !operation.isRunning else { return (false, actions) }
-        if let pause, pause.pause.until > now {
+        if isPausedByOperator || (pause.map { $0.pause.until > now } ?? false) {
             operations[id] = nil
             enqueueIfNeeded(operation.priorityClass, &actions)
             return (false, actions)
@@ -154,11 +156,11 @@ struct ShipperStateMachine: Sendable {
         return (true, actions)
     }
 
-    /// Operation `id` made its claim; `moreReady` says whether ready records of its class were left behind.
-    mutating func claimed(_ id: OperationID, moreReady: Bool) -> Actions {
+    /// Operation `id` made its claim; `moreLeft` says whether records of its class were left behind.
+    mutating func claimed(_ id: OperationID, moreLeft: Bool) -> Actions {
         var actions = Actions()
         guard let operation = operations[id] else { return actions }
-        if moreReady {
+        if moreLeft {
             backlogged.insert(operation.priorityClass)
             enqueueIfNeeded(operation.priorityClass, &actions)
         } else {
@@ -216,7 +218,7 @@ struct ShipperStateMachine: Sendable {
             }
             pause = nil
             remote = .retrying(after: current.pause)
-            setQueueSuspended(false, &actions)
+            updateQueueSuspension(&actions)
         case .unblock(let priorityClass, let generation):
             guard let current = blocked[priorityClass], current.generation == generation else { return actions }
             guard now >= current.until else {
@@ -226,6 +228,14 @@ struct ShipperStateMachine: Sendable {
             blocked[priorityClass] = nil
             enqueueIfNeeded(priorityClass, &actions)
         }
+        return actions
+    }
+
+    /// An operator paused (`logctl pause`) or resumed uploads; intake goes on meanwhile.
+    mutating func setPausedByOperator(_ paused: Bool) -> Actions {
+        var actions = Actions()
+        isPausedByOperator = paused
+        updateQueueSuspension(&actions)
         return actions
     }
 
@@ -244,7 +254,7 @@ struct ShipperStateMachine: Sendable {
             remote = .retrying(after: current)
         }
         pause = nil
-        setQueueSuspended(false, &actions)
+        updateQueueSuspension(&actions)
         actions.cancel = operations.filter { !$0.value.isRunning }.map(\.key).sorted()
         if runningCount == 0 {
             actions.wakeIdleWaiters = true
@@ -302,10 +312,13 @@ struct ShipperStateMachine: Sendable {
         pause = (newPause, generation)
         remote = .paused(newPause)
         actions.armTimers.append((.endPause(generation: generation), newPause.until))
-        setQueueSuspended(true, &actions)
+        updateQueueSuspension(&actions)
     }
 
-    private mutating func setQueueSuspended(_ isSuspended: Bool, _ actions: inout Actions) {
+    /// Suspends the queue while delivery is paused, by the remote or by the operator, unless shutdown has begun
+    /// (waiting operations must be started to finish).
+    private mutating func updateQueueSuspension(_ actions: inout Actions) {
+        let isSuspended = phase == .running && (pause != nil || isPausedByOperator)
         guard queueSuspension.isSuspended != isSuspended else { return }
         queueSuspension = (isSuspended, queueSuspension.generation + 1)
         actions.updateQueueSuspension = true

@@ -136,9 +136,9 @@ public final class MemorySpool: Spool {
                 state.claimed[next.sequence] = (priority, next.line)
                 bytes += size
             }
-            let moreReady = state.queues[priority.rawValue].first.map { ($0.notBefore ?? now) <= now } ?? false
+            let moreLeft = !state.queues[priority.rawValue].isEmpty
             state.claims += 1
-            return .batch(Batch(priority: priority, records: records, number: state.claims), moreReady: moreReady)
+            return .batch(Batch(priority: priority, records: records, number: state.claims), moreLeft: moreLeft)
         }
     }
 
@@ -154,6 +154,19 @@ public final class MemorySpool: Spool {
 
     public func release(_ batch: Batch, retryAt: Date) async throws {
         unclaim(batch, notBefore: retryAt)
+    }
+
+    public func newestSequence() async throws -> Int64 {
+        state.withLock { $0.nextSequence - 1 }
+    }
+
+    public func heldRecords(upTo sequence: Int64, in classes: Set<PriorityClass>) async throws -> Int {
+        state.withLock { state in
+            let pending = classes.reduce(0) { count, priority in
+                count + state.queues[priority.rawValue].count { $0.sequence <= sequence }
+            }
+            return pending + state.claimed.count { $0.key <= sequence && classes.contains($0.value.priority) }
+        }
     }
 
     public func returnToPending(_ batch: Batch) async {

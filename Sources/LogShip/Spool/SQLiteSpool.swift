@@ -80,6 +80,14 @@ public final class SQLiteSpool: Spool {
         try await store.deadLetter(batch, failure: failure)
     }
 
+    public func newestSequence() async throws -> Int64 {
+        try await store.newestSequence()
+    }
+
+    public func heldRecords(upTo sequence: Int64, in classes: Set<PriorityClass>) async throws -> Int {
+        try await store.heldRecords(upTo: sequence, in: classes)
+    }
+
     public func returnToPending(_ batch: Batch) async {
         store.returnToPending(batch)
     }

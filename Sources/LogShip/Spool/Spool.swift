@@ -51,6 +51,13 @@ public protocol Spool: Sendable {
     /// It cannot fail, so no claim outlives its operation.
     func returnToPending(_ batch: Batch) async
 
+    /// The place in arrival order of the newest record committed so far (0 before any).
+    func newestSequence() async throws -> Int64
+
+    /// How many records of `classes` at or before `sequence` in arrival order the spool still holds, pending or
+    /// claimed: what `logctl flush` waits to see reach zero.
+    func heldRecords(upTo sequence: Int64, in classes: Set<PriorityClass>) async throws -> Int
+
     /// The classes that hold unclaimed records, ready or not; read at start-up to resume delivery.
     func pendingClasses() async throws -> Set<PriorityClass>
 

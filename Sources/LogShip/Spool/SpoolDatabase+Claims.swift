@@ -14,7 +14,7 @@ extension SpoolDatabase {
             var records: [SpooledRecord] = []
             var sizes: [Int] = []
             var bytes = 0
-            var moreReady = false
+            var moreLeft = false
             while let row = try rows.next() {
                 let id: Int64 = row[0]
                 guard claimed[id] == nil else { continue }
@@ -23,7 +23,7 @@ extension SpoolDatabase {
                 if records.isEmpty, let notBefore, !ready { return .waiting(until: notBefore) }
                 let size: Int = row[2]
                 if !ready || records.count == limits.maxRecords || (!records.isEmpty && bytes + size + 1 > limits.maxBytes) {
-                    moreReady = ready
+                    moreLeft = true
                     break
                 }
                 records.append(SpooledRecord(sequence: id, line: try row.withUnsafeData(atIndex: 3) { $0.map { Array($0) } ?? [] }))
@@ -38,7 +38,7 @@ extension SpoolDatabase {
                 state.claims += 1
                 return state.claims
             }
-            return .batch(Batch(priority: priority, records: records, number: number), moreReady: moreReady)
+            return .batch(Batch(priority: priority, records: records, number: number), moreLeft: moreLeft)
         }
     }
 
@@ -117,5 +117,25 @@ extension SpoolDatabase {
         var unclaimed = state.stored
         for claimed in state.claimed.values { unclaimed[claimed.priority.rawValue] -= 1 }
         return unclaimed
+    }
+
+    /// The id `AUTOINCREMENT` gave last: the newest record ever committed.
+    func newestSequence() async throws -> Int64 {
+        try checkOpen()
+        return try await database.read { db in
+            try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'record'") ?? 0
+        }
+    }
+
+    func heldRecords(upTo sequence: Int64, in classes: Set<PriorityClass>) async throws -> Int {
+        try checkOpen()
+        guard !classes.isEmpty else { return 0 }
+        let priorities = classes.map(\.rawValue)
+        return try await database.read { db in
+            try Int.fetchOne(
+                db,
+                sql: "SELECT count(*) FROM record WHERE id <= ? AND priority IN (\(Self.placeholders(priorities.count)))",
+                arguments: StatementArguments([sequence] as [Int64]) + StatementArguments(priorities)) ?? 0
+        }
     }
 }

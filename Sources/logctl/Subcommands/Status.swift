@@ -17,6 +17,9 @@ struct Status: ParsableCommand {
         print("spool         \(status.spoolBytes) bytes, evicted \(status.evicted), refused \(status.refused)")
         print("delivered     \(status.delivered) in \(status.requests) requests (\(status.failedRequests) failed, \(status.inFlight) open)")
         print("dead letters  \(status.deadLetters)")
+        if status.operatorPaused == true {
+            print("uploads       paused by an operator (logctl resume restarts them)")
+        }
         if let pausedUntil = status.pausedUntil {
             print("paused until  \(pausedUntil): \(status.pauseCause ?? "remote failed") (\(status.lastFailure ?? "?"))")
         } else if let lastFailure = status.lastFailure {

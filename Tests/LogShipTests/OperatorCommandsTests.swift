@@ -1,0 +1,71 @@
+import Foundation
+import LogShip
+import LogShipTestKit
+import Testing
+
+/// What an operator does with logctl: pause, resume, flush, and who may.
+@Suite("Operator commands", .serialized)
+struct OperatorCommandsTests {
+    func logctl(_ arguments: [String], socket: String) async throws -> ProcessResult {
+        try await run(Binaries.logctl, arguments + ["--socket", socket])
+    }
+
+    @Test("logctl pause stops requests while intake goes on; resume drains them, crash first")
+    func pauseAndResume() async throws {
+        let daemon = try await TestDaemon.start()
+        let paused = try await logctl(["pause"], socket: daemon.controlPath)
+        #expect(paused.status == 0 && paused.standardOutput == "uploads paused\n", "\(paused.standardError)")
+        try await daemon.send(count: 300, priority: "info", prefix: "waiting")
+        #expect(try await daemon.send([Submission(message: "the crash", priority: "crash")]).ok)
+        try await eventually { try await daemon.status().pending.values.reduce(0, +) == 301 }
+        #expect(daemon.receiver.requests.isEmpty, "nothing was uploaded while paused")
+        #expect(try await daemon.status().operatorPaused == true)
+
+        #expect(try await logctl(["resume"], socket: daemon.controlPath).status == 0)
+        try await daemon.receiver.waitFor(records: 301)
+        let first = try #require(daemon.receiver.requests.min { $0.batch! < $1.batch! })
+        #expect(first.records.map(\.message) == ["the crash"])
+        #expect(try await daemon.status().operatorPaused == false)
+        try await daemon.stop()
+    }
+
+    @Test("logctl flush --priority error returns once the error records sent before it have arrived, not before")
+    func flush() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let receiver = try await TestReceiver(behavior: .init(hold: { _ in await gate.wait() }))
+        let daemon = try await TestDaemon.start(receiver: receiver) { $0.upload.timeout = .seconds(600) }
+        try await daemon.send(count: 3, priority: "error", prefix: "urgent")
+        try await receiver.waitFor(records: 3)
+
+        // Held at the receiver, not yet acknowledged: the flush cannot be done.
+        let early = try await logctl(["flush", "--priority", "error", "--timeout", "1s"], socket: daemon.controlPath)
+        #expect(early.status == 1)
+        #expect(early.standardError.contains("flush timed out: 3 record(s) of error and above"), "\(early.standardError)")
+
+        gate.open()
+        let flushed = try await logctl(["flush", "--priority", "error", "--timeout", "60s"], socket: daemon.controlPath)
+        #expect(flushed.status == 0, "\(flushed.standardError)")
+        #expect(receiver.requests.allSatisfy { $0.status == 200 })
+        #expect(try await daemon.status().pending["error", default: 0] == 0)
+        try await daemon.stop()
+    }
+
+    @Test("a user who is neither root nor logshipd's gets a clear refusal from logctl pause",
+          .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func refusal() async throws {
+        let daemon = try await TestDaemon.start { $0.ingest.socketMode = 0o666 }
+        chmod(daemon.directory, 0o755)
+        let result = try await run(
+            "/usr/bin/setpriv",
+            ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.logctl, "pause", "--socket", daemon.controlPath])
+        #expect(result.status == 1)
+        #expect(result.standardError == "logctl: pause needs root or logshipd's own user (uid 0); you are uid 65534\n")
+        #expect(try await daemon.status().operatorPaused == false)
+        let status = try await run(
+            "/usr/bin/setpriv",
+            ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.logctl, "status", "--socket", daemon.controlPath])
+        #expect(status.status == 0, "status is for anyone who may use the socket: \(status.standardError)")
+        try await daemon.stop()
+    }
+}
