@@ -68,4 +68,32 @@ struct OperatorCommandsTests {
         #expect(status.status == 0, "status is for anyone who may use the socket: \(status.standardError)")
         try await daemon.stop()
     }
+
+    @Test("logctl status --json gives a scripted scenario's counts; the table shows them too")
+    func statusJSON() async throws {
+        let receiver = try await TestReceiver(behavior: .init { _, records in
+            records.contains { $0.message.hasPrefix("poison") } ? 400 : 200
+        })
+        let daemon = try await TestDaemon.start(receiver: receiver)
+        let submissions = (0..<10).map { Submission(message: $0 < 2 ? "poison \($0)" : "fine \($0)", priority: "info") }
+        #expect(try await daemon.send(submissions).ok)
+        try await eventually { try await daemon.status().deadLetters == 2 }
+        #expect(try await logctl(["pause"], socket: daemon.controlPath).status == 0)
+        try await daemon.send(count: 5, priority: "error", prefix: "held")
+
+        let result = try await logctl(["status", "--json"], socket: daemon.controlPath)
+        #expect(result.status == 0, "\(result.standardError)")
+        let status = try JSONDecoder().decode(DaemonStatus.self, from: Data(result.standardOutput.utf8))
+        #expect(status.version == LogShipVersion.current)
+        #expect(status.received == 15 && status.delivered == 8 && status.deadLettered == 2 && status.deadLetters == 2)
+        #expect(status.pending["error"] == 5 && status.pending["info"] == 0 && status.claimed == 0)
+        #expect(status.operatorPaused && status.spoolBudget == daemon.configuration.spool.maxBytes)
+        #expect(status.oldestPendingAgeSeconds["error"] != nil && status.oldestPendingAgeSeconds["info"] == nil)
+
+        let table = try await logctl(["status"], socket: daemon.controlPath)
+        #expect(table.standardOutput.contains("error            5"), "\(table.standardOutput)")
+        #expect(table.standardOutput.contains("dead letters  2 (2 since start)"))
+        #expect(table.standardOutput.contains("uploads       paused by an operator"))
+        try await daemon.stop()
+    }
 }

@@ -13,6 +13,9 @@ public struct ControlServer: Service {
     private let shipper: Shipper
     private let spool: any Spool
     private let journal: JournalIngestServer?
+    /// `spool.max_bytes`, for status.
+    private let spoolBudget: Int
+    private let startedAt = ContinuousClock.now
     private let hostname: String
     private let maximumRecordBytes: Int
     private let logger: Logger
@@ -34,6 +37,7 @@ public struct ControlServer: Service {
         shipper: Shipper,
         spool: any Spool,
         journal: JournalIngestServer?,
+        spoolBudget: Int,
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> ControlServer {
@@ -42,7 +46,8 @@ public struct ControlServer: Service {
             group: group,
             logger: logger)
         return ControlServer(
-            listener: listener, intake: intake, shipper: shipper, spool: spool, journal: journal, hostname: hostname,
+            listener: listener, intake: intake, shipper: shipper, spool: spool, journal: journal,
+            spoolBudget: spoolBudget, hostname: hostname,
             maximumRecordBytes: maximumRecordBytes, logger: logger)
     }
 
@@ -190,24 +195,39 @@ public struct ControlServer: Service {
 
     private func status() async -> DaemonStatus {
         let intakeStatistics = intake.statistics
-        let shipperStatistics = shipper.statistics
+        let shipping = shipper.statistics
         let spoolStatistics = await spool.statistics()
-        return DaemonStatus(
-            received: intakeStatistics.received,
-            truncated: intakeStatistics.truncated,
-            pending: Dictionary(uniqueKeysWithValues: spoolStatistics.pending.map { ($0.key.description, $0.value) }),
-            claimed: spoolStatistics.claimed,
-            spoolBytes: spoolStatistics.bytes,
-            evicted: spoolStatistics.evicted,
-            refused: spoolStatistics.refused,
-            delivered: shipperStatistics.deliveredRecords,
-            deadLetters: spoolStatistics.deadLetters,
-            requests: shipperStatistics.requests,
-            failedRequests: shipperStatistics.failedRequests,
-            inFlight: shipperStatistics.operationsInFlight,
-            pausedUntil: shipperStatistics.pause.map { Timestamp($0.until).rfc3339 },
-            pauseCause: shipperStatistics.pause?.cause.rawValue,
-            lastFailure: (shipperStatistics.pause ?? shipperStatistics.lastFailure)?.reason,
-            journal: journal?.statistics, operatorPaused: shipperStatistics.pausedByOperator)
+        let now = Timestamp.now()
+        var status = DaemonStatus()
+        status.version = LogShipVersion.current
+        status.uptimeSeconds = (ContinuousClock.now - startedAt).seconds
+        status.received = intakeStatistics.received
+        status.truncated = intakeStatistics.truncated
+        status.pending = Dictionary(uniqueKeysWithValues: spoolStatistics.pending.map { ($0.key.description, $0.value) })
+        if let oldest = try? await spool.oldestTimestamps() {
+            status.oldestPendingAgeSeconds = Dictionary(uniqueKeysWithValues: oldest.map { priority, timestamp in
+                (priority.description, Double(max(0, now.microsecondsSinceEpoch - timestamp.microsecondsSinceEpoch)) / 1e6)
+            })
+        }
+        status.claimed = spoolStatistics.claimed
+        status.spoolBytes = spoolStatistics.bytes
+        status.spoolBudget = spoolBudget
+        status.evicted = spoolStatistics.evicted
+        status.refused = spoolStatistics.refused
+        status.delivered = shipping.deliveredRecords
+        status.deadLettered = shipping.deadLetteredRecords
+        status.deadLetters = spoolStatistics.deadLetters
+        status.requests = shipping.requests
+        status.failedRequests = shipping.failedRequests
+        status.inFlight = shipping.operationsInFlight
+        status.pausedUntil = shipping.pause.map { Timestamp($0.until).rfc3339 }
+        status.pauseCause = shipping.pause?.cause.rawValue
+        status.lastFailure = (shipping.pause ?? shipping.lastFailure)?.reason
+        status.lastError = shipping.lastError?.reason
+        status.lastErrorAt = shipping.lastError.map { Timestamp($0.at).rfc3339 }
+        status.operatorPaused = shipping.pausedByOperator
+        status.journal = journal?.statistics
+        return status
     }
+
 }

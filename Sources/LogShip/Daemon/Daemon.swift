@@ -223,7 +223,7 @@ public final class Daemon: Sendable {
             try await ControlServer.bind(
                 path: ingest.control, passed: passedControl, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
                 limits: limits, hostname: hostname, intake: intake, shipper: shipper, spool: spool, journal: journal,
-                group: group, logger: logger))
+                spoolBudget: configuration.spool.maxBytes, group: group, logger: logger))
         return inputs
     }
 

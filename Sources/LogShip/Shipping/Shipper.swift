@@ -11,7 +11,7 @@ import Synchronization
 /// exist.
 public final class Shipper: Service, Sendable {
     /// Counts since start, and what delivery is doing now.
-    public struct Statistics: Hashable, Sendable {
+    public struct Statistics: Sendable {
         public var deliveredRecords = 0
         public var deadLetteredRecords = 0
         public var requests = 0
@@ -23,6 +23,8 @@ public final class Shipper: Service, Sendable {
         public var lastFailure: DeliveryPause?
         /// Whether an operator paused uploads (`logctl pause`).
         public var pausedByOperator = false
+        /// The last failure since start, and when.
+        public var lastError: (reason: String, at: Date)?
     }
 
     private typealias OperationID = ShipperStateMachine.OperationID
@@ -87,7 +89,8 @@ public final class Shipper: Service, Sendable {
             var statistics = Statistics(
                 deliveredRecords: counters.deliveredRecords, deadLetteredRecords: counters.deadLetteredRecords,
                 requests: counters.requests, failedRequests: counters.failedRequests,
-                operationsInFlight: state.machine.runningCount, pausedByOperator: state.machine.isPausedByOperator)
+                operationsInFlight: state.machine.runningCount, pausedByOperator: state.machine.isPausedByOperator,
+                lastError: state.machine.lastError)
             switch state.machine.remote {
             case .accepting: break
             case .paused(let pause): statistics.pause = pause

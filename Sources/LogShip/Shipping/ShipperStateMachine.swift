@@ -108,6 +108,8 @@ struct ShipperStateMachine: Sendable {
     private(set) var counters = Counters()
     /// Whether an operator paused uploads (`logctl pause`).
     private(set) var isPausedByOperator = false
+    /// The last failure since start and when it happened, for status output.
+    private(set) var lastError: (reason: String, at: Date)?
     private(set) var remote = RemoteState.accepting
     /// Whether the queue should be suspended, and a number that grows with every change, so the shipper can
     /// tell a stale reading from the current one.
@@ -181,11 +183,13 @@ struct ShipperStateMachine: Sendable {
             counters.requests += report.requests
             counters.failedRequests += report.failedRequests
             if let pause = report.pause {
+                lastError = (pause.reason, now)
                 begin(pause, &actions)
             } else if report.delivered > 0 || report.deadLettered > 0, self.pause == nil {
                 remote = .accepting
             }
             if let until = report.spoolFailedUntil {
+                lastError = ("the spool could not settle a batch", now)
                 block(priorityClass, until: until, &actions)
             } else if report.pause != nil {
                 // The batch went back to the spool: it needs an operation waiting for the queue to resume.
@@ -196,6 +200,7 @@ struct ShipperStateMachine: Sendable {
         case .delivered(.nothingToSend), .cancelled:
             break
         case .failed(let retryAt):
+            lastError = ("the spool failed during delivery", now)
             block(priorityClass, until: retryAt, &actions)
         }
         if phase == .draining && runningCount == 0 {

@@ -156,6 +156,19 @@ public final class MemorySpool: Spool {
         unclaim(batch, notBefore: retryAt)
     }
 
+    public func oldestTimestamps() async throws -> [PriorityClass: Timestamp] {
+        state.withLock { state in
+            var oldest: [PriorityClass: (sequence: Int64, line: [UInt8])] = [:]
+            for priority in PriorityClass.allCases {
+                if let first = state.queues[priority.rawValue].first { oldest[priority] = (first.sequence, first.line) }
+            }
+            for (sequence, claimed) in state.claimed where sequence < oldest[claimed.priority]?.sequence ?? .max {
+                oldest[claimed.priority] = (sequence, claimed.line)
+            }
+            return oldest.compactMapValues { SpoolEntry.timestamp(ofLine: $0.line) }
+        }
+    }
+
     public func newestSequence() async throws -> Int64 {
         state.withLock { $0.nextSequence - 1 }
     }

@@ -80,6 +80,10 @@ public final class SQLiteSpool: Spool {
         try await store.deadLetter(batch, failure: failure)
     }
 
+    public func oldestTimestamps() async throws -> [PriorityClass: Timestamp] {
+        try await store.oldestTimestamps()
+    }
+
     public func newestSequence() async throws -> Int64 {
         try await store.newestSequence()
     }

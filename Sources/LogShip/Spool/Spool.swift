@@ -58,6 +58,9 @@ public protocol Spool: Sendable {
     /// claimed: what `logctl flush` waits to see reach zero.
     func heldRecords(upTo sequence: Int64, in classes: Set<PriorityClass>) async throws -> Int
 
+    /// The timestamp of the oldest record of each class the spool holds, pending or claimed.
+    func oldestTimestamps() async throws -> [PriorityClass: Timestamp]
+
     /// The classes that hold unclaimed records, ready or not; read at start-up to resume delivery.
     func pendingClasses() async throws -> Set<PriorityClass>
 

@@ -138,4 +138,23 @@ extension SpoolDatabase {
                 arguments: StatementArguments([sequence] as [Int64]) + StatementArguments(priorities)) ?? 0
         }
     }
+
+    func oldestTimestamps() async throws -> [PriorityClass: Timestamp] {
+        try checkOpen()
+        return try await database.read { db in
+            var oldest: [PriorityClass: Timestamp] = [:]
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT priority, substr(line, 1, 64) FROM record
+                    WHERE id IN (SELECT min(id) FROM record GROUP BY priority)
+                    """)
+            for row in rows {
+                guard let priority = PriorityClass(rawValue: row[0]) else { continue }
+                let prefix = try row.withUnsafeData(atIndex: 1) { $0.map { Array($0) } ?? [] }
+                oldest[priority] = SpoolEntry.timestamp(ofLine: prefix)
+            }
+            return oldest
+        }
+    }
 }

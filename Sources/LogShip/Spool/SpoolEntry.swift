@@ -17,4 +17,14 @@ public struct SpoolEntry: Hashable, Sendable {
 
     /// Per-record bookkeeping, so a spool of tiny records still respects its budget.
     static let overhead = 64
+
+    /// The timestamp a stored NDJSON line starts with (`{"timestamp":"…"`), as ``LogRecord/ndjsonLine`` writes
+    /// it; read without decoding the line.
+    static func timestamp(ofLine line: some Collection<UInt8>) -> Timestamp? {
+        let prefix = Array(#"{"timestamp":""#.utf8)
+        guard line.starts(with: prefix) else { return nil }
+        let rest = line.dropFirst(prefix.count)
+        guard let end = rest.firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        return Timestamp(rfc3339: String(decoding: rest[..<end], as: UTF8.self))
+    }
 }

@@ -2,33 +2,78 @@ import ArgumentParser
 import Foundation
 import LogShip
 
-/// `logctl status`: what the daemon has received, delivered and still holds.
+/// `logctl status`: what the daemon holds, has done, and is doing, at a glance (or as JSON for scripts).
 struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show logshipd's counters.")
+    static let configuration = CommandConfiguration(abstract: "Show what logshipd holds, has delivered, and is doing.")
 
     @OptionGroup var control: ControlSocketOptions
+
+    @Flag(name: .long, help: "Print the same values as one JSON object.")
+    var json = false
 
     func run() throws {
         let response = request(ControlRequest(command: .status), at: control.path)
         guard let status = response.status else { fail("no status in the response") }
-        let pending = PriorityClass.mostUrgentFirst.map { "\($0)=\(status.pending[$0.description] ?? 0)" }
-        print("received      \(status.received) (truncated \(status.truncated))")
-        print("pending       \(pending.joined(separator: " ")), in flight \(status.claimed)")
-        print("spool         \(status.spoolBytes) bytes, evicted \(status.evicted), refused \(status.refused)")
-        print("delivered     \(status.delivered) in \(status.requests) requests (\(status.failedRequests) failed, \(status.inFlight) open)")
-        print("dead letters  \(status.deadLetters)")
-        if status.operatorPaused == true {
-            print("uploads       paused by an operator (logctl resume restarts them)")
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(status), as: UTF8.self))
+            return
+        }
+        print(Self.render(status))
+    }
+
+    static func render(_ status: DaemonStatus) -> String {
+        var lines = ["logshipd \(status.version), up \(duration(status.uptimeSeconds))", ""]
+        lines.append("class      pending   oldest")
+        for priority in PriorityClass.mostUrgentFirst {
+            let name = priority.description
+            let age = status.oldestPendingAgeSeconds[name].map(duration) ?? "-"
+            lines.append(name.padding(toLength: 9, withPad: " ", startingAt: 0)
+                + String(status.pending[name] ?? 0).leftPadded(to: 9) + "   " + age)
+        }
+        lines.append("")
+        lines.append("in flight     \(status.inFlight) request(s), \(status.claimed) record(s)")
+        lines.append("delivered     \(status.delivered) in \(status.requests) requests (\(status.failedRequests) failed and retried)")
+        lines.append("dead letters  \(status.deadLetters) (\(status.deadLettered) since start)")
+        lines.append("received      \(status.received) (truncated \(status.truncated)); evicted \(status.evicted), refused \(status.refused)")
+        lines.append("spool         \(bytes(status.spoolBytes)) of \(bytes(status.spoolBudget))")
+        if status.operatorPaused {
+            lines.append("uploads       paused by an operator (logctl resume restarts them)")
         }
         if let pausedUntil = status.pausedUntil {
-            print("paused until  \(pausedUntil): \(status.pauseCause ?? "remote failed") (\(status.lastFailure ?? "?"))")
+            lines.append("remote        paused until \(pausedUntil): \(status.pauseCause ?? "remote failed") (\(status.lastFailure ?? "?"))")
         } else if let lastFailure = status.lastFailure {
-            print("retrying      after \(lastFailure)")
+            lines.append("remote        retrying after \(lastFailure)")
+        } else {
+            lines.append("remote        accepting")
+        }
+        if let lastError = status.lastError {
+            lines.append("last error    \(lastError) at \(status.lastErrorAt ?? "?")")
         }
         if let journal = status.journal {
-            let behind = journal.behindSeconds.map { String(format: ", %.1f s behind the newest entry", $0) } ?? ""
-            print("journal       \(journal.state); read \(journal.read) (\(journal.filtered) left out)"
+            let behind = journal.behindSeconds.map { ", \(duration($0)) behind the newest entry" } ?? ""
+            lines.append("journal       \(journal.state); read \(journal.read) (\(journal.filtered) left out)"
                 + "; saved position \(journal.position ?? "none")\(behind)")
         }
+        return lines.joined(separator: "\n")
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        switch seconds {
+        case ..<60: String(format: "%.0fs", seconds)
+        case ..<3600: String(format: "%.0fm%02.0fs", (seconds / 60).rounded(.down), seconds.truncatingRemainder(dividingBy: 60))
+        default: String(format: "%.0fh%02.0fm", (seconds / 3600).rounded(.down), (seconds / 60).truncatingRemainder(dividingBy: 60).rounded(.down))
+        }
+    }
+
+    static func bytes(_ count: Int) -> String {
+        ByteCountFormatter.string(fromByteCount: Int64(count), countStyle: .binary)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: " ", count: max(0, width - count)) + self
     }
 }

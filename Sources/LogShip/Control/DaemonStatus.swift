@@ -1,0 +1,46 @@
+/// What `logctl status` shows, and `logctl status --json` prints as it is.
+public struct DaemonStatus: Codable, Hashable, Sendable {
+    /// logshipd's version.
+    public var version = ""
+    /// Seconds since the daemon started.
+    public var uptimeSeconds = 0.0
+    /// Records received from all inputs since start.
+    public var received = 0
+    public var truncated = 0
+    /// Unclaimed records in the spool per class name.
+    public var pending: [String: Int] = [:]
+    /// Seconds since the oldest record of each class the spool holds was written (by its timestamp).
+    public var oldestPendingAgeSeconds: [String: Double] = [:]
+    /// Records claimed by requests in flight.
+    public var claimed = 0
+    public var spoolBytes = 0
+    /// `spool.max_bytes`.
+    public var spoolBudget = 0
+    public var evicted = 0
+    public var refused = 0
+    /// Records the remote accepted since start.
+    public var delivered = 0
+    /// Records moved to the dead-letter table since start.
+    public var deadLettered = 0
+    /// Records in the dead-letter table now.
+    public var deadLetters = 0
+    public var requests = 0
+    /// Requests that failed since start (and whose records were retried, isolated or paused).
+    public var failedRequests = 0
+    public var inFlight = 0
+    /// When delivery resumes after a failure, RFC 3339, if it is paused.
+    public var pausedUntil: String?
+    /// Why delivery is paused: `remote unavailable` or `remote refuses the endpoint or the credentials`.
+    public var pauseCause: String?
+    /// The failure that paused delivery, in one line (`HTTP 401: …`); after the pause, until a request succeeds.
+    public var lastFailure: String?
+    /// The last failure since start, whatever happened after, and when (RFC 3339).
+    public var lastError: String?
+    public var lastErrorAt: String?
+    /// Whether an operator paused uploads (`logctl pause`).
+    public var operatorPaused = false
+    /// The journal input's state, when it is enabled.
+    public var journal: JournalStatus?
+
+    public init() {}
+}
