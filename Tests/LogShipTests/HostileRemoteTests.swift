@@ -28,7 +28,7 @@ struct HostileRemoteTests {
         let pauseLine = Mutex("")
         try await eventually(within: .seconds(60)) {
             let shown = try await run(Binaries.logctl, ["status", "--socket", controlPath])
-            let line = shown.standardOutput.split(separator: "\n").first { $0.hasPrefix("paused until") }
+            let line = shown.standardOutput.split(separator: "\n").first { $0.hasPrefix("remote        paused until") }
             pauseLine.withLock { $0 = line.map(String.init) ?? "" }
             return line != nil
         }
