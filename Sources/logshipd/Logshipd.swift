@@ -14,21 +14,20 @@ struct Logshipd: AsyncParsableCommand {
     var config = "/etc/logshipd/logshipd.yaml"
 
     func run() async throws {
+        // The default file may be absent (environment and defaults then apply); a named one must exist.
+        let path = config == "/etc/logshipd/logshipd.yaml" && !FileManager.default.fileExists(atPath: config)
+            ? nil : config
         let configuration: DaemonConfiguration
         do {
-            // The default file may be absent (environment and defaults then apply); a named one must exist.
-            let path = config == "/etc/logshipd/logshipd.yaml" && !FileManager.default.fileExists(atPath: config)
-                ? nil : config
             configuration = try await ConfigurationLoader().load(path: path)
         } catch {
             Self.fail("logshipd: configuration: \(error)")
         }
 
-        let level = configuration.logLevel
+        // The level is the configuration's, and a reload may change it.
+        let logLevel = LogLevelControl(configuration.logLevel)
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+            ControlledLogHandler(StreamLogHandler.standardError(label: label), control: logLevel)
         }
         let logger = Logger(label: "logshipd")
 
@@ -38,7 +37,8 @@ struct Logshipd: AsyncParsableCommand {
         do {
             daemon = try await Daemon.start(
                 configuration: configuration, logger: logger,
-                serviceManager: SystemdNotifier.fromEnvironment().map { ($0, SystemdNotifier.watchdogInterval()) })
+                serviceManager: SystemdNotifier.fromEnvironment().map { ($0, SystemdNotifier.watchdogInterval()) },
+                reloading: ({ try await ConfigurationLoader().load(path: path) }, logLevel))
         } catch {
             Self.fail("logshipd: \(error)")
         }

@@ -12,21 +12,23 @@ import UnixSignals
 /// SIGTERM/SIGINT (or ``shutdown()``); the inputs stop first, then the shipper lets requests in flight finish
 /// within `upload.shutdown_timeout`, and what is not delivered stays in the spool.
 public final class Daemon: Sendable {
-    public let configuration: DaemonConfiguration
+    /// The configuration running now (a reload changes it).
+    public var configuration: DaemonConfiguration { live.configuration }
     public let shipper: Shipper
     public let intake: RecordIntake
     public let spool: any Spool
 
+    private let live: LiveConfiguration
     private let httpClient: HTTPClient
     private let serviceGroup: ServiceGroup
     private let notifier: (any ServiceManagerNotifier)?
     private let logger: Logger
 
     private init(
-        configuration: DaemonConfiguration, shipper: Shipper, intake: RecordIntake, spool: any Spool,
+        live: LiveConfiguration, shipper: Shipper, intake: RecordIntake, spool: any Spool,
         httpClient: HTTPClient, serviceGroup: ServiceGroup, notifier: (any ServiceManagerNotifier)?, logger: Logger
     ) {
-        self.configuration = configuration
+        self.live = live
         self.shipper = shipper
         self.intake = intake
         self.spool = spool
@@ -43,26 +45,25 @@ public final class Daemon: Sendable {
     ///   - serviceManager: Where to send `READY=1`, `STATUS=`, `WATCHDOG=1` and `STOPPING=1` (systemd when
     ///     `NOTIFY_SOCKET` is set), and the watchdog interval it expects; `nil` reports to nobody.
     ///   - uploader: What carries batches to the remote instead of HTTP: a test's, to stand in for a remote.
+    ///   - reloading: How to read the configuration again on SIGHUP, and the log level a reload sets; `nil`
+    ///     ignores SIGHUP.
     /// - Throws: ``SpoolError`` when the spool cannot be opened, ``IngestError`` when a socket cannot be bound.
     public static func start(
         configuration: DaemonConfiguration,
         logger: Logger,
         shutdownSignals: [UnixSignal] = [.sigterm, .sigint],
         serviceManager: (notifier: any ServiceManagerNotifier, watchdogInterval: Duration?)? = nil,
-        uploader: (any Uploader)? = nil
+        uploader: (any Uploader)? = nil,
+        reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil
     ) async throws -> Daemon {
         checkOpenFileLimit(configuration.ingest, logger: logger)
         let spool = try await openSpool(configuration.spool, logger: logger)
         let httpClient = makeHTTPClient(configuration.upload)
+        let httpUploader = uploader == nil
+            ? HTTPUploader(client: httpClient, configuration: LiveConfiguration.uploadConfiguration(configuration)) : nil
         let delivery = BatchDelivery(
             spool: spool,
-            uploader: uploader ?? HTTPUploader(
-                client: httpClient,
-                configuration: .init(
-                    url: configuration.upload.url,
-                    headers: configuration.upload.headers,
-                    timeout: configuration.upload.timeout,
-                    bearerTokenFile: configuration.auth.bearerTokenFile.isEmpty ? nil : configuration.auth.bearerTokenFile)),
+            uploader: uploader ?? httpUploader!,
             limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
             backoff: RetryBackoff(initial: configuration.upload.retryInitial, maximum: configuration.upload.retryMax),
             retryAfterMaximum: configuration.upload.retryAfterMax,
@@ -77,8 +78,9 @@ public final class Daemon: Sendable {
         let intake = RecordIntake(spool: spool)
 
         let inputs: [any Service]
+        let journal: JournalIngestServer?
         do {
-            inputs = try await bindInputs(
+            (inputs, journal) = try await bindInputs(
                 configuration, intake: intake, shipper: shipper, spool: spool, logger: logger)
         } catch {
             await spool.close()
@@ -86,7 +88,13 @@ public final class Daemon: Sendable {
             throw error
         }
 
+        let live = LiveConfiguration(
+            configuration, uploader: httpUploader, delivery: delivery, journal: journal, logLevel: reloading?.logLevel)
         var reporters: [any Service] = []
+        if let reloading {
+            reporters.append(
+                ReloadService(load: reloading.load, live: live, notifier: serviceManager?.notifier, logger: logger))
+        }
         if let serviceManager {
             reporters.append(
                 ServiceManagerReporter(
@@ -108,7 +116,7 @@ public final class Daemon: Sendable {
         groupConfiguration.maximumGracefulShutdownDuration = configuration.upload.shutdownTimeout + .seconds(10)
 
         return Daemon(
-            configuration: configuration, shipper: shipper, intake: intake, spool: spool,
+            live: live, shipper: shipper, intake: intake, spool: spool,
             httpClient: httpClient, serviceGroup: ServiceGroup(configuration: groupConfiguration),
             notifier: serviceManager?.notifier, logger: logger)
     }
@@ -173,7 +181,7 @@ public final class Daemon: Sendable {
     /// Binds the ingest sockets that are enabled and the control socket, or takes those systemd passed.
     private static func bindInputs(
         _ configuration: DaemonConfiguration, intake: RecordIntake, shipper: Shipper, spool: any Spool, logger: Logger
-    ) async throws -> [any Service] {
+    ) async throws -> (inputs: [any Service], journal: JournalIngestServer?) {
         let group = MultiThreadedEventLoopGroup.singleton
         let hostname = configuration.hostname.isEmpty ? Hostname.current : configuration.hostname
         let parser = RecordParser(hostname: hostname)
@@ -224,7 +232,7 @@ public final class Daemon: Sendable {
                 path: ingest.control, passed: passedControl, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
                 limits: limits, hostname: hostname, intake: intake, shipper: shipper, spool: spool, journal: journal,
                 spoolBudget: configuration.spool.maxBytes, group: group, logger: logger))
-        return inputs
+        return (inputs, journal)
     }
 
     /// Runs until shutdown; returns once every service has stopped and the HTTP client is closed.

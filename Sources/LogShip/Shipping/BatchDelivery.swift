@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// One delivery attempt: claim a batch of one class, post it, and settle every record of it in the spool.
 ///
@@ -24,11 +25,10 @@ import Logging
 public struct BatchDelivery: Sendable {
     public var spool: any Spool
     public var uploader: any Uploader
-    public var limits: BatchLimits
     public var backoff: RetryBackoff
-    /// The longest pause a remote's `Retry-After` may impose (`upload.retry_after_max`).
-    public var retryAfterMaximum: Duration
     public var logger: Logger
+    /// The batch limits and the `Retry-After` cap, which a reload may change for every operation at once.
+    private let settings: Settings
     private let unclearRefusals = UnclearRefusals()
 
     public init(
@@ -37,10 +37,29 @@ public struct BatchDelivery: Sendable {
     ) {
         self.spool = spool
         self.uploader = uploader
-        self.limits = limits
+        settings = Settings(limits: limits, retryAfterMaximum: retryAfterMaximum)
         self.backoff = backoff
-        self.retryAfterMaximum = retryAfterMaximum
         self.logger = logger
+    }
+
+    /// How large one request may be.
+    public var limits: BatchLimits { settings.values.withLock { $0.limits } }
+
+    /// The longest pause a remote's `Retry-After` may impose (`upload.retry_after_max`).
+    public var retryAfterMaximum: Duration { settings.values.withLock { $0.retryAfterMaximum } }
+
+    /// Uses new limits and cap from the next claim on (a reload).
+    public func update(limits: BatchLimits, retryAfterMaximum: Duration) {
+        settings.values.withLock { $0 = (limits, retryAfterMaximum) }
+    }
+
+    /// Shared by every copy of one delivery, so that an update reaches operations already created.
+    private final class Settings: Sendable {
+        let values: Mutex<(limits: BatchLimits, retryAfterMaximum: Duration)>
+
+        init(limits: BatchLimits, retryAfterMaximum: Duration) {
+            values = Mutex((limits, retryAfterMaximum))
+        }
     }
 
     /// Claims and sends the next batch of `priority`.

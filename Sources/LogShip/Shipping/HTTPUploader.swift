@@ -5,7 +5,7 @@ import NIOHTTP1
 import Synchronization
 
 /// Posts NDJSON batches with async-http-client over keep-alive connections.
-public struct HTTPUploader: Uploader {
+public final class HTTPUploader: Uploader {
     /// Where and how to post.
     public struct Configuration: Sendable {
         public var url: String
@@ -27,16 +27,21 @@ public struct HTTPUploader: Uploader {
     private static let excerptLimit = 512
 
     private let client: HTTPClient
-    private let configuration: Configuration
-    private let bearerToken: SecretFile?
+    /// What a reload may change; each request reads it once.
+    private let settings: Mutex<(configuration: Configuration, bearerToken: SecretFile?)>
 
     /// - Parameters:
     ///   - client: The client to send with; its connection pool should allow `max_in_flight` connections.
     ///   - configuration: URL, extra headers and timeout.
     public init(client: HTTPClient, configuration: Configuration) {
         self.client = client
-        self.configuration = configuration
-        bearerToken = configuration.bearerTokenFile.map(SecretFile.init(path:))
+        settings = Mutex((configuration, configuration.bearerTokenFile.map(SecretFile.init(path:))))
+    }
+
+    /// Uses `configuration` from the next request on (a reload); requests in flight finish as they began.
+    public func update(_ configuration: Configuration) {
+        let bearerToken = configuration.bearerTokenFile.map(SecretFile.init(path:))
+        settings.withLock { $0 = (configuration, bearerToken) }
     }
 
     /// Posts `payload`, the whole exchange (connection, request, response head and body) bounded by the
@@ -47,9 +52,12 @@ public struct HTTPUploader: Uploader {
     /// A 2xx answer whose body then stalls is a timeout (the batch is sent again: the exchange never completed);
     /// any other status keeps its meaning, since the body only adds an excerpt to it.
     public func upload(_ payload: Payload) async throws {
+        let (configuration, bearerToken) = settings.withLock { $0 }
         let head = Mutex<Int?>(nil)
         do {
-            try await Self.withDeadline(configuration.timeout) { try await self.post(payload, head: head) }
+            try await Self.withDeadline(configuration.timeout) {
+                try await self.post(payload, configuration: configuration, bearerToken: bearerToken, head: head)
+            }
         } catch let error as UploadError where error == .timeout {
             if let status = head.withLock({ $0 }), !(200...299).contains(status) {
                 throw UploadError.status(status, responseExcerpt: "(response body timed out)")
@@ -59,7 +67,9 @@ public struct HTTPUploader: Uploader {
     }
 
     /// Sends the request; `head` receives the status as soon as the response head is in.
-    private func post(_ payload: Payload, head: borrowing Mutex<Int?>) async throws {
+    private func post(
+        _ payload: Payload, configuration: Configuration, bearerToken: SecretFile?, head: borrowing Mutex<Int?>
+    ) async throws {
         var request = HTTPClientRequest(url: configuration.url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-ndjson")

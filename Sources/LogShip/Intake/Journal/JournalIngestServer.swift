@@ -21,7 +21,8 @@ public final class JournalIngestServer: Service, Sendable {
     private let reader: JournalReader
     /// The journal's thread: one thread, for the `sd_journal`'s whole life.
     private let thread: NIOThreadPool
-    private let mapper: JournalRecordMapper
+    /// How entries become records; a reload may change which are selected.
+    private let mapper: Mutex<JournalRecordMapper>
     private let intake: RecordIntake
     private let spool: any Spool
     private let spoolBudget: Int
@@ -65,7 +66,7 @@ public final class JournalIngestServer: Service, Sendable {
     ) {
         self.reader = reader
         self.thread = thread
-        self.mapper = mapper
+        self.mapper = Mutex(mapper)
         self.intake = intake
         self.spool = spool
         self.spoolBudget = spoolBudget
@@ -73,6 +74,16 @@ public final class JournalIngestServer: Service, Sendable {
     }
 
     public var statistics: JournalStatus { status.withLock { $0 } }
+
+    /// Applies a reloaded configuration's selection (`units`, `exclude_units`, `min_priority`) to the entries
+    /// read from now on.
+    public func updateSelection(_ configuration: DaemonConfiguration.Journal) {
+        mapper.withLock { mapper in
+            mapper.selection = .init(
+                units: Set(configuration.units), excludedUnits: Set(configuration.excludeUnits),
+                leastImportant: configuration.minPriority)
+        }
+    }
 
     /// Reads and commits until graceful shutdown, then closes the journal on its thread.
     public func run() async throws {
@@ -129,6 +140,7 @@ public final class JournalIngestServer: Service, Sendable {
             return
         }
         guard let cursor = batch.cursor else { return }
+        let mapper = self.mapper.withLock { $0 }
         let records = batch.entries.compactMap(mapper.record(for:))
         let receipt: AppendReceipt
         do {

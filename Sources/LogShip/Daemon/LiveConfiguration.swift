@@ -1,0 +1,68 @@
+import Synchronization
+
+/// The configuration a daemon runs with, and the parts of it that follow a reload without a restart: the upload
+/// URL, headers, timeout and token file, the retry bounds and `Retry-After` cap, the batch limits, the journal's
+/// selection (units, excluded units, least priority) and the log level. Anything else that changed is named and
+/// left for a restart.
+final class LiveConfiguration: Sendable {
+    private let current: Mutex<DaemonConfiguration>
+    private let uploader: HTTPUploader?
+    private let delivery: BatchDelivery
+    private let journal: JournalIngestServer?
+    private let logLevel: LogLevelControl?
+
+    init(
+        _ configuration: DaemonConfiguration, uploader: HTTPUploader?, delivery: BatchDelivery,
+        journal: JournalIngestServer?, logLevel: LogLevelControl?
+    ) {
+        current = Mutex(configuration)
+        self.uploader = uploader
+        self.delivery = delivery
+        self.journal = journal
+        self.logLevel = logLevel
+    }
+
+    var configuration: DaemonConfiguration { current.withLock { $0 } }
+
+    /// Applies what can change while running, and returns the keys that changed but need a restart.
+    func apply(_ new: DaemonConfiguration) -> [String] {
+        let old = current.withLock { current in
+            defer { current = new }
+            return current
+        }
+        uploader?.update(Self.uploadConfiguration(new))
+        delivery.backoff.update(initial: new.upload.retryInitial, maximum: new.upload.retryMax)
+        delivery.update(
+            limits: BatchLimits(maxRecords: new.batch.maxRecords, maxBytes: new.batch.maxBytes),
+            retryAfterMaximum: new.upload.retryAfterMax)
+        journal?.updateSelection(new.journal)
+        logLevel?.level = new.logLevel
+        return Self.restartOnlyChanges(from: old, to: new)
+    }
+
+    static func uploadConfiguration(_ configuration: DaemonConfiguration) -> HTTPUploader.Configuration {
+        HTTPUploader.Configuration(
+            url: configuration.upload.url, headers: configuration.upload.headers, timeout: configuration.upload.timeout,
+            bearerTokenFile: configuration.auth.bearerTokenFile.isEmpty ? nil : configuration.auth.bearerTokenFile)
+    }
+
+    /// The keys that differ between `old` and `new` and only take effect at start-up.
+    static func restartOnlyChanges(from old: DaemonConfiguration, to new: DaemonConfiguration) -> [String] {
+        let checks: [(String, (DaemonConfiguration) -> AnyHashable)] = [
+            ("ingest.stream", { $0.ingest.stream }), ("ingest.datagram", { $0.ingest.datagram }),
+            ("ingest.control", { $0.ingest.control }), ("ingest.socket_mode", { $0.ingest.socketMode }),
+            ("ingest.max_record_bytes", { $0.ingest.maxRecordBytes }),
+            ("ingest.max_connections", { $0.ingest.maxConnections }),
+            ("ingest.max_connections_per_process", { $0.ingest.maxConnectionsPerProcess }),
+            ("upload.format", { $0.upload.format }), ("upload.max_in_flight", { $0.upload.maxInFlight }),
+            ("upload.shutdown_timeout", { $0.upload.shutdownTimeout }),
+            ("spool.path", { $0.spool.path }), ("spool.max_bytes", { $0.spool.maxBytes }),
+            ("spool.min_free_disk", { $0.spool.minFreeDisk }),
+            ("journal.enabled", { $0.journal.enabled }), ("journal.directory", { $0.journal.directory }),
+            ("journal.start_at", { $0.journal.startAt }), ("journal.matches", { $0.journal.matches }),
+            ("journal.fields", { $0.journal.fields }), ("journal.max_field_bytes", { $0.journal.maxFieldBytes }),
+            ("host.name", { $0.hostname }),
+        ]
+        return checks.filter { $0.1(old) != $0.1(new) }.map(\.0)
+    }
+}

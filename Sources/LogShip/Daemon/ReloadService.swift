@@ -1,0 +1,56 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// Reloads the configuration on SIGHUP (`systemctl reload logshipd`): reads it again, and if it is valid, has the
+/// daemon apply what can change while running; a configuration with an error is rejected whole.
+struct ReloadService: Service {
+    private let load: @Sendable () async throws -> DaemonConfiguration
+    private let live: LiveConfiguration
+    private let notifier: (any ServiceManagerNotifier)?
+    private let logger: Logger
+
+    /// - Parameters:
+    ///   - load: Reads the configuration as at start-up (file and environment).
+    ///   - live: What applies it.
+    init(
+        load: @escaping @Sendable () async throws -> DaemonConfiguration, live: LiveConfiguration,
+        notifier: (any ServiceManagerNotifier)?, logger: Logger
+    ) {
+        self.load = load
+        self.live = live
+        self.notifier = notifier
+        self.logger = logger
+    }
+
+    func run() async throws {
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        try await cancelWhenGracefulShutdown {
+            for await _ in hangups {
+                await reload()
+            }
+        }
+    }
+
+    private func reload() async {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        notifier?.notify("RELOADING=1\nMONOTONIC_USEC=\(Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000)")
+        defer { notifier?.notify("READY=1") }
+        let configuration: DaemonConfiguration
+        do {
+            configuration = try await load()
+        } catch {
+            logger.error("reload rejected; the running configuration stays", metadata: ["logship.error": "\(error)"])
+            return
+        }
+        let needRestart = live.apply(configuration)
+        if needRestart.isEmpty {
+            logger.notice("configuration reloaded")
+        } else {
+            logger.notice(
+                "configuration reloaded; these changes need a restart and were not applied: \(needRestart.joined(separator: ", "))")
+        }
+    }
+}
