@@ -12,10 +12,7 @@ public struct ControlServer: Service {
     private let intake: RecordIntake
     private let shipper: Shipper
     private let spool: any Spool
-    private let journal: JournalIngestServer?
-    /// `spool.max_bytes`, for status.
-    private let spoolBudget: Int
-    private let startedAt = ContinuousClock.now
+    private let statusSource: DaemonStatusSource
     private let hostname: String
     private let maximumRecordBytes: Int
     private let logger: Logger
@@ -36,8 +33,7 @@ public struct ControlServer: Service {
         intake: RecordIntake,
         shipper: Shipper,
         spool: any Spool,
-        journal: JournalIngestServer?,
-        spoolBudget: Int,
+        statusSource: DaemonStatusSource,
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> ControlServer {
@@ -46,8 +42,8 @@ public struct ControlServer: Service {
             group: group,
             logger: logger)
         return ControlServer(
-            listener: listener, intake: intake, shipper: shipper, spool: spool, journal: journal,
-            spoolBudget: spoolBudget, hostname: hostname,
+            listener: listener, intake: intake, shipper: shipper, spool: spool,
+            statusSource: statusSource, hostname: hostname,
             maximumRecordBytes: maximumRecordBytes, logger: logger)
     }
 
@@ -94,7 +90,7 @@ public struct ControlServer: Service {
         case .send:
             return await send(request.records ?? [], peer: peer)
         case .status:
-            return ControlResponse(ok: true, status: await status())
+            return ControlResponse(ok: true, status: await statusSource.status())
         case .deadLetters:
             do {
                 return ControlResponse(ok: true, deadLetters: try await spool.deadLetters(limit: request.limit ?? 100))
@@ -193,41 +189,5 @@ public struct ControlServer: Service {
         }
     }
 
-    private func status() async -> DaemonStatus {
-        let intakeStatistics = intake.statistics
-        let shipping = shipper.statistics
-        let spoolStatistics = await spool.statistics()
-        let now = Timestamp.now()
-        var status = DaemonStatus()
-        status.version = LogShipVersion.current
-        status.uptimeSeconds = (ContinuousClock.now - startedAt).seconds
-        status.received = intakeStatistics.received
-        status.truncated = intakeStatistics.truncated
-        status.pending = Dictionary(uniqueKeysWithValues: spoolStatistics.pending.map { ($0.key.description, $0.value) })
-        if let oldest = try? await spool.oldestTimestamps() {
-            status.oldestPendingAgeSeconds = Dictionary(uniqueKeysWithValues: oldest.map { priority, timestamp in
-                (priority.description, Double(max(0, now.microsecondsSinceEpoch - timestamp.microsecondsSinceEpoch)) / 1e6)
-            })
-        }
-        status.claimed = spoolStatistics.claimed
-        status.spoolBytes = spoolStatistics.bytes
-        status.spoolBudget = spoolBudget
-        status.evicted = spoolStatistics.evicted
-        status.refused = spoolStatistics.refused
-        status.delivered = shipping.deliveredRecords
-        status.deadLettered = shipping.deadLetteredRecords
-        status.deadLetters = spoolStatistics.deadLetters
-        status.requests = shipping.requests
-        status.failedRequests = shipping.failedRequests
-        status.inFlight = shipping.operationsInFlight
-        status.pausedUntil = shipping.pause.map { Timestamp($0.until).rfc3339 }
-        status.pauseCause = shipping.pause?.cause.rawValue
-        status.lastFailure = (shipping.pause ?? shipping.lastFailure)?.reason
-        status.lastError = shipping.lastError?.reason
-        status.lastErrorAt = shipping.lastError.map { Timestamp($0.at).rfc3339 }
-        status.operatorPaused = shipping.pausedByOperator
-        status.journal = journal?.statistics
-        return status
-    }
 
 }

@@ -21,7 +21,7 @@ public struct ConfigurationLoader: Sendable {
         "spool.path", "spool.max_bytes", "spool.min_free_disk",
         "journal.enabled", "journal.directory", "journal.start_at", "journal.units", "journal.exclude_units",
         "journal.min_priority", "journal.matches", "journal.fields", "journal.max_field_bytes",
-        "auth.bearer_token_file",
+        "auth.bearer_token_file", "metrics.listen",
         "log.level", "host.name",
     ]
 
@@ -174,6 +174,7 @@ public struct ConfigurationLoader: Sendable {
         try values.read("upload.headers", into: &configuration.upload.headers, .headerList)
 
         try values.read("auth.bearer_token_file", into: &configuration.auth.bearerTokenFile, .text)
+        try values.read("metrics.listen", into: &configuration.metrics.listen, .listenAddress)
 
         try values.read("batch.max_records", into: &configuration.batch.maxRecords, .integer(1...1_000_000))
         try values.read("batch.max_bytes", into: &configuration.batch.maxBytes, .byteCount(1024...(64 << 20)))

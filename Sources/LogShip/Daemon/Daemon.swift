@@ -18,6 +18,8 @@ public final class Daemon: Sendable {
     public let intake: RecordIntake
     public let spool: any Spool
 
+    /// Where the metrics are served, when `metrics.listen` is set.
+    public let metricsAddress: SocketAddress?
     private let live: LiveConfiguration
     private let httpClient: HTTPClient
     private let serviceGroup: ServiceGroup
@@ -25,10 +27,11 @@ public final class Daemon: Sendable {
     private let logger: Logger
 
     private init(
-        live: LiveConfiguration, shipper: Shipper, intake: RecordIntake, spool: any Spool,
+        live: LiveConfiguration, metricsAddress: SocketAddress?, shipper: Shipper, intake: RecordIntake, spool: any Spool,
         httpClient: HTTPClient, serviceGroup: ServiceGroup, notifier: (any ServiceManagerNotifier)?, logger: Logger
     ) {
         self.live = live
+        self.metricsAddress = metricsAddress
         self.shipper = shipper
         self.intake = intake
         self.spool = spool
@@ -61,13 +64,17 @@ public final class Daemon: Sendable {
         let httpClient = makeHTTPClient(configuration.upload)
         let httpUploader = uploader == nil
             ? HTTPUploader(client: httpClient, configuration: LiveConfiguration.uploadConfiguration(configuration)) : nil
-        let delivery = BatchDelivery(
+        let metrics = configuration.metrics.listen.isEmpty ? nil : MetricsExporter()
+        var delivery = BatchDelivery(
             spool: spool,
             uploader: uploader ?? httpUploader!,
             limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
             backoff: RetryBackoff(initial: configuration.upload.retryInitial, maximum: configuration.upload.retryMax),
             retryAfterMaximum: configuration.upload.retryAfterMax,
             logger: logger)
+        if let metrics {
+            delivery.observeRequest = { @Sendable duration in metrics.recordRequest(duration) }
+        }
         let shipper = Shipper(
             delivery: delivery,
             maxInFlight: configuration.upload.maxInFlight,
@@ -79,8 +86,9 @@ public final class Daemon: Sendable {
 
         let inputs: [any Service]
         let journal: JournalIngestServer?
+        let statusSource: DaemonStatusSource
         do {
-            (inputs, journal) = try await bindInputs(
+            (inputs, journal, statusSource) = try await bindInputs(
                 configuration, intake: intake, shipper: shipper, spool: spool, logger: logger)
         } catch {
             await spool.close()
@@ -88,6 +96,22 @@ public final class Daemon: Sendable {
             throw error
         }
 
+        var metricsServer: MetricsServer?
+        if let metrics, let address = ListenAddress(configuration.metrics.listen) {
+            if !(address.host.hasPrefix("127.") || address.host == "::1") {
+                logger.warning(
+                    "metrics.listen is not a loopback address: anyone who can reach it can read logshipd's counters",
+                    metadata: ["logship.metrics.listen": "\(configuration.metrics.listen)"])
+            }
+            do {
+                metricsServer = try await MetricsServer(
+                    host: address.host, port: address.port, exporter: metrics, status: statusSource, logger: logger)
+            } catch {
+                await spool.close()
+                try? await httpClient.shutdown()
+                throw IngestError.socketCall("bind", path: configuration.metrics.listen, "\(error)")
+            }
+        }
         let live = LiveConfiguration(
             configuration, uploader: httpUploader, delivery: delivery, journal: journal, logLevel: reloading?.logLevel)
         var reporters: [any Service] = []
@@ -106,7 +130,7 @@ public final class Daemon: Sendable {
         // A service group stops its services in reverse order: the reporter says STOPPING=1 first, the inputs
         // stop before the shipper drains.
         var groupConfiguration = ServiceGroupConfiguration(
-            services: ([shipper] + inputs + reporters).map {
+            services: ([shipper] + inputs + (metricsServer.map { [$0] } ?? []) + reporters).map {
                 .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
                       failureTerminationBehavior: .gracefullyShutdownGroup)
             },
@@ -116,7 +140,7 @@ public final class Daemon: Sendable {
         groupConfiguration.maximumGracefulShutdownDuration = configuration.upload.shutdownTimeout + .seconds(10)
 
         return Daemon(
-            live: live, shipper: shipper, intake: intake, spool: spool,
+            live: live, metricsAddress: metricsServer?.address, shipper: shipper, intake: intake, spool: spool,
             httpClient: httpClient, serviceGroup: ServiceGroup(configuration: groupConfiguration),
             notifier: serviceManager?.notifier, logger: logger)
     }
@@ -181,7 +205,7 @@ public final class Daemon: Sendable {
     /// Binds the ingest sockets that are enabled and the control socket, or takes those systemd passed.
     private static func bindInputs(
         _ configuration: DaemonConfiguration, intake: RecordIntake, shipper: Shipper, spool: any Spool, logger: Logger
-    ) async throws -> (inputs: [any Service], journal: JournalIngestServer?) {
+    ) async throws -> (inputs: [any Service], journal: JournalIngestServer?, status: DaemonStatusSource) {
         let group = MultiThreadedEventLoopGroup.singleton
         let hostname = configuration.hostname.isEmpty ? Hostname.current : configuration.hostname
         let parser = RecordParser(hostname: hostname)
@@ -215,6 +239,8 @@ public final class Daemon: Sendable {
                 spoolBudget: configuration.spool.maxBytes, logger: logger)
             inputs.append(journal!)
         }
+        let statusSource = DaemonStatusSource(
+            intake: intake, shipper: shipper, spool: spool, journal: journal, spoolBudget: configuration.spool.maxBytes)
         if !ingest.stream.isEmpty {
             inputs.append(
                 try await StreamIngestServer.bind(
@@ -230,9 +256,9 @@ public final class Daemon: Sendable {
         inputs.append(
             try await ControlServer.bind(
                 path: ingest.control, passed: passedControl, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
-                limits: limits, hostname: hostname, intake: intake, shipper: shipper, spool: spool, journal: journal,
-                spoolBudget: configuration.spool.maxBytes, group: group, logger: logger))
-        return (inputs, journal)
+                limits: limits, hostname: hostname, intake: intake, shipper: shipper, spool: spool,
+                statusSource: statusSource, group: group, logger: logger))
+        return (inputs, journal, statusSource)
     }
 
     /// Runs until shutdown; returns once every service has stopped and the HTTP client is closed.

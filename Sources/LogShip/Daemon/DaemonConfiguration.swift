@@ -73,7 +73,13 @@ public struct DaemonConfiguration: Sendable {
         public var maxFieldBytes = 65_536
     }
 
+    public struct Metrics: Sendable {
+        /// `host:port` to serve Prometheus metrics on (`127.0.0.1:9464`); empty serves none.
+        public var listen = ""
+    }
+
     public var ingest = Ingest()
+    public var metrics = Metrics()
     public var upload = Upload()
     public var auth = Auth()
     public var batch = Batch()

@@ -21,6 +21,13 @@ extension ValueParser<String> {
         ValueParser(expected: "one of \(choices.joined(separator: ", "))") { choices.contains($0) ? $0 : nil }
     }
 
+    /// `host:port` with a numeric IPv4 or bracketed IPv6 host (`127.0.0.1:9464`, `[::1]:9464`); empty is off.
+    static let listenAddress = ValueParser(expected: "host:port such as 127.0.0.1:9464, or empty") { text in
+        if text.isEmpty { return text }
+        guard ListenAddress(text) != nil else { return nil }
+        return text
+    }
+
     /// An `http://` or `https://` URL with a host.
     static let httpURL = ValueParser(expected: "an http:// or https:// URL with a host") { text in
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",

@@ -27,6 +27,8 @@ public struct BatchDelivery: Sendable {
     public var uploader: any Uploader
     public var backoff: RetryBackoff
     public var logger: Logger
+    /// Told how long each request took (the metrics' latency histogram).
+    public var observeRequest: (@Sendable (Duration) -> Void)?
     /// The batch limits and the `Retry-After` cap, which a reload may change for every operation at once.
     private let settings: Settings
     private let unclearRefusals = UnclearRefusals()
@@ -136,6 +138,8 @@ public struct BatchDelivery: Sendable {
         }
         attempt.report.requests += 1
         do {
+            let started = ContinuousClock.now
+            defer { observeRequest?(ContinuousClock.now - started) }
             try await uploader.upload(
                 Payload(body: Self.body(of: batch), recordCount: batch.records.count, batchNumber: batch.number))
         } catch is CancellationError {

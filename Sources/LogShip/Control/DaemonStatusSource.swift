@@ -1,0 +1,57 @@
+import Foundation
+
+/// Gathers the daemon's status from its parts: for `logctl status`, `STATUS=` and the metrics endpoint alike.
+final class DaemonStatusSource: Sendable {
+    private let intake: RecordIntake
+    private let shipper: Shipper
+    private let spool: any Spool
+    private let journal: JournalIngestServer?
+    /// `spool.max_bytes`.
+    private let spoolBudget: Int
+    private let startedAt = ContinuousClock.now
+
+    init(intake: RecordIntake, shipper: Shipper, spool: any Spool, journal: JournalIngestServer?, spoolBudget: Int) {
+        self.intake = intake
+        self.shipper = shipper
+        self.spool = spool
+        self.journal = journal
+        self.spoolBudget = spoolBudget
+    }
+
+    /// The daemon's status now.
+    func status() async -> DaemonStatus {
+        let intakeStatistics = intake.statistics
+        let shipping = shipper.statistics
+        let spoolStatistics = await spool.statistics()
+        let now = Timestamp.now()
+        var status = DaemonStatus()
+        status.version = LogShipVersion.current
+        status.uptimeSeconds = (ContinuousClock.now - startedAt).seconds
+        status.received = intakeStatistics.received
+        status.truncated = intakeStatistics.truncated
+        status.pending = Dictionary(uniqueKeysWithValues: spoolStatistics.pending.map { ($0.key.description, $0.value) })
+        if let oldest = try? await spool.oldestTimestamps() {
+            status.oldestPendingAgeSeconds = Dictionary(uniqueKeysWithValues: oldest.map { priority, timestamp in
+                (priority.description, Double(max(0, now.microsecondsSinceEpoch - timestamp.microsecondsSinceEpoch)) / 1e6)
+            })
+        }
+        status.claimed = spoolStatistics.claimed
+        status.spoolBytes = spoolStatistics.bytes
+        status.spoolBudget = spoolBudget
+        status.evicted = spoolStatistics.evicted
+        status.refused = spoolStatistics.refused
+        status.delivered = shipping.deliveredRecords
+        status.deadLettered = shipping.deadLetteredRecords
+        status.deadLetters = spoolStatistics.deadLetters
+        status.requests = shipping.requests
+        status.failedRequests = shipping.failedRequests
+        status.inFlight = shipping.operationsInFlight
+        status.pausedUntil = shipping.pause.map { Timestamp($0.until).rfc3339 }
+        status.pauseCause = shipping.pause?.cause.rawValue
+        status.lastFailure = (shipping.pause ?? shipping.lastFailure)?.reason
+        status.lastError = shipping.lastError?.reason
+        status.lastErrorAt = shipping.lastError.map { Timestamp($0.at).rfc3339 }
+        status.operatorPaused = shipping.pausedByOperator
+        status.journal = journal?.statistics
+        return status
+    }}

@@ -1,0 +1,88 @@
+import Prometheus
+import Synchronization
+
+/// logshipd's metrics for Prometheus: counters and gauges set from the daemon's status at each scrape, so that
+/// they always equal what `logctl status --json` says, and a histogram of upload request durations.
+final class MetricsExporter: Sendable {
+    /// Upload durations: from a fast loopback answer to `upload.timeout`'s usual range.
+    static let durationBuckets: [Duration] = [
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(30),
+    ]
+
+    private let registry: PrometheusCollectorRegistry
+    private let requestDurations: DurationHistogram
+    /// Totals since start, exported as counters; each scrape adds what grew since the last.
+    private let counters: [(counter: Counter, total: @Sendable (DaemonStatus) -> Int)]
+    private let exported: Mutex<[Int]>
+    private let gauges: [(gauge: Gauge, value: @Sendable (DaemonStatus) -> Double)]
+
+    init() {
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
+        requestDurations = registry.makeDurationHistogram(
+            name: "logshipd_upload_request_duration_seconds", buckets: Self.durationBuckets,
+            help: "How long upload requests took, answered or failed.")
+        let totals: [(String, String, @Sendable (DaemonStatus) -> Int)] = [
+            ("logshipd_records_received_total", "Records received from all inputs.", { $0.received }),
+            ("logshipd_records_truncated_total", "Records cut at the size limit.", { $0.truncated }),
+            ("logshipd_records_delivered_total", "Records the remote accepted.", { $0.delivered }),
+            ("logshipd_records_dead_lettered_total", "Records moved to the dead-letter table.", { $0.deadLettered }),
+            ("logshipd_records_evicted_total", "Records evicted to make room.", { $0.evicted }),
+            ("logshipd_records_refused_total", "Records the spool refused.", { $0.refused }),
+            ("logshipd_requests_total", "Upload requests sent.", { $0.requests }),
+            ("logshipd_requests_failed_total", "Upload requests that failed.", { $0.failedRequests }),
+        ]
+        counters = totals.map { name, help, total in (registry.makeCounter(name: name, help: help), total) }
+        exported = Mutex(Array(repeating: 0, count: totals.count))
+
+        var gauges: [(Gauge, @Sendable (DaemonStatus) -> Double)] = []
+        for priority in PriorityClass.mostUrgentFirst {
+            let name = priority.description
+            gauges.append((
+                registry.makeGauge(
+                    name: "logshipd_records_pending", labels: [("class", name)], help: "Unclaimed records in the spool."),
+                { Double($0.pending[name] ?? 0) }))
+            gauges.append((
+                registry.makeGauge(
+                    name: "logshipd_oldest_pending_age_seconds", labels: [("class", name)],
+                    help: "Age of the oldest record of the class in the spool."),
+                { $0.oldestPendingAgeSeconds[name] ?? 0 }))
+        }
+        let singles: [(String, String, @Sendable (DaemonStatus) -> Double)] = [
+            ("logshipd_records_claimed", "Records claimed by requests in flight.", { Double($0.claimed) }),
+            ("logshipd_requests_in_flight", "Upload requests open now.", { Double($0.inFlight) }),
+            ("logshipd_dead_letters", "Records in the dead-letter table.", { Double($0.deadLetters) }),
+            ("logshipd_spool_bytes", "Bytes the spool holds against its budget.", { Double($0.spoolBytes) }),
+            ("logshipd_spool_budget_bytes", "The spool's budget (spool.max_bytes).", { Double($0.spoolBudget) }),
+            ("logshipd_delivery_paused", "1 while delivery is paused after a failure.", { $0.pausedUntil == nil ? 0 : 1 }),
+            ("logshipd_uploads_paused_by_operator", "1 while logctl pause holds uploads.", { $0.operatorPaused ? 1 : 0 }),
+            ("logshipd_journal_behind_seconds", "How far the journal reader is behind the newest entry.", {
+                $0.journal?.behindSeconds ?? 0
+            }),
+            ("logshipd_uptime_seconds", "Seconds since logshipd started.", { $0.uptimeSeconds }),
+        ]
+        for (name, help, value) in singles {
+            gauges.append((registry.makeGauge(name: name, help: help), value))
+        }
+        self.gauges = gauges
+    }
+
+    /// Records one upload request's duration.
+    func recordRequest(_ duration: Duration) {
+        requestDurations.record(duration)
+    }
+
+    /// The exposition for `status`, in Prometheus text format.
+    func exposition(for status: DaemonStatus) -> [UInt8] {
+        exported.withLock { exported in
+            for (index, (counter, total)) in counters.enumerated() {
+                let value = total(status)
+                if value > exported[index] { counter.increment(by: Int64(value - exported[index])) }
+                exported[index] = max(exported[index], value)
+            }
+        }
+        for (gauge, value) in gauges { gauge.set(value(status)) }
+        return registry.emitToBuffer()
+    }
+}

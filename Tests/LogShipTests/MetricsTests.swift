@@ -1,0 +1,69 @@
+import AsyncHTTPClient
+import Foundation
+import LogShip
+import LogShipTestKit
+import NIOPosix
+import Testing
+
+/// The Prometheus endpoint.
+@Suite("Metrics")
+struct MetricsTests {
+    /// Samples of a Prometheus text exposition, by name with labels; fails on a line that is not one.
+    static func samples(_ text: String) throws -> [String: Double] {
+        var samples: [String: Double] = [:]
+        var typed: Set<String> = []
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("# TYPE ") {
+                typed.insert(String(line.split(separator: " ")[2]))
+                continue
+            }
+            if line.hasPrefix("#") { continue }
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                throw WaitTimeout(description: "not a sample: \(line)")
+            }
+            let series = String(line[..<space])
+            let name = String(series.prefix { $0 != "{" })
+            let isTyped = typed.contains(name) || typed.contains(where: { name.hasPrefix($0 + "_") })
+            guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == ":" }), isTyped else {
+                throw WaitTimeout(description: "sample without a TYPE: \(line)")
+            }
+            samples[series] = value
+        }
+        return samples
+    }
+
+    @Test("the metrics endpoint parses as Prometheus text and its counters equal logctl status --json's")
+    func endpoint() async throws {
+        let receiver = try await TestReceiver(behavior: .init { _, records in
+            records.contains { $0.message.hasPrefix("poison") } ? 400 : 200
+        })
+        let daemon = try await TestDaemon.start(receiver: receiver) { $0.metrics.listen = "127.0.0.1:0" }
+        let port = try #require(daemon.daemon.metricsAddress?.port)
+        #expect(try await daemon.send((0..<20).map { Submission(message: $0 == 3 ? "poison" : "fine \($0)") }).ok)
+        try await eventually { try await daemon.status().deadLetters == 1 }
+        try await daemon.send(count: 7, priority: "crash", prefix: "crash")
+        try await eventually { try await daemon.status().delivered == 26 }
+
+        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
+        let response = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        try await client.shutdown()
+        #expect(response.status == .ok)
+        #expect(response.headers.first(name: "Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
+        let samples = try Self.samples(String(buffer: body))
+
+        let result = try await run(Binaries.logctl, ["status", "--json", "--socket", daemon.controlPath])
+        let status = try JSONDecoder().decode(DaemonStatus.self, from: Data(result.standardOutput.utf8))
+        #expect(samples["logshipd_records_received_total"] == Double(status.received))
+        #expect(samples["logshipd_records_delivered_total"] == Double(status.delivered))
+        #expect(samples["logshipd_records_dead_lettered_total"] == Double(status.deadLettered))
+        #expect(samples["logshipd_requests_total"] == Double(status.requests))
+        #expect(samples["logshipd_requests_failed_total"] == Double(status.failedRequests))
+        #expect(samples["logshipd_dead_letters"] == Double(status.deadLetters))
+        #expect(samples[#"logshipd_records_pending{class="info"}"#] == Double(status.pending["info"] ?? 0))
+        #expect(samples["logshipd_spool_budget_bytes"] == Double(status.spoolBudget))
+        #expect(samples["logshipd_upload_request_duration_seconds_count"] == Double(status.requests))
+        #expect(status.delivered == 26 && status.deadLettered == 1)
+        try await daemon.stop()
+    }
+}
