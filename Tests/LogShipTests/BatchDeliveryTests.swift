@@ -21,7 +21,7 @@ struct BatchDeliveryTests {
 
         func upload(_ payload: Payload) async throws {
             count.withLock { $0 += 1 }
-            try await answer(payload.body.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) })
+            try await answer(payload.lines.map { String(decoding: $0, as: UTF8.self) })
         }
     }
 

@@ -92,7 +92,7 @@ struct HostileRemoteTests {
         let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
         let uploader = HTTPUploader(client: client, configuration: .init(url: receiver.url, timeout: .milliseconds(500)))
         await #expect {
-            try await uploader.upload(Payload(body: Array("{}\n".utf8), recordCount: 1, batchNumber: 1))
+            try await uploader.upload(Payload(lines: [Array("{}".utf8)], batchNumber: 1))
         } throws: { error in
             (error as? UploadError)?.status == 401 && (error as? UploadError)?.fault == .endpointRefused
         }

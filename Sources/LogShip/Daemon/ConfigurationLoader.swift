@@ -21,7 +21,9 @@ public struct ConfigurationLoader: Sendable {
         "spool.path", "spool.max_bytes", "spool.min_free_disk",
         "journal.enabled", "journal.directory", "journal.start_at", "journal.units", "journal.exclude_units",
         "journal.min_priority", "journal.matches", "journal.fields", "journal.max_field_bytes",
-        "auth.bearer_token_file", "metrics.listen",
+        "auth.bearer_token_file", "auth.basic_user", "auth.basic_password_file", "metrics.listen",
+        "upload.compression", "tls.ca_file", "tls.client_cert", "tls.client_key", "tls.server_name", "tls.min_version",
+        "tls.insecure_skip_verify",
         "log.level", "host.name",
     ]
 
@@ -163,7 +165,10 @@ public struct ConfigurationLoader: Sendable {
             .integer(1...100_000))
 
         try values.read("upload.url", into: &configuration.upload.url, .httpURL)
-        try values.read("upload.format", into: &configuration.upload.format, .oneOf(["ndjson"]))
+        try values.read("upload.format", into: &configuration.upload.format, .format)
+        var compression = "none"
+        try values.read("upload.compression", into: &compression, .oneOf(["none", "gzip"]))
+        configuration.upload.gzip = compression == "gzip"
         try values.read("upload.max_in_flight", into: &configuration.upload.maxInFlight, .integer(1...64))
         try values.read("upload.timeout", into: &configuration.upload.timeout, .duration())
         try values.read("upload.retry_initial", into: &configuration.upload.retryInitial, .duration())
@@ -174,6 +179,14 @@ public struct ConfigurationLoader: Sendable {
         try values.read("upload.headers", into: &configuration.upload.headers, .headerList)
 
         try values.read("auth.bearer_token_file", into: &configuration.auth.bearerTokenFile, .text)
+        try values.read("auth.basic_user", into: &configuration.auth.basicUser, .text)
+        try values.read("auth.basic_password_file", into: &configuration.auth.basicPasswordFile, .text)
+        try values.read("tls.ca_file", into: &configuration.tls.caFile, .text)
+        try values.read("tls.client_cert", into: &configuration.tls.clientCert, .text)
+        try values.read("tls.client_key", into: &configuration.tls.clientKey, .text)
+        try values.read("tls.server_name", into: &configuration.tls.serverName, .text)
+        try values.read("tls.min_version", into: &configuration.tls.minVersion, .oneOf(["1.2", "1.3"]))
+        try values.read("tls.insecure_skip_verify", into: &configuration.tls.insecureSkipVerify, .boolean)
         try values.read("metrics.listen", into: &configuration.metrics.listen, .listenAddress)
 
         try values.read("batch.max_records", into: &configuration.batch.maxRecords, .integer(1...1_000_000))
@@ -217,6 +230,17 @@ public struct ConfigurationLoader: Sendable {
         if configuration.spool.maxBytes / 4 < configuration.ingest.maxRecordBytes {
             throw ConfigurationError("spool.max_bytes must hold at least four records of ingest.max_record_bytes")
         }
+        if configuration.auth.basicUser.isEmpty != configuration.auth.basicPasswordFile.isEmpty {
+            throw ConfigurationError("auth.basic_user and auth.basic_password_file go together")
+        }
+        if !configuration.auth.basicUser.isEmpty && !configuration.auth.bearerTokenFile.isEmpty {
+            throw ConfigurationError("auth.bearer_token_file and auth.basic_user exclude each other: one Authorization header")
+        }
+        if configuration.tls.clientCert.isEmpty != configuration.tls.clientKey.isEmpty {
+            throw ConfigurationError("tls.client_cert and tls.client_key go together")
+        }
+        // Reading them now makes a missing or malformed file a configuration error, at start-up or on reload.
+        _ = try TLSSettings.clientConfiguration(configuration.tls)
         if configuration.journal.enabled && configuration.spool.maxBytes / 4 < configuration.journal.maxFieldBytes {
             throw ConfigurationError("spool.max_bytes must hold at least four journal fields of journal.max_field_bytes")
         }

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import Logging
 import NIOCore
 import NIOPosix
@@ -60,10 +61,14 @@ public final class Daemon: Sendable {
         reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil
     ) async throws -> Daemon {
         checkOpenFileLimit(configuration.ingest, logger: logger)
+        let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
         let spool = try await openSpool(configuration.spool, logger: logger)
-        let httpClient = makeHTTPClient(configuration.upload)
+        let httpClient = makeHTTPClient(configuration)
         let httpUploader = uploader == nil
-            ? HTTPUploader(client: httpClient, configuration: LiveConfiguration.uploadConfiguration(configuration)) : nil
+            ? HTTPUploader(client: httpClient, configuration: uploadConfiguration) : nil
+        if configuration.tls.insecureSkipVerify {
+            logger.warning("tls.insecure_skip_verify is on: any server certificate is accepted, uploads can be intercepted")
+        }
         let metrics = configuration.metrics.listen.isEmpty ? nil : MetricsExporter()
         var delivery = BatchDelivery(
             spool: spool,
@@ -187,7 +192,8 @@ public final class Daemon: Sendable {
             minimumFreeDiskBytes: configuration.minFreeDisk, logger: logger)
     }
 
-    private static func makeHTTPClient(_ configuration: DaemonConfiguration.Upload) -> HTTPClient {
+    private static func makeHTTPClient(_ daemonConfiguration: DaemonConfiguration) -> HTTPClient {
+        let configuration = daemonConfiguration.upload
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.httpVersion = .http1Only
         clientConfiguration.connectionPool = .init(
@@ -199,6 +205,10 @@ public final class Daemon: Sendable {
         clientConfiguration.timeout = .init(connect: TimeAmount(configuration.timeout))
         // A redirect means the URL is wrong: follow none (a POST body may not survive one), report it instead.
         clientConfiguration.redirectConfiguration = .disallow
+        // tls.server_name: the URL names that host; connect to the configured URL's host instead.
+        if !daemonConfiguration.tls.serverName.isEmpty, let host = URLComponents(string: configuration.url)?.host {
+            clientConfiguration.dnsOverride = [daemonConfiguration.tls.serverName: host]
+        }
         return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration)
     }
 

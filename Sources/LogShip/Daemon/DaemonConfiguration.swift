@@ -21,7 +21,9 @@ public struct DaemonConfiguration: Sendable {
 
     public struct Upload: Sendable {
         public var url = "http://127.0.0.1:8514/ingest"
-        public var format = "ndjson"
+        public var format = UploadFormat.ndjson
+        /// Whether request bodies are gzip-compressed.
+        public var gzip = false
         public var maxInFlight = 2
         public var timeout: Duration = .seconds(10)
         public var headers: [(String, String)] = []
@@ -38,6 +40,23 @@ public struct DaemonConfiguration: Sendable {
     public struct Auth: Sendable {
         /// A file holding the bearer token sent as `Authorization: Bearer …`; empty sends none.
         public var bearerTokenFile = ""
+        /// A user for `Authorization: Basic …`, with the password in `basicPasswordFile`.
+        public var basicUser = ""
+        public var basicPasswordFile = ""
+    }
+
+    public struct TLS: Sendable {
+        /// PEM certificates to trust instead of the system's store.
+        public var caFile = ""
+        /// PEM client certificate and key, for mutual TLS.
+        public var clientCert = ""
+        public var clientKey = ""
+        /// The name expected in the server's certificate (and sent as SNI) when the URL names another host.
+        public var serverName = ""
+        /// `1.2` or `1.3`.
+        public var minVersion = "1.2"
+        /// Accept any server certificate: only for trying things out; warned about at every start.
+        public var insecureSkipVerify = false
     }
 
     public struct Batch: Sendable {
@@ -82,6 +101,7 @@ public struct DaemonConfiguration: Sendable {
     public var metrics = Metrics()
     public var upload = Upload()
     public var auth = Auth()
+    public var tls = TLS()
     public var batch = Batch()
     public var spool = Spool()
     public var journal = Journal()

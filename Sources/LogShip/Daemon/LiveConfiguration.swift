@@ -1,7 +1,8 @@
+import Foundation
 import Synchronization
 
 /// The configuration a daemon runs with, and the parts of it that follow a reload without a restart: the upload
-/// URL, headers, timeout and token file, the retry bounds and `Retry-After` cap, the batch limits, the journal's
+/// URL, format, compression, headers, timeout, credentials and TLS files, the retry bounds and `Retry-After` cap, the batch limits, the journal's
 /// selection (units, excluded units, least priority) and the log level. Anything else that changed is named and
 /// left for a restart.
 final class LiveConfiguration: Sendable {
@@ -25,12 +26,15 @@ final class LiveConfiguration: Sendable {
     var configuration: DaemonConfiguration { current.withLock { $0 } }
 
     /// Applies what can change while running, and returns the keys that changed but need a restart.
-    func apply(_ new: DaemonConfiguration) -> [String] {
+    ///
+    /// - Throws: ``ConfigurationError`` when the new configuration cannot be applied; nothing is changed then.
+    func apply(_ new: DaemonConfiguration) throws -> [String] {
+        let upload = try Self.uploadConfiguration(new)
         let old = current.withLock { current in
             defer { current = new }
             return current
         }
-        uploader?.update(Self.uploadConfiguration(new))
+        uploader?.update(upload)
         delivery.backoff.update(initial: new.upload.retryInitial, maximum: new.upload.retryMax)
         delivery.update(
             limits: BatchLimits(maxRecords: new.batch.maxRecords, maxBytes: new.batch.maxBytes),
@@ -40,10 +44,24 @@ final class LiveConfiguration: Sendable {
         return Self.restartOnlyChanges(from: old, to: new)
     }
 
-    static func uploadConfiguration(_ configuration: DaemonConfiguration) -> HTTPUploader.Configuration {
-        HTTPUploader.Configuration(
-            url: configuration.upload.url, headers: configuration.upload.headers, timeout: configuration.upload.timeout,
-            bearerTokenFile: configuration.auth.bearerTokenFile.isEmpty ? nil : configuration.auth.bearerTokenFile)
+    /// The uploader's settings. With `tls.server_name`, the URL names that host, which the HTTP client is told to
+    /// reach at the URL's own host (so the certificate and SNI are checked against the name).
+    ///
+    /// - Throws: ``ConfigurationError`` when a TLS file cannot be read (the loader has checked them already).
+    static func uploadConfiguration(_ configuration: DaemonConfiguration) throws -> HTTPUploader.Configuration {
+        var url = configuration.upload.url
+        if !configuration.tls.serverName.isEmpty, var components = URLComponents(string: url) {
+            components.host = configuration.tls.serverName
+            url = components.string ?? url
+        }
+        let auth = configuration.auth
+        return HTTPUploader.Configuration(
+            url: url, headers: configuration.upload.headers, timeout: configuration.upload.timeout,
+            format: configuration.upload.format, gzip: configuration.upload.gzip,
+            bearerTokenFile: auth.bearerTokenFile.isEmpty ? nil : auth.bearerTokenFile,
+            basicAuthentication: auth.basicUser.isEmpty ? nil : (auth.basicUser, auth.basicPasswordFile),
+            tls: try TLSSettings.clientConfiguration(configuration.tls),
+            trustDescription: TLSSettings.trustDescription(configuration.tls))
     }
 
     /// The keys that differ between `old` and `new` and only take effect at start-up.
@@ -54,7 +72,7 @@ final class LiveConfiguration: Sendable {
             ("ingest.max_record_bytes", { $0.ingest.maxRecordBytes }),
             ("ingest.max_connections", { $0.ingest.maxConnections }),
             ("ingest.max_connections_per_process", { $0.ingest.maxConnectionsPerProcess }),
-            ("upload.format", { $0.upload.format }), ("upload.max_in_flight", { $0.upload.maxInFlight }),
+            ("upload.max_in_flight", { $0.upload.maxInFlight }), ("tls.server_name", { $0.tls.serverName }),
             ("upload.shutdown_timeout", { $0.upload.shutdownTimeout }),
             ("spool.path", { $0.spool.path }), ("spool.max_bytes", { $0.spool.maxBytes }),
             ("spool.min_free_disk", { $0.spool.minFreeDisk }),

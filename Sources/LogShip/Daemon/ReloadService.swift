@@ -45,7 +45,13 @@ struct ReloadService: Service {
             logger.error("reload rejected; the running configuration stays", metadata: ["logship.error": "\(error)"])
             return
         }
-        let needRestart = live.apply(configuration)
+        let needRestart: [String]
+        do {
+            needRestart = try live.apply(configuration)
+        } catch {
+            logger.error("reload rejected; the running configuration stays", metadata: ["logship.error": "\(error)"])
+            return
+        }
         if needRestart.isEmpty {
             logger.notice("configuration reloaded")
         } else {

@@ -107,6 +107,12 @@ extension ValueParser<Severity> {
     }
 }
 
+extension ValueParser<UploadFormat> {
+    static let format = ValueParser(expected: "one of \(UploadFormat.allCases.map(\.rawValue).joined(separator: ", "))") {
+        UploadFormat(rawValue: $0)
+    }
+}
+
 extension ValueParser<JournalStartPosition> {
     static let journalStart = ValueParser(expected: "head or tail") { JournalStartPosition(rawValue: $0) }
 }

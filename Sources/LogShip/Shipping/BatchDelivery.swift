@@ -140,8 +140,7 @@ public struct BatchDelivery: Sendable {
         do {
             let started = ContinuousClock.now
             defer { observeRequest?(ContinuousClock.now - started) }
-            try await uploader.upload(
-                Payload(body: Self.body(of: batch), recordCount: batch.records.count, batchNumber: batch.number))
+            try await uploader.upload(Payload(lines: batch.records.map(\.line), batchNumber: batch.number))
         } catch is CancellationError {
             attempt.isCancelled = true
             try await settle { try await spool.release(batch, retryAt: Date()) }
@@ -276,16 +275,6 @@ public struct BatchDelivery: Sendable {
     /// (GRDB does not start a write in a cancelled task), or the batch would stay claimed until a restart.
     private func settle(_ write: @escaping @Sendable () async throws -> Void) async throws {
         try await Task { try await write() }.value
-    }
-
-    static func body(of batch: Batch) -> [UInt8] {
-        var body: [UInt8] = []
-        body.reserveCapacity(batch.byteCount)
-        for record in batch.records {
-            body.append(contentsOf: record.line)
-            body.append(UInt8(ascii: "\n"))
-        }
-        return body
     }
 
     private func metadata(_ batch: Batch) -> Logger.Metadata {

@@ -1,26 +1,71 @@
 import AsyncHTTPClient
+import CompressNIO
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import Synchronization
 
-/// Posts NDJSON batches with async-http-client over keep-alive connections.
+/// Posts batches with async-http-client over keep-alive connections, in the configured format, compressed,
+/// authenticated and over TLS as configured.
 public final class HTTPUploader: Uploader {
     /// Where and how to post.
     public struct Configuration: Sendable {
         public var url: String
         public var headers: [(String, String)]
         public var timeout: Duration
+        public var format: UploadFormat
+        /// Whether bodies are sent gzip-compressed (`Content-Encoding: gzip`).
+        public var gzip: Bool
         /// A file holding a bearer token (`auth.bearer_token_file`), read again when it changes.
         public var bearerTokenFile: String?
+        /// A user and a file holding the password (`auth.basic_user`, `auth.basic_password_file`).
+        public var basicAuthentication: (user: String, passwordFile: String)?
+        /// For `https` URLs: trust, client certificate, minimum version; `nil` uses the system's trust store.
+        public var tls: TLSConfiguration?
+        /// Where trust comes from, for the log line a failed handshake gets (`tls.ca_file`, or the system store).
+        public var trustDescription: String
 
         public init(
-            url: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10), bearerTokenFile: String? = nil
+            url: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10), format: UploadFormat = .ndjson,
+            gzip: Bool = false, bearerTokenFile: String? = nil, basicAuthentication: (user: String, passwordFile: String)? = nil,
+            tls: TLSConfiguration? = nil, trustDescription: String = "the system trust store"
         ) {
             self.url = url
             self.headers = headers
             self.timeout = timeout
+            self.format = format
+            self.gzip = gzip
             self.bearerTokenFile = bearerTokenFile
+            self.basicAuthentication = basicAuthentication
+            self.tls = tls
+            self.trustDescription = trustDescription
+        }
+    }
+
+    /// One configuration with what it needs at each request.
+    private struct Settings: Sendable {
+        var configuration: Configuration
+        var url: String
+        var encoder: any RecordEncoder
+        var bearerToken: SecretFile?
+        var basicPassword: SecretFile?
+
+        init(_ configuration: Configuration) {
+            self.configuration = configuration
+            encoder = configuration.format.encoder
+            url = Self.url(configuration.url, defaultPath: encoder.defaultPath)
+            bearerToken = configuration.bearerTokenFile.map(SecretFile.init(path:))
+            basicPassword = configuration.basicAuthentication.map { SecretFile(path: $0.passwordFile) }
+        }
+
+        /// `url`, with the format's path when it names none.
+        static func url(_ url: String, defaultPath: String) -> String {
+            guard var components = URLComponents(string: url), components.path.isEmpty || components.path == "/" else {
+                return url
+            }
+            components.path = defaultPath
+            return components.string ?? url
         }
     }
 
@@ -28,20 +73,20 @@ public final class HTTPUploader: Uploader {
 
     private let client: HTTPClient
     /// What a reload may change; each request reads it once.
-    private let settings: Mutex<(configuration: Configuration, bearerToken: SecretFile?)>
+    private let settings: Mutex<Settings>
 
     /// - Parameters:
     ///   - client: The client to send with; its connection pool should allow `max_in_flight` connections.
-    ///   - configuration: URL, extra headers and timeout.
+    ///   - configuration: Where and how to post.
     public init(client: HTTPClient, configuration: Configuration) {
         self.client = client
-        settings = Mutex((configuration, configuration.bearerTokenFile.map(SecretFile.init(path:))))
+        settings = Mutex(Settings(configuration))
     }
 
     /// Uses `configuration` from the next request on (a reload); requests in flight finish as they began.
     public func update(_ configuration: Configuration) {
-        let bearerToken = configuration.bearerTokenFile.map(SecretFile.init(path:))
-        settings.withLock { $0 = (configuration, bearerToken) }
+        let settings = Settings(configuration)
+        self.settings.withLock { $0 = settings }
     }
 
     /// Posts `payload`, the whole exchange (connection, request, response head and body) bounded by the
@@ -52,11 +97,11 @@ public final class HTTPUploader: Uploader {
     /// A 2xx answer whose body then stalls is a timeout (the batch is sent again: the exchange never completed);
     /// any other status keeps its meaning, since the body only adds an excerpt to it.
     public func upload(_ payload: Payload) async throws {
-        let (configuration, bearerToken) = settings.withLock { $0 }
+        let settings = self.settings.withLock { $0 }
         let head = Mutex<Int?>(nil)
         do {
-            try await Self.withDeadline(configuration.timeout) {
-                try await self.post(payload, configuration: configuration, bearerToken: bearerToken, head: head)
+            try await Self.withDeadline(settings.configuration.timeout) {
+                try await self.post(payload, settings: settings, head: head)
             }
         } catch let error as UploadError where error == .timeout {
             if let status = head.withLock({ $0 }), !(200...299).contains(status) {
@@ -67,27 +112,41 @@ public final class HTTPUploader: Uploader {
     }
 
     /// Sends the request; `head` receives the status as soon as the response head is in.
-    private func post(
-        _ payload: Payload, configuration: Configuration, bearerToken: SecretFile?, head: borrowing Mutex<Int?>
-    ) async throws {
-        var request = HTTPClientRequest(url: configuration.url)
+    private func post(_ payload: Payload, settings: Settings, head: borrowing Mutex<Int?>) async throws {
+        let configuration = settings.configuration
+        var request = HTTPClientRequest(url: settings.url)
         request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/x-ndjson")
+        request.tlsConfiguration = configuration.tls
+        request.headers.add(name: "Content-Type", value: settings.encoder.contentType)
         request.headers.add(name: "X-Logshipd-Records", value: String(payload.recordCount))
         request.headers.add(name: "X-Logshipd-Batch", value: String(payload.batchNumber))
         for (name, value) in configuration.headers {
             request.headers.replaceOrAdd(name: name, value: value)
         }
-        if let token = try bearerToken?.read(), !token.isEmpty {
+        if let token = try settings.bearerToken?.read(), !token.isEmpty {
             request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
         }
-        request.body = .bytes(ByteBuffer(bytes: payload.body))
+        if let user = configuration.basicAuthentication?.user, let password = try settings.basicPassword?.read() {
+            let credentials = Data("\(user):\(password)".utf8).base64EncodedString()
+            request.headers.replaceOrAdd(name: "Authorization", value: "Basic \(credentials)")
+        }
+        var body: ByteBuffer
+        do {
+            body = ByteBuffer(bytes: try settings.encoder.encode(payload.lines))
+        } catch {
+            throw UploadError.transport("cannot encode the batch as \(configuration.format.rawValue): \(error)")
+        }
+        if configuration.gzip {
+            body = try Self.gzip(body)
+            request.headers.add(name: "Content-Encoding", value: "gzip")
+        }
+        request.body = .bytes(body)
 
         let response: HTTPClientResponse
         do {
             response = try await client.execute(request, timeout: TimeAmount(configuration.timeout))
         } catch {
-            throw Self.translate(error)
+            throw Self.translate(error, url: settings.url, trust: configuration.trustDescription)
         }
         let status = Int(response.status.code)
         head.withLock { $0 = status }
@@ -95,7 +154,7 @@ public final class HTTPUploader: Uploader {
         do {
             excerpt = try await Self.excerpt(of: response.body)
         } catch {
-            throw Self.translate(error)
+            throw Self.translate(error, url: settings.url, trust: configuration.trustDescription)
         }
         guard (200...299).contains(status) else {
             throw UploadError.status(
@@ -103,6 +162,17 @@ public final class HTTPUploader: Uploader {
                 responseExcerpt: excerpt,
                 retryAfter: response.headers.first(name: "Retry-After").flatMap { Self.retryAfterSeconds($0) })
         }
+    }
+
+    /// `body` gzip-compressed, with zlib through compress-nio.
+    static func gzip(_ body: ByteBuffer) throws -> ByteBuffer {
+        var input = body
+        let compressor = CompressionAlgorithm.gzip().compressor
+        try compressor.startStream()
+        defer { try? compressor.finishStream() }
+        var output = ByteBufferAllocator().buffer(capacity: compressor.maxSize(from: input))
+        try compressor.streamDeflate(from: &input, to: &output, flush: .finish)
+        return output
     }
 
     /// Runs `body`, cancelling it and throwing ``UploadError/timeout`` when it has not finished within `timeout`.
@@ -128,9 +198,14 @@ public final class HTTPUploader: Uploader {
         return String(decoding: excerpt, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Maps client errors to ``UploadError``; cancellation stays cancellation.
-    private static func translate(_ error: any Error) -> any Error {
+    /// Maps client errors to ``UploadError``; cancellation stays cancellation. A failed TLS handshake says
+    /// with whom and against which trust, in one line.
+    private static func translate(_ error: any Error, url: String, trust: String) -> any Error {
         if error is CancellationError { return error }
+        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
+            let host = URLComponents(string: url).map { "\($0.host ?? "?")\($0.port.map { ":\($0)" } ?? "")" } ?? url
+            return UploadError.transport("TLS with \(host) failed (trusting \(trust)): \(error)")
+        }
         if let clientError = error as? HTTPClientError {
             switch clientError {
             case .cancelled: return CancellationError()

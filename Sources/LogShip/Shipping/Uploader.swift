@@ -9,19 +9,19 @@ public protocol Uploader: Sendable {
     func upload(_ payload: Payload) async throws
 }
 
-/// One request's body and what the remote is told about it.
+/// One request's records and what the remote is told about them.
 public struct Payload: Sendable {
-    /// The NDJSON body.
-    public var body: [UInt8]
-    public var recordCount: Int
+    /// The records in the spool's canonical form, one NDJSON line each (without newlines); the uploader encodes
+    /// them in its format.
+    public var lines: [[UInt8]]
+    public var recordCount: Int { lines.count }
     /// The claim this request carries, numbered in claim order since the daemon started; the halves of a refused
     /// batch keep their batch's number. Sent as `X-Logshipd-Batch`, so a receiver can tell claim order from
     /// arrival order and spot a retried batch.
     public var batchNumber: Int
 
-    public init(body: [UInt8], recordCount: Int, batchNumber: Int) {
-        self.body = body
-        self.recordCount = recordCount
+    public init(lines: [[UInt8]], batchNumber: Int) {
+        self.lines = lines
         self.batchNumber = batchNumber
     }
 }

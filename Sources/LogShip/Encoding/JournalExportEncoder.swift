@@ -1,0 +1,64 @@
+import Foundation
+
+/// The systemd journal export format (`application/vnd.fdo.journal`, POST `/upload`), so that
+/// `systemd-journal-remote` can be the receiver.
+///
+/// Field names are made valid journal names (upper case letters, digits and `_`, not starting with `_` or a
+/// digit); a value with a newline or other control bytes is written in the binary-safe form (the name, a newline,
+/// its length as 64-bit little endian, the bytes).
+struct JournalExportEncoder: RecordEncoder {
+    var contentType: String { "application/vnd.fdo.journal" }
+    var defaultPath: String { "/upload" }
+
+    func encode(_ lines: [[UInt8]]) throws -> [UInt8] {
+        let decoder = JSONDecoder()
+        var body: [UInt8] = []
+        for line in lines {
+            let record = try decoder.decode(LogRecord.self, from: Data(line))
+            Self.append(record, to: &body)
+        }
+        return body
+    }
+
+    static func append(_ record: LogRecord, to body: inout [UInt8]) {
+        var fields: [(String, String)] = [
+            ("__REALTIME_TIMESTAMP", String(record.timestamp.microsecondsSinceEpoch)),
+            ("MESSAGE", record.message),
+            ("PRIORITY", String(record.severity.rawValue)),
+            ("_HOSTNAME", record.host),
+            ("LOGSHIP_PRIORITY_CLASS", record.priority.description),
+            ("LOGSHIP_SOURCE", record.source.rawValue),
+        ]
+        // The sender's identity as the kernel reported it: what journald itself would have recorded.
+        if let peer = record.peer {
+            fields += [("_PID", String(peer.pid)), ("_UID", String(peer.uid)), ("_GID", String(peer.gid))]
+            if let comm = peer.comm { fields.append(("_COMM", comm)) }
+        }
+        if record.truncated { fields.append(("LOGSHIP_TRUNCATED", "1")) }
+        for (key, value) in record.fields.sorted(by: { $0.key < $1.key }) {
+            fields.append((fieldName(key), value))
+        }
+        for (name, value) in fields {
+            let bytes = Array(value.utf8)
+            body += Array(name.utf8)
+            if bytes.contains(where: { $0 < 0x20 && $0 != 0x09 }) {
+                body.append(UInt8(ascii: "\n"))
+                withUnsafeBytes(of: UInt64(bytes.count).littleEndian) { body += $0 }
+                body += bytes
+            } else {
+                body.append(UInt8(ascii: "="))
+                body += bytes
+            }
+            body.append(UInt8(ascii: "\n"))
+        }
+        body.append(UInt8(ascii: "\n"))
+    }
+
+    /// `syslog_identifier` as `SYSLOG_IDENTIFIER`, `exampleSDID@32473.iut` as `EXAMPLESDID_32473_IUT`.
+    static func fieldName(_ key: String) -> String {
+        var name = String(key.uppercased().map { ("A"..."Z").contains($0) || ("0"..."9").contains($0) ? $0 : "_" })
+        while name.hasPrefix("_") { name.removeFirst() }
+        if name.isEmpty || name.first!.isNumber { name = "FIELD_" + name }
+        return String(name.prefix(64))
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+
+/// The Loki push API (`/loki/api/v1/push`, JSON): one stream per host, unit and priority class, its entries in
+/// time order, each line the record as JSON (so Loki's `| json` finds every field).
+struct LokiEncoder: RecordEncoder {
+    var contentType: String { "application/json" }
+    var defaultPath: String { "/loki/api/v1/push" }
+
+    func encode(_ lines: [[UInt8]]) throws -> [UInt8] {
+        let decoder = JSONDecoder()
+        var streams: [[String: String]: [(time: Int64, line: String)]] = [:]
+        var order: [[String: String]] = []
+        for line in lines {
+            let record = try decoder.decode(LogRecord.self, from: Data(line))
+            var labels = ["host": record.host, "priority": record.priority.description]
+            if let unit = record.fields["systemd_unit"] ?? record.fields["syslog_identifier"] { labels["unit"] = unit }
+            if streams[labels] == nil { order.append(labels) }
+            streams[labels, default: []].append((record.timestamp.microsecondsSinceEpoch, String(decoding: line, as: UTF8.self)))
+        }
+        let push = Push(streams: order.map { labels in
+            let entries = streams[labels]!.enumerated()
+                .sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }
+                .map { [String($0.element.time * 1000), $0.element.line] }
+            return Stream(stream: labels, values: entries)
+        })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(push))
+    }
+
+    private struct Push: Encodable {
+        var streams: [Stream]
+    }
+
+    private struct Stream: Encodable {
+        var stream: [String: String]
+        var values: [[String]]
+    }
+}

@@ -1,0 +1,31 @@
+/// Turns a batch of records, in the spool's canonical form (one NDJSON line each), into a request body for one
+/// kind of receiver. The spool never stores another form, so records spooled before the format changed go out
+/// in the new one.
+public protocol RecordEncoder: Sendable {
+    /// The request's `Content-Type`.
+    var contentType: String { get }
+    /// The path requests go to when `upload.url` names none.
+    var defaultPath: String { get }
+    /// The body for `lines`, canonical NDJSON lines without their newlines.
+    func encode(_ lines: [[UInt8]]) throws -> [UInt8]
+}
+
+/// The formats `upload.format` names.
+public enum UploadFormat: String, CaseIterable, Sendable {
+    case ndjson
+    case json
+    case otlp
+    case journal
+    case loki
+
+    /// The encoder for this format.
+    public var encoder: any RecordEncoder {
+        switch self {
+        case .ndjson: NDJSONEncoder()
+        case .json: JSONArrayEncoder()
+        case .otlp: OTLPEncoder()
+        case .journal: JournalExportEncoder()
+        case .loki: LokiEncoder()
+        }
+    }
+}
