@@ -5,7 +5,13 @@
 #   libsqlite3-dev: the system SQLite that GRDB (the durable spool) builds against
 #   libsystemd-dev: sd_journal (the journal input) and sd_notify
 #   systemd-journal-remote: makes the journal files the tests read (and journal-upload, the benchmark's peer)
+#   openssl:  makes the certificates of the TLS tests
+#   python3, python3-venv: a private Python (.build-python) with opentelemetry-proto, which checks that OTLP
+#             bodies parse with OpenTelemetry's own definitions
 set -euo pipefail
+cd "$(dirname "$0")/.."
+# The version of OpenTelemetry's protobuf definitions the OTLP test checks against.
+OTEL_PROTO_VERSION=1.45.2
 
 needed=()
 command -v logger >/dev/null 2>&1 || needed+=(bsdutils)
@@ -13,7 +19,22 @@ command -v socat >/dev/null 2>&1 || needed+=(socat)
 [ -f /usr/include/sqlite3.h ] || needed+=(libsqlite3-dev)
 [ -f /usr/include/systemd/sd-journal.h ] || needed+=(libsystemd-dev)
 [ -x /lib/systemd/systemd-journal-remote ] || needed+=(systemd-journal-remote)
-[ ${#needed[@]} -eq 0 ] && exit 0
+[ -x /usr/bin/openssl ] || needed+=(openssl)
+command -v python3 >/dev/null 2>&1 || needed+=(python3)
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || needed+=(python3-venv)
+
+python_tools() {
+  [ -x .build-python/bin/python3 ] && .build-python/bin/python3 -c "import opentelemetry.proto" >/dev/null 2>&1 && return 0
+  echo "install-deps: setting up .build-python with opentelemetry-proto $OTEL_PROTO_VERSION" >&2
+  rm -rf .build-python
+  python3 -m venv .build-python
+  .build-python/bin/pip install --quiet "opentelemetry-proto==$OTEL_PROTO_VERSION"
+}
+
+if [ ${#needed[@]} -eq 0 ]; then
+  python_tools
+  exit 0
+fi
 
 if ! command -v swift >/dev/null 2>&1; then
   echo "install-deps: swift is not on PATH; install the Swift 6.3 toolchain first" >&2
@@ -25,3 +46,4 @@ echo "install-deps: installing ${needed[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get install -y --no-install-recommends "${needed[@]}" >/dev/null \
   || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends "${needed[@]}" >/dev/null; }
+python_tools

@@ -3,13 +3,14 @@ import Foundation
 /// The real `logshipd` binary with its sockets, configuration and spool in one directory.
 public enum LogshipdProcess {
     /// Writes `logshipd.yaml` in `directory` for a daemon posting to `url`; `ingest`, `upload`, `spoolKeys` and
-    /// `journal` add keys to their sections (the journal stays off without any).
+    /// `journal` add keys to their sections (the journal stays off without any), `sections` adds whole sections
+    /// (`["tls": ["ca_file: …"]]`).
     ///
     /// - Returns: The configuration's path.
     @discardableResult
     public static func configure(
         directory: String, url: String, ingest: [String] = [], upload: [String] = [], spool: String? = nil,
-        spoolKeys: [String] = [], journal: [String] = []
+        spoolKeys: [String] = [], journal: [String] = [], sections: [String: [String]] = [:]
     ) throws -> String {
         let path = "\(directory)/logshipd.yaml"
         let ingestKeys = (["stream: \(directory)/ingest.sock", "datagram: \"\"", "control: \(directory)/control.sock"] + ingest)
@@ -18,6 +19,9 @@ public enum LogshipdProcess {
         let spoolSection = (["path: \(spool ?? "\(directory)/spool.db")", "min_free_disk: 0"] + spoolKeys)
             .map { "  \($0)" }.joined(separator: "\n")
         let journalSection = journal.isEmpty ? "" : "journal:\n" + journal.map { "  \($0)" }.joined(separator: "\n")
+        let otherSections = sections.sorted { $0.key < $1.key }
+            .map { name, keys in "\(name):\n" + keys.map { "  \($0)" }.joined(separator: "\n") }
+            .joined(separator: "\n")
         try """
             ingest:
             \(ingestKeys)
@@ -28,6 +32,7 @@ public enum LogshipdProcess {
             spool:
             \(spoolSection)
             \(journalSection)
+            \(otherSections)
             """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }

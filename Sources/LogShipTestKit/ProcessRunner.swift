@@ -129,3 +129,12 @@ public func run(_ executable: String, _ arguments: [String], environment: [Strin
 {
     try await ChildProcess(executable, arguments, environment: environment, stdin: stdin).wait()
 }
+
+/// A helper command a test relies on (openssl, journalctl, python) that did not succeed.
+public struct CommandFailed: Error, CustomStringConvertible {
+    public var description: String
+
+    public init(_ command: String, _ result: ProcessResult) {
+        description = "\(command) exited \(result.status): \(result.standardError)"
+    }
+}

@@ -1,5 +1,7 @@
 import Foundation
 import LogShip
+import Logging
+import NIOSSL
 import Synchronization
 
 /// A real `LogReceiver` on loopback that remembers every request in arrival order and lets a test wait for
@@ -9,10 +11,12 @@ public final class TestReceiver: Sendable {
     private let log = RequestLog()
     private let task: Task<Void, any Error>
 
-    /// Starts a receiver on 127.0.0.1, on `port` or an ephemeral one.
-    public init(port: Int = 0, behavior: LogReceiver.Behavior = .init()) async throws {
+    /// Starts a receiver on 127.0.0.1, on `port` or an ephemeral one, serving HTTPS when `tls` is given.
+    public init(port: Int = 0, tls: TLSConfiguration? = nil, behavior: LogReceiver.Behavior = .init()) async throws {
         let log = self.log
-        receiver = try await LogReceiver(host: "127.0.0.1", port: port, behavior: behavior) { log.append($0) }
+        receiver = try await LogReceiver(host: "127.0.0.1", port: port, tls: tls, behavior: behavior, logger: .test) {
+            log.append($0)
+        }
         let receiver = receiver
         task = Task { try await receiver.run() }
     }
@@ -28,6 +32,13 @@ public final class TestReceiver: Sendable {
 
     /// Records in the order their requests arrived.
     public var records: [LogRecord] { requests.flatMap(\.records) }
+
+    /// Records in the order the daemon claimed their batches (`X-Logshipd-Batch`), which is the order they were
+    /// taken from the spool: with two requests in flight, arrival order may differ. Batch numbers start again
+    /// with each daemon process, so `requests` picks the ones of one process.
+    public func recordsInClaimOrder(of requests: some Sequence<LogReceiver.Request>) -> [LogRecord] {
+        requests.sorted { ($0.batch ?? .max, $0.sequence) < ($1.batch ?? .max, $1.sequence) }.flatMap(\.records)
+    }
 
     public var maximumInFlight: Int { receiver.statistics.maximumInFlight }
 
@@ -136,4 +147,21 @@ public func unusedPort() throws -> Int {
     }
     guard bound else { throw WaitTimeout(description: "no free port: \(String(cString: strerror(errno)))") }
     return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Whether something accepts TCP connections on loopback `port`: for waiting until a server started as a child
+/// process listens.
+public func acceptsConnections(port: Int) -> Bool {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard descriptor >= 0 else { return false }
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
 }

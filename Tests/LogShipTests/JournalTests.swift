@@ -214,6 +214,7 @@ struct JournalTests {
         try await receiver.waitFor(records: 100, within: .seconds(60))
         daemon.signal(SIGTERM)
         #expect(try await daemon.wait().status == 0)
+        let requestsBeforeRestart = receiver.requests.count
 
         // Another machine's journal in its place: the saved cursor (the entry at t0+99) does not exist in it.
         try FileManager.default.removeItem(atPath: "\(journalPath)/system.journal")
@@ -223,7 +224,7 @@ struct JournalTests {
         daemon.signal(SIGTERM)
         let stopped = try await daemon.wait()
 
-        let resumed = receiver.records.dropFirst(100).map(\.message)
+        let resumed = receiver.recordsInClaimOrder(of: receiver.requests.dropFirst(requestsBeforeRestart)).map(\.message)
         #expect(resumed == (100..<200).map { "replaced \($0)" }, "the first entry after t0+99, and on")
         let warnings = stopped.standardError.split(separator: "\n").filter { $0.contains("saved cursor's entry is gone") }
         #expect(warnings.count == 1, "\(stopped.standardError)")
@@ -240,12 +241,14 @@ struct JournalTests {
         try await journal.append(JournalFiles.entries(5, from: Self.t0 + 100) { "new \($0)" })
         try await tailReceiver.waitFor(records: 5, within: .seconds(60))
         try await tail.stop()
-        #expect(tailReceiver.records.map(\.message) == (0..<5).map { "new \($0)" })
+        #expect(tailReceiver.recordsInClaimOrder(of: tailReceiver.requests).map(\.message) == (0..<5).map { "new \($0)" })
 
         let headReceiver = try await TestReceiver()
         let head = try await Self.start(reading: journalPath, receiver: headReceiver)
         try await headReceiver.waitFor(records: 55, within: .seconds(60))
-        #expect(headReceiver.records.map(\.message) == (0..<50).map { "old \($0)" } + (0..<5).map { "new \($0)" })
+        #expect(
+            headReceiver.recordsInClaimOrder(of: headReceiver.requests).map(\.message)
+                == (0..<50).map { "old \($0)" } + (0..<5).map { "new \($0)" })
         try await head.stop()
     }
 

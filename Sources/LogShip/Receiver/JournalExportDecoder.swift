@@ -45,13 +45,15 @@ enum JournalExportDecoder {
         return (entries, malformed)
     }
 
-    /// An export entry as a record: its message, priority, time and host.
+    /// An export entry as a record: its message, priority, time and host. The class is logshipd's own
+    /// (`LOGSHIP_PRIORITY_CLASS`) when the entry carries it, else the one its severity maps to.
     static func record(from fields: [String: [UInt8]]) -> LogRecord {
         func text(_ name: String) -> String? { fields[name].map { String(decoding: $0, as: UTF8.self) } }
         let severity = text("PRIORITY").flatMap { Severity(text: $0) } ?? .informational
+        let priority = text("LOGSHIP_PRIORITY_CLASS").flatMap { PriorityClass(name: $0) } ?? PriorityClass(severity: severity)
         let microseconds = text("__REALTIME_TIMESTAMP").flatMap { Int64($0) } ?? 0
         return LogRecord(
-            timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: PriorityClass(severity: severity),
+            timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: priority,
             severity: severity, host: text("_HOSTNAME") ?? "", source: .journal, message: text("MESSAGE") ?? "")
     }
 }

@@ -3,10 +3,12 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
-/// A small HTTP server that accepts NDJSON batches as logshipd posts them (and journal export format, as
-/// `systemd-journal-upload` posts it): `logctl receive`, and the remote in the tests and the benchmark.
+/// A small HTTP server that accepts batches in every format logshipd posts (NDJSON, a JSON array, OTLP/HTTP JSON, a
+/// Loki push, journal export format, each gzip-compressed or not) and journal export format as
+/// `systemd-journal-upload` posts it: `logctl receive`, and the remote in the tests and the benchmark.
 ///
 /// It counts requests in flight, numbers requests in the order they arrive, and can be told to answer slowly or
 /// to fail a share of requests, so it doubles as a misbehaving remote.
@@ -31,6 +33,8 @@ public final class LogReceiver: Sendable {
         /// Whether to decode records; a benchmark's receiver only counts them (NDJSON lines, export entries), so
         /// that it is not the bottleneck it measures.
         public var decodesRecords = true
+        /// Whether each ``Request`` keeps its body (decompressed), for a test to hand to another parser.
+        public var keepsBodies = false
 
         public init(
             delay: Duration = .zero, failureRate: Double = 0, failureStatus: Int = 503, retryAfter: Int? = nil,
@@ -67,6 +71,16 @@ public final class LogReceiver: Sendable {
         public var batch: Int?
         /// The `Authorization` header, if any.
         public var authorization: String?
+        /// The request's path, query included.
+        public var path: String
+        /// The format the body was read as (`ndjson`, `json`, `otlp`, `loki`, `journal`).
+        public var format: String
+        /// The `Content-Encoding` header, if any.
+        public var contentEncoding: String?
+        /// The body's size as it arrived, before decompression.
+        public var bodyBytes: Int
+        /// The decompressed body, when the behavior keeps bodies.
+        public var body: [UInt8]?
     }
 
     /// Counts since start.
@@ -86,24 +100,34 @@ public final class LogReceiver: Sendable {
 
     /// The address the receiver listens on (with the port chosen when 0 was asked for).
     public let address: SocketAddress
+    /// `https` when it serves TLS, else `http`.
+    public let scheme: String
 
     /// Binds `host:port`.
     ///
     /// - Parameters:
+    ///   - tls: Serve HTTPS with this server configuration (for mutual TLS, one that requires and verifies client
+    ///     certificates); plain HTTP when `nil`.
     ///   - onRequest: Called for every request once its body is read, before the answer is sent.
+    /// - Throws: When the TLS configuration's files cannot be used or the address cannot be bound.
     public init(
         host: String,
         port: Int,
+        tls: TLSConfiguration? = nil,
         behavior: Behavior = Behavior(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "logship.receiver"),
         onRequest: @escaping @Sendable (Request) -> Void
     ) async throws {
+        let sslContext = try tls.map { try NIOSSLContext(configuration: $0) }
         server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let sslContext {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                    }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                         wrappingChannelSynchronously: channel)
@@ -111,6 +135,7 @@ public final class LogReceiver: Sendable {
             }
         guard let address = server.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         self.address = address
+        self.scheme = tls == nil ? "http" : "https"
         self.behavior = behavior
         self.onRequest = onRequest
         self.logger = logger
@@ -118,7 +143,7 @@ public final class LogReceiver: Sendable {
 
     /// The URL logshipd should post to.
     public var url: String {
-        "http://\(address.ipAddress ?? "127.0.0.1"):\(address.port ?? 0)/ingest"
+        "\(scheme)://\(address.ipAddress ?? "127.0.0.1"):\(address.port ?? 0)/ingest"
     }
 
     public var statistics: Statistics { counters.withLock { $0 } }
@@ -161,11 +186,7 @@ public final class LogReceiver: Sendable {
                     case .end:
                         guard let requestHead = head else { continue }
                         let status = await answer(
-                            body: body, sequence: sequence, inFlight: inFlight, arrivedAt: arrivedAt,
-                            batch: requestHead.headers.first(name: "X-Logshipd-Batch").flatMap { Int($0) },
-                            isJournalExport: requestHead.headers.first(name: "Content-Type")?
-                                .hasPrefix("application/vnd.fdo.journal") == true,
-                            authorization: requestHead.headers.first(name: "Authorization"))
+                            head: requestHead, body: body, sequence: sequence, inFlight: inFlight, arrivedAt: arrivedAt)
                         let responseBody = "logctl receive answered \(status)\n"
                         var responseHead = HTTPResponseHead(version: requestHead.version, status: .init(statusCode: status))
                         responseHead.headers.add(name: "Content-Length", value: String(responseBody.utf8.count))
@@ -189,42 +210,59 @@ public final class LogReceiver: Sendable {
         }
     }
 
-    /// Decodes the batch (NDJSON, or journal export format as `systemd-journal-upload` sends it), reports it,
-    /// waits the configured delay, and picks the status.
+    /// Decodes the batch in its format, reports it, waits the configured delay, and picks the status: 400 when the
+    /// body cannot be decompressed.
     private func answer(
-        body: ByteBuffer, sequence: Int, inFlight: Int, arrivedAt: ContinuousClock.Instant, batch: Int?,
-        isJournalExport: Bool, authorization: String?
+        head: HTTPRequestHead, body: ByteBuffer, sequence: Int, inFlight: Int, arrivedAt: ContinuousClock.Instant
     ) async -> Int {
-        var records: [LogRecord] = []
-        var malformed = 0
-        var recordCount = 0
-        if isJournalExport {
-            let export = JournalExportDecoder.entries(in: body.readableBytesView)
-            if behavior.decodesRecords { records = export.entries.map(JournalExportDecoder.record(from:)) }
-            recordCount = export.entries.count
-            malformed = export.malformed
-        } else if !behavior.decodesRecords {
-            recordCount = body.readableBytesView.count { $0 == UInt8(ascii: "\n") }
-        } else {
-            let decoder = JSONDecoder()
-            for line in body.readableBytesView.split(separator: UInt8(ascii: "\n")) {
-                if let record = try? decoder.decode(LogRecord.self, from: Data(line)) {
-                    records.append(record)
-                } else {
-                    malformed += 1
-                }
-            }
+        let decoder = RequestBodyDecoder(maximumBytes: Self.maximumBodyBytes, decodesRecords: behavior.decodesRecords)
+        let contentEncoding = head.headers.first(name: "Content-Encoding")
+        var decoded = RequestBodyDecoder.Decoded()
+        var format = RequestBodyDecoder.Format.ndjson
+        var refusal: Int?
+        var keptBody: [UInt8]?
+        do {
+            let plain = try decoder.decompressed(body, contentEncoding: contentEncoding)
+            if behavior.keepsBodies { keptBody = Array(plain.readableBytesView) }
+            format = RequestBodyDecoder.Format(path: head.uri, contentType: head.headers.first(name: "Content-Type"), body: plain)
+            decoded = decoder.decode(plain, as: format)
+        } catch {
+            logger.warning("receiver: request body refused", metadata: ["error": "\(error)"])
+            decoded.malformed = 1
+            refusal = 400
         }
-        if behavior.decodesRecords && !isJournalExport { recordCount = records.count }
         let fails = behavior.failureRate > 0 && Double.random(in: 0..<1) < behavior.failureRate
-        let status = behavior.decide?(sequence, records) ?? (fails ? behavior.failureStatus : 200)
+        let status = refusal ?? behavior.decide?(sequence, decoded.records) ?? (fails ? behavior.failureStatus : 200)
         onRequest(
-            Request(sequence: sequence, records: records, recordCount: recordCount, malformedLines: malformed, status: status,
-                    inFlightAtArrival: inFlight, arrivedAt: arrivedAt, batch: batch, authorization: authorization))
+            Request(
+                sequence: sequence, records: decoded.records, recordCount: decoded.count, malformedLines: decoded.malformed,
+                status: status, inFlightAtArrival: inFlight, arrivedAt: arrivedAt,
+                batch: head.headers.first(name: "X-Logshipd-Batch").flatMap { Int($0) },
+                authorization: head.headers.first(name: "Authorization"), path: head.uri, format: format.rawValue,
+                contentEncoding: contentEncoding, bodyBytes: body.readableBytes, body: keptBody))
         if behavior.delay > .zero {
             try? await Task.sleep(for: behavior.delay)
         }
         await behavior.hold?(sequence)
         return status
+    }
+}
+
+extension LogReceiver {
+    /// A server TLS configuration from PEM files: the certificate chain and its key, and, for mutual TLS, the CA
+    /// that client certificates must be issued by (a client without one is refused).
+    ///
+    /// - Throws: When a file cannot be read or parsed.
+    public static func serverTLS(certificateFile: String, keyFile: String, clientCAFile: String? = nil) throws
+        -> TLSConfiguration
+    {
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificateFile).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem)))
+        if let clientCAFile {
+            configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(clientCAFile))
+            configuration.certificateVerification = .noHostnameVerification
+        }
+        return configuration
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LogShip
+import NIOSSL
 
 /// `logctl receive`: a small HTTP receiver that prints each record logshipd uploads.
 struct Receive: AsyncParsableCommand {
@@ -25,20 +26,37 @@ struct Receive: AsyncParsableCommand {
     @Flag(name: .long, help: "Print only a count per request, not the records.")
     var quiet = false
 
+    @Option(name: .customLong("tls-cert"), help: "Serve HTTPS with this PEM certificate (chain); needs --tls-key.")
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-cert.")
+    var tlsKey: String?
+
+    @Option(name: .customLong("client-ca"), help: "Require client certificates issued by this PEM CA (mutual TLS).")
+    var clientCA: String?
+
     func validate() throws {
         guard ListenAddress(listen) != nil else { throw ValidationError("--listen \"\(listen)\" is not HOST:PORT") }
         guard delayMilliseconds >= 0 else { throw ValidationError("--delay-ms must not be negative") }
         guard (0...1).contains(failRate) else { throw ValidationError("--fail-rate must be between 0 and 1") }
         guard (100...599).contains(failStatus) else { throw ValidationError("--fail-status must be an HTTP status") }
         if let retryAfter, retryAfter < 0 { throw ValidationError("--retry-after must not be negative") }
+        guard (tlsCertificate == nil) == (tlsKey == nil) else {
+            throw ValidationError("--tls-cert and --tls-key go together")
+        }
+        if clientCA != nil && tlsCertificate == nil { throw ValidationError("--client-ca needs --tls-cert and --tls-key") }
     }
 
     func run() async throws {
         let address = ListenAddress(listen)!
         let printer = RecordPrinter(colored: isatty(STDOUT_FILENO) == 1, quiet: quiet)
+        let tls = try tlsCertificate.map { certificate in
+            try LogReceiver.serverTLS(certificateFile: certificate, keyFile: tlsKey!, clientCAFile: clientCA)
+        }
         let receiver = try await LogReceiver(
             host: address.host,
             port: address.port,
+            tls: tls,
             behavior: .init(
                 delay: .milliseconds(delayMilliseconds), failureRate: failRate, failureStatus: failStatus,
                 retryAfter: retryAfter),

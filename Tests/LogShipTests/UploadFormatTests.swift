@@ -1,0 +1,226 @@
+import AsyncHTTPClient
+import Foundation
+import LogShipTestKit
+import NIOCore
+import Testing
+
+@testable import LogShip
+
+/// `upload.format` and `upload.compression`: the exact bodies, a round trip through the receiver for every format,
+/// and the real consumers: systemd-journal-remote and OpenTelemetry's own protobuf definitions.
+@Suite("Upload formats")
+struct UploadFormatTests {
+    static let records = [
+        LogRecord(
+            timestamp: Timestamp(rfc3339: "2026-11-21T10:00:00.000002Z")!, priority: .crash, severity: .critical,
+            host: "web-1", source: .control, message: "segfault at 0 ip \"x\"\nsecond line",
+            peer: PeerCredentials(pid: 42, uid: 1000, gid: 1000, comm: "api"),
+            fields: ["syslog_identifier": "api", "request_id": "r-7"]),
+        LogRecord(
+            timestamp: Timestamp(rfc3339: "2026-11-21T10:00:00.000001Z")!, priority: .info, severity: .informational,
+            host: "web-1", source: .socket, message: "GET /health 200"),
+    ]
+    static var lines: [[UInt8]] { records.map(\.ndjsonLine) }
+
+    @Test("ndjson, json and loki bodies are exactly the expected bytes")
+    func goldenBodies() throws {
+        let first = #"{"timestamp":"2026-11-21T10:00:00.000002Z","priority":"crash","severity":2,"host":"web-1","source":"control","message":"segfault at 0 ip \"x\"\nsecond line","pid":42,"uid":1000,"gid":1000,"comm":"api","fields":{"request_id":"r-7","syslog_identifier":"api"}}"#
+        let second = #"{"timestamp":"2026-11-21T10:00:00.000001Z","priority":"info","severity":6,"host":"web-1","source":"socket","message":"GET /health 200"}"#
+        #expect(String(decoding: try UploadFormat.ndjson.encoder.encode(Self.lines), as: UTF8.self) == "\(first)\n\(second)\n")
+        #expect(String(decoding: try UploadFormat.json.encoder.encode(Self.lines), as: UTF8.self) == "[\(first),\(second)]")
+        let loki = String(decoding: try UploadFormat.loki.encoder.encode(Self.lines), as: UTF8.self)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        let quoted = { (line: String) in String(decoding: try! encoder.encode(line), as: UTF8.self) }
+        #expect(loki == """
+            {"streams":[{"stream":{"host":"web-1","priority":"crash","unit":"api"},"values":[["1795255200000002000",\(quoted(first))]]},\
+            {"stream":{"host":"web-1","priority":"info"},"values":[["1795255200000001000",\(quoted(second))]]}]}
+            """)
+    }
+
+    @Test("the journal export body is the format's fields, with a multi-line message in the binary-safe form")
+    func journalExportBody() throws {
+        let body = try UploadFormat.journal.encoder.encode([Self.lines[0]])
+        let message = Array("segfault at 0 ip \"x\"\nsecond line".utf8)
+        var expected = Array("__REALTIME_TIMESTAMP=1795255200000002\nMESSAGE\n".utf8)
+        withUnsafeBytes(of: UInt64(message.count).littleEndian) { expected += $0 }
+        expected += message + Array("""
+
+            PRIORITY=2
+            _HOSTNAME=web-1
+            LOGSHIP_PRIORITY_CLASS=crash
+            LOGSHIP_SOURCE=control
+            _PID=42
+            _UID=1000
+            _GID=1000
+            _COMM=api
+            REQUEST_ID=r-7
+            SYSLOG_IDENTIFIER=api
+
+
+            """.utf8)
+        #expect(body == expected)
+    }
+
+    @Test(
+        "every format reaches the receiver whole, at its default path, gzip-compressed when asked",
+        arguments: UploadFormat.allCases, [false, true])
+    func roundTrip(format: UploadFormat, gzip: Bool) async throws {
+        let receiver = try await TestReceiver()
+        let port = try #require(receiver.receiver.address.port)
+        let daemon = try await TestDaemon.start(receiver: receiver) {
+            $0.upload.url = "http://127.0.0.1:\(port)"
+            $0.upload.format = format
+            $0.upload.gzip = gzip
+            $0.hostname = "round-trip-host"
+        }
+        let submissions = [
+            Submission(message: "core dumped\nat frame 0", priority: "crash", fields: ["request_id": "r-1"]),
+            Submission(message: "disk 91% full", priority: "warning"),
+            Submission(message: "cache miss", priority: "debug"),
+        ]
+        #expect(try await daemon.send(submissions).ok)
+        try await receiver.waitFor(records: 3)
+        try await daemon.stop()
+
+        let requests = receiver.requests
+        #expect(requests.allSatisfy { $0.path == format.encoder.defaultPath })
+        #expect(requests.allSatisfy { $0.format == format.rawValue })
+        #expect(requests.allSatisfy { $0.contentEncoding == (gzip ? "gzip" : nil) })
+        #expect(requests.allSatisfy { $0.malformedLines == 0 })
+        let received = receiver.records.sorted { $0.message < $1.message }
+        #expect(received.map(\.message) == ["cache miss", "core dumped\nat frame 0", "disk 91% full"])
+        #expect(received.map(\.priority) == [.debug, .crash, .warning])
+        #expect(received.allSatisfy { $0.host == "round-trip-host" })
+        if format != .journal {
+            #expect(received[1].fields["request_id"] == "r-1")
+        }
+    }
+
+    @Test("gzip shrinks a batch of typical log lines to under a quarter, and the receiver reads it back")
+    func gzipShrinks() async throws {
+        let receiver = try await TestReceiver()
+        let daemon = try await TestDaemon.start(receiver: receiver) { $0.upload.gzip = true }
+        let lines = (0..<500).map { "GET /api/v1/orders/\($0) 200 12ms user=alice@example.com agent=curl/8.5.0" }
+        try await daemon.send(count: 500, priority: "info", prefix: lines[0])
+        try await receiver.waitFor(records: 500)
+        try await daemon.stop()
+        let sent = receiver.requests.reduce(0) { $0 + $1.bodyBytes }
+        let plain = receiver.records.reduce(0) { $0 + $1.ndjsonLine.count + 1 }
+        #expect(sent * 4 < plain, "gzip sent \(sent) bytes for \(plain)")
+    }
+
+    @Test("the receiver answers 400 to a body that claims gzip and is not, or to an encoding it does not know")
+    func undecodableBodiesAreRefused() async throws {
+        let receiver = try await TestReceiver()
+        for (encoding, body) in [("gzip", "not gzip at all"), ("br", "{}")] {
+            var request = HTTPClientRequest(url: receiver.url)
+            request.method = .POST
+            request.headers.add(name: "Content-Encoding", value: encoding)
+            request.body = .bytes(ByteBuffer(string: body))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            #expect(response.status == .badRequest, "\(encoding)")
+        }
+        #expect(receiver.requests.map(\.malformedLines) == [1, 1])
+    }
+
+    @Test("journal format: systemd-journal-remote stores every record, read back with journalctl")
+    func journalRemote() async throws {
+        let directory = try TemporaryDirectory.make()
+        let port = try unusedPort()
+        let remote = try ChildProcess(
+            "/lib/systemd/systemd-journal-remote",
+            ["--listen-http=127.0.0.1:\(port)", "--output=\(directory)/remote.journal", "--split-mode=none"])
+        defer { remote.signal(SIGTERM) }
+        try await waitUntil { acceptsConnections(port: port) || !remote.isRunning }
+        #expect(remote.isRunning, "systemd-journal-remote: \(remote.standardErrorSoFar)")
+
+        let receiver = try await TestReceiver()
+        let daemon = try await TestDaemon.start(receiver: receiver) {
+            $0.upload.url = "http://127.0.0.1:\(port)"
+            $0.upload.format = .journal
+            $0.hostname = "journal-test-host"
+        }
+        let submissions = (0..<20).map {
+            Submission(message: "entry \($0)", priority: $0 == 7 ? "crash" : "info", fields: ["request_id": "r-\($0)"])
+        } + [Submission(message: "two\nlines", priority: "error")]
+        #expect(try await daemon.send(submissions).ok)
+
+        try await eventually { try await Self.journalEntries(in: directory).count >= submissions.count }
+        try await daemon.stop()
+        let entries = try await Self.journalEntries(in: directory)
+        #expect(entries.count == submissions.count)
+        let byMessage = Dictionary(entries.map { ($0["MESSAGE"] ?? "", $0) }) { first, _ in first }
+        #expect(byMessage["entry 7"]?["PRIORITY"] == "2")
+        #expect(byMessage["entry 7"]?["LOGSHIP_PRIORITY_CLASS"] == "crash")
+        #expect(byMessage["entry 3"]?["REQUEST_ID"] == "r-3")
+        #expect(byMessage["two\nlines"]?["PRIORITY"] == "3")
+        #expect(Set(entries.compactMap { $0["_HOSTNAME"] }) == ["journal-test-host"])
+    }
+
+    @Test("otlp format: the body parses strictly with opentelemetry-proto's ExportLogsServiceRequest")
+    func otlpParsesWithOpenTelemetryProto() async throws {
+        let python = PythonTools.python
+        try #require(FileManager.default.isExecutableFile(atPath: python), "run scripts/install-deps.sh (it makes \(python))")
+        var behavior = LogReceiver.Behavior()
+        behavior.keepsBodies = true
+        let receiver = try await TestReceiver(behavior: behavior)
+        let port = try #require(receiver.receiver.address.port)
+        let daemon = try await TestDaemon.start(receiver: receiver) {
+            $0.upload.url = "http://127.0.0.1:\(port)"
+            $0.upload.format = .otlp
+        }
+        #expect(try await daemon.send([
+            Submission(message: "panic: nil map", priority: "crash", fields: ["syslog_identifier": "api"]),
+            Submission(message: "listening", priority: "info"),
+        ]).ok)
+        try await receiver.waitFor(records: 2)
+        try await daemon.stop()
+
+        let check = """
+            import json, sys
+            from google.protobuf import json_format
+            from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+            request = json_format.Parse(sys.stdin.read(), ExportLogsServiceRequest(), ignore_unknown_fields=False)
+            for rl in request.resource_logs:
+                resource = sorted(a.key for a in rl.resource.attributes)
+                for r in (r for sl in rl.scope_logs for r in sl.log_records):
+                    keys = {a.key for a in r.attributes}
+                    print(r.body.string_value, r.severity_number, r.severity_text, r.time_unix_nano > 0,
+                          "syslog_identifier" in keys, resource)
+            """
+        var printed: [String] = []
+        for request in receiver.requests {
+            let result = try await run(python, ["-c", check], stdin: Data(try #require(request.body)))
+            #expect(result.status == 0, "\(result.standardError)")
+            printed += result.standardOutput.split(separator: "\n").map(String.init)
+        }
+        #expect(printed.sorted() == [
+            "listening 9 INFO True False ['host.name', 'service.name']",
+            "panic: nil map 21 FATAL True True ['host.name', 'service.name']",
+        ])
+    }
+
+    /// The entries of the journal files in `directory`, as `journalctl -o json` prints them (a multi-line
+    /// message is an array of bytes there, turned back into text here).
+    static func journalEntries(in directory: String) async throws -> [[String: String]] {
+        let result = try await run("/usr/bin/journalctl", ["--directory", directory, "-o", "json", "--no-pager"])
+        guard result.status == 0 else { throw CommandFailed("journalctl", result) }
+        return try result.standardOutput.split(separator: "\n").map { line in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return object.compactMapValues { value in
+                if let text = value as? String { return text }
+                if let bytes = value as? [Int] { return String(decoding: bytes.map { UInt8($0) }, as: UTF8.self) }
+                return nil
+            }
+        }
+    }
+}
+
+/// The Python that scripts/install-deps.sh sets up with opentelemetry-proto, for checking OTLP bodies.
+enum PythonTools {
+    static var python: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build-python/bin/python3").path
+    }
+}
