@@ -7,6 +7,8 @@ public struct TestCertificateAuthority: Sendable {
     public enum Usage: Sendable {
         /// A server on 127.0.0.1 and localhost.
         case server
+        /// A server known only by this DNS name.
+        case serverNamed(String)
         /// A client, for mutual TLS.
         case client
     }
@@ -40,6 +42,7 @@ public struct TestCertificateAuthority: Sendable {
         let issued = Issued(certificate: "\(directory)/\(name).pem", key: "\(directory)/\(name).key")
         let extensions = switch usage {
         case .server: ["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-addext", "extendedKeyUsage=serverAuth"]
+        case .serverNamed(let name): ["-addext", "subjectAltName=DNS:\(name)", "-addext", "extendedKeyUsage=serverAuth"]
         case .client: ["-addext", "extendedKeyUsage=clientAuth"]
         }
         try await Self.openssl([
