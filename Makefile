@@ -28,9 +28,10 @@ run: build
 	LOGSHIPD_UPLOAD_URL=http://$(RECEIVER)/ingest \
 	$$bin/logshipd --config config/logshipd.yaml
 
+# A crash of the test process prints only the crashed thread's frames, so that the end of a CI log shows them.
 test: deps fuzz-build
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	SWIFT_BACKTRACE=threads=crashed,registers=none,images=none $(SWIFT) test --skip-build
 
 # The libFuzzer target over the record parsers and the stream framing, in a build of its own (the sanitizers
 # instrument only what it depends on). The test suite runs it briefly; `make fuzz` runs it for FUZZ_RUNS inputs.

@@ -18,79 +18,141 @@ public enum Binaries {
     public static var logctl: String { directory.appendingPathComponent("logctl").path }
 }
 
-/// A started child process.
-public final class ChildProcess: @unchecked Sendable {
-    // @unchecked: Process is used from the test task only; the exit status arrives through `exited`, the output
-    // through the collectors.
-    public let process = Process()
+/// A started child process, spawned with `posix_spawn`.
+///
+/// Not Foundation's `Process`: on Linux it runs a run-loop thread of its own, reaps through `SIGCHLD` handling and
+/// has had crashes when many processes start at once from several threads, which the parallel tests do. Here each
+/// child has its own standard streams and a thread blocked in `waitpid` for it alone. The streams are socket
+/// pairs because those are created close-on-exec in one call (Glibc's module has no `pipe2`), so no other child
+/// spawned at the same moment inherits them and holds them open; and writing to one whose reader has gone fails
+/// with `EPIPE` instead of raising `SIGPIPE`.
+public final class ChildProcess: Sendable {
+    public let pid: pid_t
+    private let name: String
     private let output: OutputCollector
     private let error: OutputCollector
-    private let exited: AsyncStream<Int32>
-    private let exitContinuation: AsyncStream<Int32>.Continuation
+    private let exit = ExitStatus()
 
+    /// Starts `executable` with `arguments`, this process's environment plus `environment`, and `stdin` as its
+    /// whole standard input.
+    ///
+    /// - Throws: ``SpawnError`` when the pipes cannot be made or the executable cannot be started.
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil) throws {
-        (exited, exitContinuation) = AsyncStream.makeStream(of: Int32.self)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        name = URL(fileURLWithPath: executable).lastPathComponent
+        let input = try Self.stream()
+        let outputPipe = try Self.stream()
+        let errorPipe = try Self.stream()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // dup2 clears close-on-exec on the copies, so the child keeps exactly these three.
+        posix_spawn_file_actions_adddup2(&actions, input.read, 0)
+        posix_spawn_file_actions_adddup2(&actions, outputPipe.write, 1)
+        posix_spawn_file_actions_adddup2(&actions, errorPipe.write, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // Signals this process ignores or blocks would stay ignored or blocked in the child.
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        sigdelset(&defaults, SIGKILL)
+        sigdelset(&defaults, SIGSTOP)
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        let variables = ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 }
+        var argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for variable in envp { free(variable) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, &argv, &envp)
+        for descriptor in [input.read, outputPipe.write, errorPipe.write] { close(descriptor) }
+        guard result == 0 else {
+            for descriptor in [input.write, outputPipe.read, errorPipe.read] { close(descriptor) }
+            throw SpawnError(executable: executable, errno: result)
         }
-        let outputPipe = Pipe()
-        let errorPipe = Pipe()
-        process.standardOutput = outputPipe
-        process.standardError = errorPipe
-        let input = Pipe()
-        process.standardInput = input
-        let continuation = exitContinuation
-        process.terminationHandler = { process in
-            continuation.yield(process.terminationStatus)
-            continuation.finish()
+        self.pid = pid
+        output = OutputCollector(outputPipe.read)
+        error = OutputCollector(errorPipe.read)
+        let exit = self.exit
+        Thread.detachNewThread { [pid] in
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            // The exit code, or the number of the signal that ended it, as Foundation's Process reports it.
+            exit.set((status & 0x7f) == 0 ? (status >> 8) & 0xff : status & 0x7f)
         }
-        try process.run()
-        output = OutputCollector(outputPipe)
-        error = OutputCollector(errorPipe)
         if let stdin {
             // A child that exits before reading everything (refusing its input) makes this fail with EPIPE;
             // what it printed and its status tell the test why.
-            try? input.fileHandleForWriting.write(contentsOf: stdin)
+            Self.write(Array(stdin), to: input.write)
         }
-        try input.fileHandleForWriting.close()
+        close(input.write)
     }
 
-    public var pid: Int32 { process.processIdentifier }
-
     /// Whether the process has not exited yet.
-    public var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { exit.status == nil }
 
     /// What the process has written to stderr so far.
     public var standardErrorSoFar: String { error.text }
 
     /// Waits for the process to exit, at most `timeout`; kills it and throws if it does not.
     public func wait(within timeout: Duration = .seconds(60)) async throws -> ProcessResult {
-        let exited = self.exited
-        let status = try await withThrowingTaskGroup(of: Int32?.self) { group in
-            group.addTask {
-                for await status in exited { return status }
-                return nil
-            }
-            group.addTask {
-                try await Task.sleep(for: timeout)  // the deadline, not synchronisation
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await group.next() ?? nil
-        }
-        guard let status else {
-            process.terminate()
-            throw WaitTimeout(description: "\(process.executableURL?.lastPathComponent ?? "process") did not exit within \(timeout)")
+        let exit = self.exit
+        do {
+            try await waitUntil(within: timeout) { exit.status != nil }
+        } catch {
+            kill(pid, SIGKILL)
+            throw WaitTimeout(description: "\(name) did not exit within \(timeout)")
         }
         // The pipes end once every process holding them has closed them.
         try await waitUntil(within: .seconds(10)) { self.output.isComplete && self.error.isComplete }
-        return ProcessResult(status: status, standardOutput: output.text, standardError: error.text)
+        return ProcessResult(status: exit.status ?? -1, standardOutput: output.text, standardError: error.text)
     }
 
     public func signal(_ signal: Int32) {
-        kill(process.processIdentifier, signal)
+        if isRunning { kill(pid, signal) }
+    }
+
+    /// A one-way stream: the child gets one end, this process the other.
+    private static func stream() throws -> (read: Int32, write: Int32) {
+        var descriptors: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &descriptors) == 0 else {
+            throw SpawnError(executable: "socketpair", errno: errno)
+        }
+        return (descriptors[0], descriptors[1])
+    }
+
+    private static func write(_ bytes: [UInt8], to descriptor: Int32) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { return }
+            offset += written
+        }
+    }
+}
+
+/// A child process that could not be started.
+public struct SpawnError: Error, CustomStringConvertible {
+    public var executable: String
+    public var errno: Int32
+
+    public var description: String { "cannot start \(executable): \(String(cString: strerror(errno)))" }
+}
+
+/// The exit status of a child, once its watcher has reaped it.
+private final class ExitStatus: Sendable {
+    private let value = Mutex<Int32?>(nil)
+
+    var status: Int32? { value.withLock { $0 } }
+
+    func set(_ status: Int32) {
+        value.withLock { $0 = status }
     }
 }
 
@@ -103,18 +165,18 @@ private final class OutputCollector: Sendable {
 
     private let state = Mutex(State())
 
-    init(_ pipe: Pipe) {
-        let handle = pipe.fileHandleForReading
+    /// Reads `descriptor` until its end, then closes it.
+    init(_ descriptor: Int32) {
         Thread.detachNewThread { [self] in
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
-                let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
                 state.withLock { $0.bytes += buffer[..<count] }
             }
+            close(descriptor)
             state.withLock { $0.isComplete = true }
-            try? handle.close()
         }
     }
 
