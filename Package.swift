@@ -81,6 +81,7 @@ let package = Package(
             dependencies: [
                 "LogShip",
                 "LogShipTestKit",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

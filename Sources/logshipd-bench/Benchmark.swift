@@ -2,6 +2,7 @@ import Foundation
 import LogShip
 import LogShipTestKit
 import Logging
+import NIOCore
 
 /// `make bench`: runs logshipd in-process against a loopback receiver and prints throughput and latency.
 ///
@@ -9,10 +10,16 @@ import Logging
 @main
 struct Benchmark {
     static func main() async throws {
-        // `logshipd-bench journal` runs only the journal comparison.
-        if CommandLine.arguments.dropFirst().first == "journal" {
+        // `logshipd-bench journal` runs only the journal comparison, `logshipd-bench formats` only the formats'.
+        switch CommandLine.arguments.dropFirst().first {
+        case "journal":
             try await printJournalRates()
             return
+        case "formats":
+            try printFormatCosts()
+            return
+        default:
+            break
         }
         print("logshipd benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, "
             + "\(ProcessInfo.processInfo.physicalMemory >> 30) GiB; loopback receiver; figures vary with the machine,")
@@ -43,6 +50,7 @@ struct Benchmark {
         print("")
 
         try await printJournalRates()
+        try printFormatCosts()
 
         let memory = try await restartMemory(pending: 100_000)
         print("logshipd resident memory at start (its own process, sqlite spool):")
@@ -238,6 +246,47 @@ struct Benchmark {
             let kilobytes = Double(line.split(separator: " ")[1])
         else { throw WaitTimeout(description: "no VmRSS for logshipd") }
         return kilobytes / 1024
+    }
+
+    /// What each `upload.format` costs the sender, with and without gzip: bytes on the wire and CPU time of this
+    /// thread to encode (and compress) batches of 1 000 typical records, as the uploader does per request.
+    static func printFormatCosts() throws {
+        let batches = 50
+        let lines = (0..<1_000).map { index in
+            LogRecord(
+                timestamp: Timestamp(microsecondsSinceEpoch: 1_795_255_200_000_000 + Int64(index)), priority: .info,
+                severity: .informational, host: "web-17.example.internal", source: .socket,
+                message: "GET /api/v1/orders/\(index * 7919 % 100_000) 200 \(index % 90 + 3)ms user=u\(index % 500)",
+                peer: PeerCredentials(pid: 4242, uid: 33, gid: 33, comm: "nginx"),
+                fields: ["syslog_identifier": "nginx", "request_id": "req-\(index * 104_729)"]
+            ).ndjsonLine
+        }
+        let ndjsonBytes = Double(try UploadFormat.ndjson.encoder.encode(lines).count)
+        print("encoding a batch of 1 000 access-log records, \(batches) batches (CPU time of one thread):")
+        print("  format     gzip   bytes/record   vs ndjson   µs CPU/1000 records")
+        for format in UploadFormat.allCases {
+            let encoder = format.encoder
+            for gzip in [false, true] {
+                var bytes = 0
+                let start = threadCPUTime()
+                for _ in 0..<batches {
+                    var body = ByteBuffer(bytes: try encoder.encode(lines))
+                    if gzip { body = try HTTPUploader.gzip(body) }
+                    bytes = body.readableBytes
+                }
+                let microseconds = (threadCPUTime() - start) / Double(batches) * 1_000_000
+                print("  " + format.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + (gzip ? "  yes" : "   no")
+                    + String(format: "   %12.1f   %9.2f   %19.0f", Double(bytes) / 1_000, Double(bytes) / ndjsonBytes, microseconds))
+            }
+        }
+        print("")
+    }
+
+    /// Seconds of CPU this thread has used.
+    static func threadCPUTime() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1_000_000_000
     }
 
     /// An in-process daemon with its receiver; an unreachable remote keeps every record in the spool.

@@ -164,8 +164,8 @@ public final class HTTPUploader: Uploader {
         }
     }
 
-    /// `body` gzip-compressed, with zlib through compress-nio.
-    static func gzip(_ body: ByteBuffer) throws -> ByteBuffer {
+    /// `body` gzip-compressed, with zlib through compress-nio: what `upload.compression: gzip` sends.
+    public static func gzip(_ body: ByteBuffer) throws -> ByteBuffer {
         var input = body
         let compressor = CompressionAlgorithm.gzip().compressor
         try compressor.startStream()
