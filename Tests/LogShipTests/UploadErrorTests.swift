@@ -19,6 +19,14 @@ struct UploadErrorTests {
         #expect(UploadError.status(status, responseExcerpt: "").fault == fault)
     }
 
+    @Test("a credential a remote echoes into its answer is redacted before it reaches a log line or a dead letter")
+    func redaction() {
+        let secrets = ["s3cret", "dXNlcjpzM2NyZXQ=", "", "Bearer abc"]
+        #expect(HTTPUploader.redacting(secrets, in: "bad token s3cret in Basic dXNlcjpzM2NyZXQ= / Bearer abc")
+            == "bad token [redacted] in Basic [redacted] / [redacted]")
+        #expect(HTTPUploader.redacting([], in: "unchanged") == "unchanged")
+    }
+
     @Test("transport errors and timeouts mean the remote is unavailable")
     func transport() {
         #expect(UploadError.transport("connection refused").fault == .remoteUnavailable)

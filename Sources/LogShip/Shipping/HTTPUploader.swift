@@ -123,12 +123,16 @@ public final class HTTPUploader: Uploader {
         for (name, value) in configuration.headers {
             request.headers.replaceOrAdd(name: name, value: value)
         }
+        // What a remote might echo back into an error message, a log line or a dead letter's reason.
+        var secrets = configuration.headers.filter { $0.0.lowercased() == "authorization" }.map(\.1)
         if let token = try settings.bearerToken?.read(), !token.isEmpty {
             request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
+            secrets.append(token)
         }
         if let user = configuration.basicAuthentication?.user, let password = try settings.basicPassword?.read() {
             let credentials = Data("\(user):\(password)".utf8).base64EncodedString()
             request.headers.replaceOrAdd(name: "Authorization", value: "Basic \(credentials)")
+            secrets += [password, credentials]
         }
         var body: ByteBuffer
         do {
@@ -152,7 +156,7 @@ public final class HTTPUploader: Uploader {
         head.withLock { $0 = status }
         let excerpt: String
         do {
-            excerpt = try await Self.excerpt(of: response.body)
+            excerpt = Self.redacting(secrets, in: try await Self.excerpt(of: response.body))
         } catch {
             throw Self.translate(error, url: settings.url, trust: configuration.trustDescription)
         }
@@ -161,6 +165,13 @@ public final class HTTPUploader: Uploader {
                 status,
                 responseExcerpt: excerpt,
                 retryAfter: response.headers.first(name: "Retry-After").flatMap { Self.retryAfterSeconds($0) })
+        }
+    }
+
+    /// `text` with every non-empty secret in it replaced by `[redacted]`.
+    static func redacting(_ secrets: [String], in text: String) -> String {
+        secrets.filter { !$0.isEmpty }.sorted { $0.count > $1.count }.reduce(text) {
+            $0.replacingOccurrences(of: $1, with: "[redacted]")
         }
     }
 
