@@ -57,6 +57,34 @@ struct IngestIntegrationTests {
         try await daemon.stop()
     }
 
+    @Test("Python's logging.handlers.SysLogHandler: three calls are three records, on the stream and the datagram socket", arguments: [true, false])
+    func pythonSysLogHandler(stream: Bool) async throws {
+        let daemon = try await TestDaemon.start()
+        let socket = stream ? daemon.streamPath : daemon.datagramPath
+        let name = stream ? "py-stream" : "py-dgram"
+        let script = """
+            import logging, logging.handlers, socket, sys
+            handler = logging.handlers.SysLogHandler(
+                address=sys.argv[1], socktype=socket.SOCK_STREAM if sys.argv[2] == "stream" else socket.SOCK_DGRAM)
+            log = logging.getLogger("app")
+            log.addHandler(handler)
+            log.setLevel(logging.INFO)
+            log.error(sys.argv[3] + " error one")
+            log.warning(sys.argv[3] + " warning two")
+            log.info(sys.argv[3] + " info three")
+            handler.close()
+            """
+        // The system's Python, as a service on the host would run it.
+        let result = try await run("/usr/bin/env", ["python3", "-c", script, socket, stream ? "stream" : "dgram", name])
+        #expect(result.status == 0, "python3: \(result.standardError)")
+        try await daemon.receiver.waitFor(records: 3)
+        try await daemon.stop()
+        let records = daemon.receiver.records.sorted { $0.severity < $1.severity }
+        #expect(records.map(\.message) == ["\(name) error one", "\(name) warning two", "\(name) info three"])
+        #expect(records.map(\.severity) == [.error, .warning, .informational])
+        #expect(records.allSatisfy { $0.fields["syslog_facility"] == "user" })
+    }
+
     @Test("a live client's pid, uid, gid and comm come from the kernel, not from the payload")
     func peerCredentials() async throws {
         let daemon = try await TestDaemon.start()
@@ -100,7 +128,8 @@ struct IngestIntegrationTests {
         let huge = "<4>" + String(repeating: "x", count: 10 * 1024 * 1024) + "\n"
         try await daemon.ingest(bytes: Array(huge.utf8))
         var random = SystemRandomNumberGenerator()
-        let garbage = (0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) }.filter { $0 != UInt8(ascii: "\n") }
+        // One record: without the two bytes that end one (newline and NUL).
+        let garbage = (0..<4096).map { _ in UInt8.random(in: 1...255, using: &random) }.filter { $0 != UInt8(ascii: "\n") }
         try await daemon.ingest(bytes: garbage + [UInt8(ascii: "\n")])
         try await daemon.ingest([#"{"priority":"crash","message": broken"#, "after the bad ones"])
 

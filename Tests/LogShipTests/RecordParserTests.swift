@@ -61,6 +61,18 @@ struct RecordParserTests {
         #expect(record.peer?.pid == 42, "the pid in the payload must not replace the kernel's")
     }
 
+    @Test("a PRI with no header after it, as Python's SysLogHandler sends, keeps its text, severity and facility")
+    func priorityOnly() {
+        let record = parse("<11>e1")
+        #expect(record.message == "e1")
+        #expect(record.severity == .error)
+        #expect(record.fields["syslog_facility"] == "user")
+        let daemon = parse("<30>py-stream info three")
+        #expect(daemon.message == "py-stream info three" && daemon.severity == .informational)
+        #expect(daemon.fields["syslog_facility"] == "daemon")
+        #expect(parse("<3>sd-daemon form").fields["syslog_facility"] == nil, "one digit is the sd-daemon prefix")
+    }
+
     @Test("RFC 3164 without a tag keeps the whole rest as message")
     func rfc3164WithoutTag() {
         let record = parse("<14>Nov 21 09:59:58 just some words")

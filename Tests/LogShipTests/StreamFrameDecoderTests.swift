@@ -30,6 +30,17 @@ struct StreamFrameDecoderTests {
         #expect(result.allSatisfy { !$0.truncated })
     }
 
+    @Test("a NUL ends a record as a newline does; a newline right after it makes no empty record, however split")
+    func nulFraming() {
+        let stream = Array("<11>e1\0<12>w2\0\n<14>i3\0\0tail\nlast".utf8)
+        let expected = ["<11>e1", "<12>w2", "<14>i3", "", "tail", "last"]
+        #expect(text(frames([stream])) == expected)
+        #expect(text(frames(stream.map { [$0] })) == expected)
+        for split in 1..<stream.count {
+            #expect(text(frames([Array(stream[..<split]), Array(stream[split...])])) == expected, "split at \(split)")
+        }
+    }
+
     @Test("a line written one byte at a time")
     func byteAtATime() {
         let result = frames(Array("<3>slow\nnext\n".utf8).map { [$0] })

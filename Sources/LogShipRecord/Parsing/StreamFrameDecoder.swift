@@ -1,6 +1,10 @@
 import NIOCore
 
-/// Splits a stream into record frames: newline-delimited, or RFC 6587 octet-counted (`LEN <PRI>…`).
+/// Splits a stream into record frames: ended by a newline or a NUL byte, or RFC 6587 octet-counted (`LEN <PRI>…`).
+///
+/// A NUL ends a record as a newline does because common syslog clients (Python's `SysLogHandler` on a stream
+/// socket) end each message with one and send no newline; a newline right after such a NUL belongs to it and makes
+/// no empty record.
 ///
 /// A frame never holds more than `maximumRecordBytes`: the rest of a longer record is skipped as it arrives,
 /// without being buffered, and the frame is marked truncated. Octet counting is recognised per frame, only when
@@ -18,8 +22,10 @@ package struct StreamFrameDecoder: ByteToMessageDecoder {
 
     private let maximumRecordBytes: Int
     private var state = State.framing
-    /// How far the current frame has been searched for a newline, so slow writers cost no re-scans.
+    /// How far the current frame has been searched for its end, so slow writers cost no re-scans.
     private var scannedBytes = 0
+    /// The last frame ended with a NUL: a newline that follows it at once is part of that ending.
+    private var endedWithNUL = false
 
     package init(maximumRecordBytes: Int) {
         precondition(maximumRecordBytes > 0)
@@ -45,11 +51,12 @@ package struct StreamFrameDecoder: ByteToMessageDecoder {
         while true {
             switch state {
             case .skippingLine:
-                guard let newline = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) else {
+                guard let end = buffer.readableBytesView.firstIndex(where: Self.endsRecord) else {
                     buffer.moveReaderIndex(to: buffer.writerIndex)
                     return nil
                 }
-                buffer.moveReaderIndex(to: newline + 1)
+                endedWithNUL = buffer.getInteger(at: end, as: UInt8.self) == 0
+                buffer.moveReaderIndex(to: end + 1)
                 state = .framing
             case .skippingBytes(let remaining):
                 let skipped = min(remaining, buffer.readableBytes)
@@ -60,6 +67,12 @@ package struct StreamFrameDecoder: ByteToMessageDecoder {
                 }
                 state = .framing
             case .framing:
+                if endedWithNUL {
+                    guard let next = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else { return nil }
+                    if next == UInt8(ascii: "\n") { buffer.moveReaderIndex(forwardBy: 1) }
+                    endedWithNUL = false
+                    continue
+                }
                 switch octetCount(in: buffer, atEnd: atEnd) {
                 case .undecided:
                     return nil
@@ -112,9 +125,10 @@ package struct StreamFrameDecoder: ByteToMessageDecoder {
     private mutating func newlineFrame(_ buffer: inout ByteBuffer, atEnd: Bool) -> Frame? {
         let view = buffer.readableBytesView
         let searchStart = view.startIndex + scannedBytes
-        if let newline = view[searchStart...].firstIndex(of: UInt8(ascii: "\n")) {
+        if let end = view[searchStart...].firstIndex(where: Self.endsRecord) {
             scannedBytes = 0
-            let length = newline - view.startIndex
+            endedWithNUL = view[end] == 0
+            let length = end - view.startIndex
             let kept = min(length, maximumRecordBytes)
             let bytes = buffer.readBytes(length: kept)!
             buffer.moveReaderIndex(forwardBy: length - kept + 1)
@@ -131,6 +145,11 @@ package struct StreamFrameDecoder: ByteToMessageDecoder {
         }
         scannedBytes = view.count
         return nil
+    }
+
+    /// A newline or a NUL.
+    private static func endsRecord(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "\n") || byte == 0
     }
 }
 

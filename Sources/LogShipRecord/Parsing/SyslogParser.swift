@@ -53,7 +53,10 @@ enum SyslogParser {
             return message
         }
         scanner.seek(to: afterPriority)
-        return SyslogMessage(severity: severity, facility: nil, message: text(scanner.remaining))
+        // No header after the PRI: the sd-daemon form (`<3>text`, one digit, no facility), or a client that sends
+        // only `<PRI>message` (Python's SysLogHandler), whose facility is kept.
+        let facility = afterPriority > 3 ? priority >> 3 : nil
+        return SyslogMessage(severity: severity, facility: facility, message: text(scanner.remaining))
     }
 
     /// `<PRI>`: one to three digits, no leading zero unless the value is 0, at most 191.
