@@ -8,6 +8,7 @@ struct Logctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logctl",
         abstract: "Send records to logshipd, ask for its status, or receive what it uploads.",
+        version: LogShipVersion.current,
         subcommands: [Send.self, Status.self, Flush.self, Pause.self, Resume.self, DeadLetters.self, Receive.self])
 }
 

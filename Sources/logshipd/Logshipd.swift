@@ -8,10 +8,14 @@ import Logging
 struct Logshipd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logshipd",
-        abstract: "Ships log records to a remote HTTP endpoint, crash reports first.")
+        abstract: "Ships log records to a remote HTTP endpoint, crash reports first.",
+        version: LogShipVersion.current)
 
     @Option(name: .long, help: "The YAML configuration file.")
     var config = "/etc/logshipd/logshipd.yaml"
+
+    @Flag(name: .customLong("check-config"), help: "Check the configuration (with LOGSHIPD_* overrides), list every problem, and exit: 0 when it is valid, 1 when not.")
+    var checkConfig = false
 
     func run() async throws {
         // The default file may be absent (environment and defaults then apply); a named one must exist.
@@ -20,8 +24,14 @@ struct Logshipd: AsyncParsableCommand {
         let configuration: DaemonConfiguration
         do {
             configuration = try await ConfigurationLoader().load(path: path)
+        } catch let error as ConfigurationError {
+            Self.fail(error.problems.map { "logshipd: configuration: \($0)" }.joined(separator: "\n"))
         } catch {
             Self.fail("logshipd: configuration: \(error)")
+        }
+        if checkConfig {
+            print("logshipd: configuration \(path ?? "(defaults and environment)") is valid")
+            return
         }
 
         // The level is the configuration's, and a reload may change it.

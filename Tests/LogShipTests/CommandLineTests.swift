@@ -89,6 +89,35 @@ struct CommandLineTests {
         #expect(result.standardError.contains("unknown priority \"fatal\""))
     }
 
+    @Test("--version prints the one version for both binaries")
+    func version() async throws {
+        let daemon = try await run(Binaries.logshipd, ["--version"])
+        let control = try await run(Binaries.logctl, ["--version"])
+        #expect(daemon.status == 0 && control.status == 0)
+        #expect(daemon.standardOutput == "\(LogShipVersion.current)\n")
+        #expect(control.standardOutput == daemon.standardOutput)
+    }
+
+    @Test("--check-config lists every problem and exits 1; the shipped configuration exits 0 without starting")
+    func checkConfig() async throws {
+        let directory = try TemporaryDirectory.make()
+        let path = "\(directory)/logshipd.yaml"
+        try "upload:\n  urll: http://x\n  max_in_flight: lots\nspool:\n  max_bytes: -1\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let bad = try await run(Binaries.logshipd, ["--check-config", "--config", path])
+        #expect(bad.status == 1)
+        let problems = bad.standardError.split(separator: "\n")
+        #expect(problems.count == 3, "\(bad.standardError)")
+        for expected in ["unknown key upload.urll", "upload.max_in_flight: invalid value \"lots\"", "spool.max_bytes: invalid value \"-1\""] {
+            #expect(problems.contains { $0.hasPrefix("logshipd: configuration: ") && $0.contains(expected) }, "\(expected)")
+        }
+
+        let shipped = DeployTests.packageRoot.appendingPathComponent("config/logshipd.yaml").path
+        let good = try await run(Binaries.logshipd, ["--check-config", "--config", shipped])
+        #expect(good.status == 0, "\(good.standardError)")
+        #expect(good.standardOutput == "logshipd: configuration \(shipped) is valid\n")
+    }
+
     @Test("logshipd stops on an unknown key or a bad value, naming it")
     func badConfiguration() async throws {
         let directory = try TemporaryDirectory.make()

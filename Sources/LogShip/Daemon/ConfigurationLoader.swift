@@ -34,6 +34,8 @@ public struct ConfigurationLoader: Sendable {
     struct FileValues {
         var headers: [(String, String)] = []
         var lists: [String: [String]] = [:]
+        /// Unknown keys and values of the wrong shape, each a line naming the key.
+        var problems: [String] = []
     }
 
     private let environment: [String: String]
@@ -47,7 +49,7 @@ public struct ConfigurationLoader: Sendable {
     ///
     /// - Parameters:
     ///   - path: The YAML file; `nil` reads only defaults and environment.
-    /// - Throws: ``ConfigurationError`` naming the file or key at fault.
+    /// - Throws: ``ConfigurationError`` naming the file, or listing every key at fault.
     public func load(path: String?) async throws -> DaemonConfiguration {
         var providers: [any ConfigProvider] = [
             EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "logshipd")
@@ -86,8 +88,9 @@ public struct ConfigurationLoader: Sendable {
 
     /// Checks that every key in the file is known and every value a scalar (`upload.headers` a mapping of them).
     ///
-    /// - Returns: The headers from `upload.headers` and the lists, which swift-configuration cannot enumerate;
-    ///   `nil` when the file holds no document at all.
+    /// - Returns: The headers from `upload.headers` and the lists, which swift-configuration cannot enumerate, and
+    ///   the problems found with keys; `nil` when the file holds no document at all.
+    /// - Throws: When the file is not YAML or not a mapping of sections.
     static func validate(yaml: String, path: String) throws -> FileValues? {
         let root: Node?
         do {
@@ -103,19 +106,24 @@ public struct ConfigurationLoader: Sendable {
             let section = sectionNode.string ?? "\(sectionNode)"
             guard let entries = sectionValue.mapping else {
                 if case .scalar(let scalar) = sectionValue, scalar.string.isEmpty || scalar.string == "~" { continue }
-                throw ConfigurationError("\(path): \(section) must be a mapping of keys")
+                values.problems.append("\(path): \(section) must be a mapping of keys")
+                continue
             }
             for (keyNode, value) in entries {
                 let key = "\(section).\(keyNode.string ?? "\(keyNode)")"
-                guard knownKeys.contains(key) else {
-                    throw ConfigurationError("\(path): unknown key \(key)")
-                }
-                if key == "upload.headers" {
-                    values.headers = try readHeaders(value, path: path)
-                } else if listKeys.contains(key) {
-                    values.lists[key] = try readList(value, key: key, path: path)
-                } else if value.scalar == nil {
-                    throw ConfigurationError("\(path): \(key) must be a single value")
+                do {
+                    guard knownKeys.contains(key) else {
+                        throw ConfigurationError("\(path): unknown key \(key)")
+                    }
+                    if key == "upload.headers" {
+                        values.headers = try readHeaders(value, path: path)
+                    } else if listKeys.contains(key) {
+                        values.lists[key] = try readList(value, key: key, path: path)
+                    } else if value.scalar == nil {
+                        throw ConfigurationError("\(path): \(key) must be a single value")
+                    }
+                } catch let error as ConfigurationError {
+                    values.problems += error.problems
                 }
             }
         }
@@ -149,116 +157,131 @@ public struct ConfigurationLoader: Sendable {
         }
     }
 
+    /// Reads every key, collecting what is wrong with each, and throws them all together.
     private static func read(_ reader: ConfigReader, file: FileValues) throws -> DaemonConfiguration {
-        let values = ConfigValues(reader: reader)
+        var values = ConfigValues(reader: reader)
         var configuration = DaemonConfiguration()
 
-        try values.read("ingest.stream", into: &configuration.ingest.stream, .text)
-        try values.read("ingest.datagram", into: &configuration.ingest.datagram, .text)
-        try values.read("ingest.control", into: &configuration.ingest.control, .nonEmptyText)
-        try values.read("ingest.socket_mode", into: &configuration.ingest.socketMode, .fileMode)
+        values.read("ingest.stream", into: &configuration.ingest.stream, .text)
+        values.read("ingest.datagram", into: &configuration.ingest.datagram, .text)
+        values.read("ingest.control", into: &configuration.ingest.control, .nonEmptyText)
+        values.read("ingest.socket_mode", into: &configuration.ingest.socketMode, .fileMode)
         // At most the control socket's request limit: one record must fit in one `logctl send` request.
-        try values.read("ingest.max_record_bytes", into: &configuration.ingest.maxRecordBytes, .byteCount(256...(16 << 20)))
-        try values.read("ingest.max_connections", into: &configuration.ingest.maxConnections, .integer(1...100_000))
-        try values.read(
+        values.read("ingest.max_record_bytes", into: &configuration.ingest.maxRecordBytes, .byteCount(256...(16 << 20)))
+        values.read("ingest.max_connections", into: &configuration.ingest.maxConnections, .integer(1...100_000))
+        values.read(
             "ingest.max_connections_per_process", into: &configuration.ingest.maxConnectionsPerProcess,
             .integer(1...100_000))
 
-        try values.read("upload.url", into: &configuration.upload.url, .httpURL)
-        try values.read("upload.format", into: &configuration.upload.format, .format)
+        values.read("upload.url", into: &configuration.upload.url, .httpURL)
+        values.read("upload.format", into: &configuration.upload.format, .format)
         var compression = "none"
-        try values.read("upload.compression", into: &compression, .oneOf(["none", "gzip"]))
+        values.read("upload.compression", into: &compression, .oneOf(["none", "gzip"]))
         configuration.upload.gzip = compression == "gzip"
-        try values.read("upload.max_in_flight", into: &configuration.upload.maxInFlight, .integer(1...64))
-        try values.read("upload.timeout", into: &configuration.upload.timeout, .duration())
-        try values.read("upload.retry_initial", into: &configuration.upload.retryInitial, .duration())
-        try values.read("upload.retry_max", into: &configuration.upload.retryMax, .duration())
-        try values.read("upload.retry_after_max", into: &configuration.upload.retryAfterMax, .duration())
-        try values.read("upload.shutdown_timeout", into: &configuration.upload.shutdownTimeout, .duration())
+        values.read("upload.max_in_flight", into: &configuration.upload.maxInFlight, .integer(1...64))
+        values.read("upload.timeout", into: &configuration.upload.timeout, .duration())
+        values.read("upload.retry_initial", into: &configuration.upload.retryInitial, .duration())
+        values.read("upload.retry_max", into: &configuration.upload.retryMax, .duration())
+        values.read("upload.retry_after_max", into: &configuration.upload.retryAfterMax, .duration())
+        values.read("upload.shutdown_timeout", into: &configuration.upload.shutdownTimeout, .duration())
         configuration.upload.headers = file.headers
-        try values.read("upload.headers", into: &configuration.upload.headers, .headerList)
+        values.read("upload.headers", into: &configuration.upload.headers, .headerList)
 
-        try values.read("auth.bearer_token_file", into: &configuration.auth.bearerTokenFile, .text)
-        try values.read("auth.basic_user", into: &configuration.auth.basicUser, .text)
-        try values.read("auth.basic_password_file", into: &configuration.auth.basicPasswordFile, .text)
-        try values.read("tls.ca_file", into: &configuration.tls.caFile, .text)
-        try values.read("tls.client_cert", into: &configuration.tls.clientCert, .text)
-        try values.read("tls.client_key", into: &configuration.tls.clientKey, .text)
-        try values.read("tls.server_name", into: &configuration.tls.serverName, .text)
-        try values.read("tls.min_version", into: &configuration.tls.minVersion, .oneOf(["1.2", "1.3"]))
-        try values.read("tls.insecure_skip_verify", into: &configuration.tls.insecureSkipVerify, .boolean)
-        try values.read("metrics.listen", into: &configuration.metrics.listen, .listenAddress)
+        values.read("auth.bearer_token_file", into: &configuration.auth.bearerTokenFile, .text)
+        values.read("auth.basic_user", into: &configuration.auth.basicUser, .text)
+        values.read("auth.basic_password_file", into: &configuration.auth.basicPasswordFile, .text)
+        values.read("tls.ca_file", into: &configuration.tls.caFile, .text)
+        values.read("tls.client_cert", into: &configuration.tls.clientCert, .text)
+        values.read("tls.client_key", into: &configuration.tls.clientKey, .text)
+        values.read("tls.server_name", into: &configuration.tls.serverName, .text)
+        values.read("tls.min_version", into: &configuration.tls.minVersion, .oneOf(["1.2", "1.3"]))
+        values.read("tls.insecure_skip_verify", into: &configuration.tls.insecureSkipVerify, .boolean)
+        values.read("metrics.listen", into: &configuration.metrics.listen, .listenAddress)
 
-        try values.read("batch.max_records", into: &configuration.batch.maxRecords, .integer(1...1_000_000))
-        try values.read("batch.max_bytes", into: &configuration.batch.maxBytes, .byteCount(1024...(64 << 20)))
+        values.read("batch.max_records", into: &configuration.batch.maxRecords, .integer(1...1_000_000))
+        values.read("batch.max_bytes", into: &configuration.batch.maxBytes, .byteCount(1024...(64 << 20)))
 
-        try values.read("spool.path", into: &configuration.spool.path, .nonEmptyText)
+        values.read("spool.path", into: &configuration.spool.path, .nonEmptyText)
         // Up to a petabyte: far beyond any disk here, far inside what the room arithmetic can add up.
-        try values.read("spool.max_bytes", into: &configuration.spool.maxBytes, .byteCount(65_536...(1 << 50)))
-        try values.read("spool.min_free_disk", into: &configuration.spool.minFreeDisk, .byteCount(0...(1 << 50)))
+        values.read("spool.max_bytes", into: &configuration.spool.maxBytes, .byteCount(65_536...(1 << 50)))
+        values.read("spool.min_free_disk", into: &configuration.spool.minFreeDisk, .byteCount(0...(1 << 50)))
 
-        try values.read("journal.enabled", into: &configuration.journal.enabled, .boolean)
-        try values.read("journal.directory", into: &configuration.journal.directory, .text)
-        try values.read("journal.start_at", into: &configuration.journal.startAt, .journalStart)
-        try values.read("journal.min_priority", into: &configuration.journal.minPriority, .severity)
-        try values.read("journal.max_field_bytes", into: &configuration.journal.maxFieldBytes, .byteCount(256...(16 << 20)))
+        values.read("journal.enabled", into: &configuration.journal.enabled, .boolean)
+        values.read("journal.directory", into: &configuration.journal.directory, .text)
+        values.read("journal.start_at", into: &configuration.journal.startAt, .journalStart)
+        values.read("journal.min_priority", into: &configuration.journal.minPriority, .severity)
+        values.read("journal.max_field_bytes", into: &configuration.journal.maxFieldBytes, .byteCount(256...(16 << 20)))
         for (key, keyPath) in [
             ("journal.units", \DaemonConfiguration.Journal.units),
             ("journal.exclude_units", \.excludeUnits),
         ] {
             if let list = file.lists[key] { configuration.journal[keyPath: keyPath] = list }
-            try values.read(key, into: &configuration.journal[keyPath: keyPath], .list)
+            values.read(key, into: &configuration.journal[keyPath: keyPath], .list)
         }
         if let matches = file.lists["journal.matches"] { configuration.journal.matches = matches }
-        try values.read("journal.matches", into: &configuration.journal.matches, .list)
+        values.read("journal.matches", into: &configuration.journal.matches, .list)
         if let fields = file.lists["journal.fields"] { configuration.journal.fields = fields }
-        try values.read("journal.fields", into: &configuration.journal.fields, .list)
-        try checkJournalNames(configuration.journal)
-        try values.read("log.level", into: &configuration.logLevel, .logLevel)
-        try values.read("host.name", into: &configuration.hostname, .text)
+        values.read("journal.fields", into: &configuration.journal.fields, .list)
+        values.problems += journalNameProblems(configuration.journal)
+        values.read("log.level", into: &configuration.logLevel, .logLevel)
+        values.read("host.name", into: &configuration.hostname, .text)
 
-        try check(configuration)
+        var problems = file.problems + values.problems
+        // Rules across keys mean little while single keys are wrong.
+        if problems.isEmpty { problems = crossKeyProblems(configuration) }
+        guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
         return configuration
     }
 
-    /// Rules that involve more than one key, and features this build does not have.
-    private static func check(_ configuration: DaemonConfiguration) throws {
+    /// Rules that involve more than one key, and files the keys name.
+    private static func crossKeyProblems(_ configuration: DaemonConfiguration) -> [String] {
+        var problems: [String] = []
         if configuration.upload.retryMax < configuration.upload.retryInitial {
-            throw ConfigurationError("upload.retry_max must not be shorter than upload.retry_initial")
+            problems.append("upload.retry_max must not be shorter than upload.retry_initial")
         }
         // Division, not multiplication: no product of two configured values can overflow.
         if configuration.spool.maxBytes / 4 < configuration.ingest.maxRecordBytes {
-            throw ConfigurationError("spool.max_bytes must hold at least four records of ingest.max_record_bytes")
+            problems.append("spool.max_bytes must hold at least four records of ingest.max_record_bytes")
         }
         if configuration.auth.basicUser.isEmpty != configuration.auth.basicPasswordFile.isEmpty {
-            throw ConfigurationError("auth.basic_user and auth.basic_password_file go together")
+            problems.append("auth.basic_user and auth.basic_password_file go together")
         }
         if !configuration.auth.basicUser.isEmpty && !configuration.auth.bearerTokenFile.isEmpty {
-            throw ConfigurationError("auth.bearer_token_file and auth.basic_user exclude each other: one Authorization header")
+            problems.append("auth.bearer_token_file and auth.basic_user exclude each other: one Authorization header")
         }
         if configuration.tls.clientCert.isEmpty != configuration.tls.clientKey.isEmpty {
-            throw ConfigurationError("tls.client_cert and tls.client_key go together")
+            problems.append("tls.client_cert and tls.client_key go together")
+        } else {
+            // Reading them now makes a missing or malformed file a configuration error, at start-up or on reload.
+            do {
+                _ = try TLSSettings.clientConfiguration(configuration.tls)
+            } catch let error as ConfigurationError {
+                problems += error.problems
+            } catch {
+                problems.append("tls: \(error)")
+            }
         }
-        // Reading them now makes a missing or malformed file a configuration error, at start-up or on reload.
-        _ = try TLSSettings.clientConfiguration(configuration.tls)
         if configuration.journal.enabled && configuration.spool.maxBytes / 4 < configuration.journal.maxFieldBytes {
-            throw ConfigurationError("spool.max_bytes must hold at least four journal fields of journal.max_field_bytes")
+            problems.append("spool.max_bytes must hold at least four journal fields of journal.max_field_bytes")
         }
-
+        return problems
     }
 }
 
 extension ConfigurationLoader {
     /// `journal.matches` must be `FIELD=value` and `journal.fields` field names, as journald writes them.
-    fileprivate static func checkJournalNames(_ journal: DaemonConfiguration.Journal) throws {
+    fileprivate static func journalNameProblems(_ journal: DaemonConfiguration.Journal) -> [String] {
+        var problems: [String] = []
         for match in journal.matches {
             guard let equals = match.firstIndex(of: "="), isJournalFieldName(match[..<equals]) else {
-                throw ConfigurationError("journal.matches: invalid match \"\(match)\" (expected FIELD=value, such as _SYSTEMD_UNIT=nginx.service)")
+                problems.append("journal.matches: invalid match \"\(match)\" (expected FIELD=value, such as _SYSTEMD_UNIT=nginx.service)")
+                continue
             }
         }
         for field in journal.fields where !isJournalFieldName(field[...]) {
-            throw ConfigurationError("journal.fields: invalid field name \"\(field)\" (expected upper-case letters, digits and _)")
+            problems.append("journal.fields: invalid field name \"\(field)\" (expected upper-case letters, digits and _)")
         }
+        return problems
     }
 
     /// Upper-case ASCII letters, digits and `_`, not starting with a digit (journald's rule).
@@ -268,23 +291,32 @@ extension ConfigurationLoader {
     }
 }
 
-/// A configuration problem; the description is the line `logshipd` prints before exiting.
+/// What is wrong with a configuration: one problem or several, each a line naming its key, which `logshipd`
+/// prints before exiting.
 public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
-    public let description: String
+    public let problems: [String]
 
-    init(_ description: String) {
-        self.description = description
+    init(_ problem: String) {
+        problems = [problem]
     }
+
+    init(problems: [String]) {
+        self.problems = problems
+    }
+
+    public var description: String { problems.joined(separator: "\n") }
 }
 
-/// Reads keys as text and parses them, naming the key when the text is bad.
+/// Reads keys as text and parses them, noting each key whose text is bad and leaving its default.
 private struct ConfigValues {
     let reader: ConfigReader
+    var problems: [String] = []
 
-    func read<Value>(_ key: String, into value: inout Value, _ parser: ValueParser<Value>) throws {
+    mutating func read<Value>(_ key: String, into value: inout Value, _ parser: ValueParser<Value>) {
         guard let text = reader.string(forKey: ConfigKey(key)) else { return }
         guard let parsed = parser.parse(text) else {
-            throw ConfigurationError("\(key): invalid value \"\(text)\" (expected \(parser.expected))")
+            problems.append("\(key): invalid value \"\(text)\" (expected \(parser.expected))")
+            return
         }
         value = parsed
     }
