@@ -20,6 +20,23 @@ struct DeployTests {
         return prefix
     }
 
+    @Test("install adds bash, zsh and fish completions for both commands, and bash loads them")
+    func completions() async throws {
+        let prefix = try await Self.install()
+        for path in [
+            "share/bash-completion/completions/logshipd", "share/bash-completion/completions/logctl",
+            "share/zsh/site-functions/_logshipd", "share/zsh/site-functions/_logctl",
+            "share/fish/vendor_completions.d/logshipd.fish", "share/fish/vendor_completions.d/logctl.fish",
+        ] {
+            let script = (try? String(contentsOfFile: "\(prefix)/\(path)", encoding: .utf8)) ?? ""
+            #expect(script.contains(path.contains("logctl") ? "receive" : "check-config"), "\(path)")
+        }
+        // bash sources the script and registers a completion function for logctl.
+        let bash = try await run(
+            "/bin/bash", ["-c", "source \"$0\" && complete -p logctl", "\(prefix)/share/bash-completion/completions/logctl"])
+        #expect(bash.status == 0 && bash.standardOutput.contains("logctl"), "\(bash.standardError)")
+    }
+
     @Test("install puts binaries, units, sysusers.d, tmpfiles.d and the configuration in place, and says how to enable it")
     func installLayout() async throws {
         let prefix = try await Self.install()
