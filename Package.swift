@@ -11,6 +11,9 @@ let package = Package(
         .executable(name: "logshipd-bench", targets: ["logshipd-bench"]),
         .executable(name: "logship-fuzz", targets: ["logship-fuzz"]),
         .library(name: "LogShip", targets: ["LogShip"]),
+        // The swift-log backend for services on the same host; depends on swift-log alone.
+        .library(name: "LogShipLogging", targets: ["LogShipLogging"]),
+        .executable(name: "logship-logging-example", targets: ["logship-logging-example"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -96,6 +99,20 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        .target(
+            name: "LogShipLogging",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A service that logs through LogShipLogging: the README's example, and the tests' producer.
+        .executableTarget(
+            name: "logship-logging-example",
+            dependencies: [
+                "LogShipLogging",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // What the tests and the benchmark run logshipd with: an in-process daemon, a loopback receiver that
         // records what arrives, the real binaries as child processes, and waiting with deadlines.
         .target(
@@ -111,6 +128,7 @@ let package = Package(
             name: "LogShipTests",
             dependencies: [
                 "LogShip",
+                "LogShipLogging",
                 "LogShipRecord",
                 "LogShipTestKit",
                 // Tests reach into the spool file to inject storage failures, as a failing disk would.

@@ -1,0 +1,43 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import LogShipLogging
+
+// Logs COUNT records through LogShipLogging to SOCKET (logshipd's datagram ingest socket), every 1000th a crash
+// report, each with its index as metadata; then waits up to 60 s for the buffer to empty and prints one line:
+// `sent=… dropped=… waiting=… slowest_call_us=…`, the last the longest time one logging call took.
+//
+//     logship-logging-example /run/logshipd/ingest.dgram 10000
+let arguments = CommandLine.arguments
+guard arguments.count == 3, let count = Int(arguments[2]), count >= 0 else {
+    let usage = "usage: logship-logging-example SOCKET COUNT\n"
+    _ = usage.withCString { write(2, $0, strlen($0)) }
+    exit(2)
+}
+let sink = LogShipSink(socketPath: arguments[1])
+LoggingSystem.bootstrap { LogShipLogHandler(label: $0, sink: sink) }
+var logger = Logger(label: "example.orders")
+logger[metadataKey: "service"] = "orders"
+
+func microseconds() -> Int {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return time.tv_sec * 1_000_000 + time.tv_nsec / 1000
+}
+
+var slowest = 0
+for index in 0..<count {
+    let start = microseconds()
+    if index % 1000 == 999 {
+        logger.critical("worker crashed at record \(index)", metadata: Logger.Metadata.crashReport.merging(["index": "\(index)"]) { $1 })
+    } else {
+        logger.info("order \(index) shipped", metadata: ["index": "\(index)"])
+    }
+    slowest = max(slowest, microseconds() - start)
+    // At most about 4 000 records a second: a busy service, and a run long enough to restart the daemon in.
+    if index % 4 == 3 { usleep(1000) }
+}
+_ = sink.flush(timeoutSeconds: 60)
+let statistics = sink.currentStatistics
+print("sent=\(statistics.sent) dropped=\(statistics.dropped) waiting=\(statistics.waiting) slowest_call_us=\(slowest)")

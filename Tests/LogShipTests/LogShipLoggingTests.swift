@@ -1,0 +1,108 @@
+import Foundation
+import LogShip
+import LogShipTestKit
+import Logging
+import Testing
+
+@testable import LogShipLogging
+
+/// The swift-log backend: what it sends, that it never waits for the daemon, and what it drops and says so.
+@Suite("LogShipLogging, the swift-log backend")
+struct LogShipLoggingTests {
+    @Test("a log call becomes a record with its level's severity, metadata and source location as fields")
+    func recordShape() async throws {
+        let directory = try TemporaryDirectory.make()
+        let daemon = try await TestDaemon.start(receiver: try await TestReceiver(), directory: directory)
+        var logger = Logger(label: "shop.payments") {
+            LogShipLogHandler(label: $0, sink: LogShipSink(socketPath: "\(directory)/ingest.dgram"))
+        }
+        logger[metadataKey: "service"] = "payments"
+        logger.warning("card declined \"4242\"\nretrying", metadata: ["order": "1234"])
+        logger.critical("worker 7 died", metadata: .crashReport)
+        try await daemon.receiver.waitFor(records: 2)
+        try await daemon.stop()
+
+        let records = daemon.receiver.records.sorted { $0.severity > $1.severity }
+        #expect(records.map(\.message) == ["card declined \"4242\"\nretrying", "worker 7 died"])
+        #expect(records.map(\.severity) == [.warning, .critical])
+        #expect(records.map(\.priority) == [.warning, .crash])
+        let fields = records[0].fields
+        #expect(fields["order"] == "1234" && fields["service"] == "payments" && fields["logger"] == "shop.payments")
+        #expect(fields["file"]?.hasSuffix("LogShipLoggingTests.swift") == true && fields["line"] != nil)
+        #expect(fields["source"] == "LogShipTests" && fields["function"] != nil)
+        #expect(records[1].fields[LogShipLogHandler.priorityKey] == nil, "the marker is the priority, not a field")
+        #expect(records.allSatisfy { $0.source == .datagram && $0.peer?.pid == getpid() })
+    }
+
+    @Test("with no daemon, logging does not wait; what overflows the buffer is dropped, counted and reported")
+    func dropsAreCountedAndReported() async throws {
+        let directory = try TemporaryDirectory.make()
+        let sink = LogShipSink(socketPath: "\(directory)/ingest.dgram", capacity: 100)
+        let logger = Logger(label: "burst") { LogShipLogHandler(label: $0, sink: sink) }
+        var slowest = Duration.zero
+        for index in 0..<1000 {
+            let start = ContinuousClock.now
+            logger.info("burst \(index)")
+            slowest = max(slowest, ContinuousClock.now - start)
+        }
+        #expect(slowest < .milliseconds(100), "a call took \(slowest)")
+        #expect(sink.currentStatistics == .init(sent: 0, dropped: 900, waiting: 100))
+
+        let daemon = try await TestDaemon.start(receiver: try await TestReceiver(), directory: directory)
+        try await daemon.receiver.waitFor(records: 101)
+        try await daemon.stop()
+        let records = daemon.receiver.records
+        #expect(Set(records.map(\.message)).isSuperset(of: (0..<100).map { "burst \($0)" }))
+        let report = try #require(records.first { $0.fields["logship_logging_dropped"] != nil })
+        #expect(report.fields["logship_logging_dropped"] == "900" && report.severity == .warning)
+        #expect(report.message.contains("dropped 900 records"))
+        #expect(sink.currentStatistics == .init(sent: 100, dropped: 900, waiting: 0))
+    }
+
+    @Test("a program logging 10 000 records while the daemon restarts under socket activation: each call is quick, nothing is lost")
+    func restartUnderLoad() async throws {
+        let directory = try TemporaryDirectory.make()
+        let receiver = try await TestReceiver()
+        let activator = try SocketActivator(directory: directory)
+        let configuration = "\(directory)/logshipd.yaml"
+        try """
+            ingest:
+              stream: \(activator.streamPath)
+              datagram: \(activator.datagramPath)
+              control: \(activator.controlPath)
+            upload:
+              url: \(receiver.url)
+            spool:
+              path: \(directory)/spool.db
+              min_free_disk: 0
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let errorLog = "\(directory)/logshipd.log"
+        try activator.start(configuration: configuration, errorLog: errorLog)
+
+        let example = Binaries.directory.appendingPathComponent("logship-logging-example").path
+        let program = try ChildProcess(example, [activator.datagramPath, "10000"])
+        try await receiver.waitFor(records: 2000)
+        #expect(try await activator.stop() == 0)
+        #expect(program.isRunning, "the restart falls in the middle of the run")
+        try activator.start(configuration: configuration, errorLog: errorLog)
+        let result = try await program.wait(within: .seconds(120))
+        #expect(result.status == 0, "\(result.standardError)")
+        // sent=… dropped=… waiting=… slowest_call_us=…
+        let figures = Dictionary(uniqueKeysWithValues: result.standardOutput.split(whereSeparator: \.isWhitespace).compactMap { pair in
+            let parts = pair.split(separator: "=")
+            return parts.count == 2 ? (String(parts[0]), Int(parts[1]) ?? -1) : nil
+        })
+        #expect(figures["sent"] == 10_000 && figures["dropped"] == 0 && figures["waiting"] == 0, "\(result.standardOutput)")
+        let slowest = try #require(figures["slowest_call_us"])
+        print("logship-logging-example: slowest logging call \(slowest) µs")
+        #expect(slowest < 100_000, "no call waits for the daemon")
+
+        try await receiver.waitFor(records: 10_000)
+        #expect(try await activator.stop() == 0)
+        let records = receiver.records
+        let indices = records.compactMap { $0.fields["index"].flatMap { Int($0) } }
+        #expect(records.count == 10_000 && Set(indices) == Set(0..<10_000), "each record once")
+        #expect(records.filter { $0.priority == .crash }.count == 10)
+        #expect(records.allSatisfy { $0.fields["service"] == "orders" && $0.fields["logger"] == "example.orders" })
+    }
+}
