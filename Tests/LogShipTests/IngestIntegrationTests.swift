@@ -85,6 +85,64 @@ struct IngestIntegrationTests {
         #expect(records.allSatisfy { $0.fields["syslog_facility"] == "user" })
     }
 
+    @Test("Perl's Sys::Syslog on the datagram socket: tag, pid, severity and message arrive")
+    func perlSysSyslog() async throws {
+        let daemon = try await TestDaemon.start()
+        let script = """
+            use Sys::Syslog qw(:standard :macros setlogsock);
+            setlogsock({ type => "unix", path => $ARGV[0] }) or die "setlogsock: $!";
+            openlog("perl-app", "pid", LOG_DAEMON);
+            syslog(LOG_ERR, "perl error one");
+            syslog(LOG_WARNING, "perl warning two");
+            closelog();
+            """
+        let result = try await run("/usr/bin/perl", ["-e", script, daemon.datagramPath])
+        #expect(result.status == 0, "perl: \(result.standardError)")
+        try await daemon.receiver.waitFor(records: 2)
+        try await daemon.stop()
+        let records = daemon.receiver.records.sorted { $0.severity < $1.severity }
+        #expect(records.map(\.message) == ["perl error one", "perl warning two"])
+        #expect(records.map(\.severity) == [.error, .warning])
+        #expect(records.allSatisfy { $0.fields["syslog_identifier"] == "perl-app" && $0.fields["syslog_facility"] == "daemon" })
+        #expect(records.allSatisfy { $0.fields["syslog_pid"] != nil && $0.source == .datagram })
+    }
+
+    // Runs where syslog-ng is installed (`make bench` installs it for its comparison): installing it from the test
+    // set-up would replace the system logger of a developer's machine.
+    @Test("syslog-ng relaying into the stream socket with its default unix-stream() destination",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/syslog-ng")))
+    func syslogNGRelay() async throws {
+        let daemon = try await TestDaemon.start()
+        let relayInput = "\(daemon.directory)/relay-in.sock"
+        let configuration = "\(daemon.directory)/syslog-ng.conf"
+        try """
+            @version: 3.38
+            options { keep-hostname(yes); };
+            source s_in { unix-dgram("\(relayInput)"); };
+            destination d_logshipd { unix-stream("\(daemon.streamPath)"); };
+            log { source(s_in); destination(d_logshipd); };
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let relay = try ChildProcess("/usr/sbin/syslog-ng", [
+            "-F", "-e", "-f", configuration, "--no-caps", "-R", "\(daemon.directory)/syslog-ng.persist",
+            "-p", "\(daemon.directory)/syslog-ng.pid", "-c", "\(daemon.directory)/syslog-ng.ctl",
+        ])
+        try await waitUntil { FileManager.default.fileExists(atPath: relayInput) || !relay.isRunning }
+        #expect(relay.isRunning, "syslog-ng: \(relay.standardErrorSoFar)")
+        for index in 0..<3 {
+            let result = try await run(
+                "/usr/bin/logger", ["-u", relayInput, "-d", "-t", "relayed", "-p", "local3.warning", "via syslog-ng \(index)"])
+            #expect(result.status == 0, "logger: \(result.standardError)")
+        }
+        try await daemon.receiver.waitFor(records: 3)
+        relay.signal(SIGTERM)
+        _ = try await relay.wait()
+        try await daemon.stop()
+        let records = daemon.receiver.records.sorted { $0.message < $1.message }
+        #expect(records.map(\.message) == (0..<3).map { "via syslog-ng \($0)" })
+        #expect(records.allSatisfy { $0.severity == .warning && $0.fields["syslog_identifier"] == "relayed" })
+        #expect(records.allSatisfy { $0.fields["syslog_facility"] == "local3" })
+    }
+
     @Test("a live client's pid, uid, gid and comm come from the kernel, not from the payload")
     func peerCredentials() async throws {
         let daemon = try await TestDaemon.start()
