@@ -7,14 +7,24 @@ import LogShipLogging
 // Logs COUNT records through LogShipLogging to SOCKET (logshipd's datagram ingest socket), every 1000th a crash
 // report, each with its index as metadata; then waits up to 60 s for the buffer to empty and prints one line:
 // `sent=… dropped=… waiting=… slowest_call_us=…`, the last the longest time one logging call took.
+// With PAUSE_AT it stops after that many records, says `paused` on stderr, and goes on at SIGUSR1 (so that a test
+// can restart the daemon at a known point).
 //
-//     logship-logging-example /run/logshipd/ingest.dgram 10000
+//     logship-logging-example /run/logshipd/ingest.dgram 10000 [PAUSE_AT]
 let arguments = CommandLine.arguments
-guard arguments.count == 3, let count = Int(arguments[2]), count >= 0 else {
-    let usage = "usage: logship-logging-example SOCKET COUNT\n"
+guard (3...4).contains(arguments.count), let count = Int(arguments[2]), count >= 0,
+    arguments.count == 3 || Int(arguments[3]) != nil
+else {
+    let usage = "usage: logship-logging-example SOCKET COUNT [PAUSE_AT]\n"
     _ = usage.withCString { write(2, $0, strlen($0)) }
     exit(2)
 }
+let pauseAt = arguments.count == 4 ? Int(arguments[3]) : nil
+// Blocked from the start, so that a SIGUSR1 sent before the pause is waited for, not fatal.
+var resume = sigset_t()
+sigemptyset(&resume)
+sigaddset(&resume, SIGUSR1)
+pthread_sigmask(SIG_BLOCK, &resume, nil)
 let sink = LogShipSink(socketPath: arguments[1])
 LoggingSystem.bootstrap { LogShipLogHandler(label: $0, sink: sink) }
 var logger = Logger(label: "example.orders")
@@ -28,6 +38,11 @@ func microseconds() -> Int {
 
 var slowest = 0
 for index in 0..<count {
+    if index == pauseAt {
+        _ = "paused\n".withCString { write(2, $0, strlen($0)) }
+        var received: Int32 = 0
+        sigwait(&resume, &received)
+    }
     let start = microseconds()
     if index % 1000 == 999 {
         logger.critical("worker crashed at record \(index)", metadata: Logger.Metadata.crashReport.merging(["index": "\(index)"]) { $1 })
