@@ -62,12 +62,14 @@ public struct ControlServer: Service {
 
     private func serve(_ connection: UnixStreamListener.Connection, peer: PeerCredentials) async {
         do {
-            try await connection.executeThenClose { requests, responses in
-                for try await frame in requests {
-                    let response = await respond(to: frame, peer: peer)
-                    var line = try JSONEncoder().encode(response)
-                    line.append(UInt8(ascii: "\n"))
-                    try await responses.write(ByteBuffer(bytes: line))
+            try await connection.executeThenClose { reads, responses in
+                for try await requests in reads {
+                    for frame in requests {
+                        let response = await respond(to: frame, peer: peer)
+                        var line = try JSONEncoder().encode(response)
+                        line.append(UInt8(ascii: "\n"))
+                        try await responses.write(ByteBuffer(bytes: line))
+                    }
                 }
             }
         } catch is CancellationError {

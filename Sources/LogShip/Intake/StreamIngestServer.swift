@@ -48,10 +48,10 @@ public struct StreamIngestServer: Service {
 
     private func serve(_ connection: UnixStreamListener.Connection, peer: PeerCredentials) async {
         do {
-            try await connection.executeThenClose { frames, _ in
-                for try await frame in frames {
-                    let record = parser.parse(frame, source: .socket, peer: peer, receivedAt: .now())
-                    try await intake.submit([record])
+            try await connection.executeThenClose { reads, _ in
+                for try await frames in reads {
+                    let receivedAt = Timestamp.now()
+                    try await intake.submit(frames.map { parser.parse($0, source: .socket, peer: peer, receivedAt: receivedAt) })
                 }
             }
         } catch is CancellationError {

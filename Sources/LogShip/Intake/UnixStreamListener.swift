@@ -14,7 +14,8 @@ import Synchronization
 /// byte a second, holds only its own task. A ``ConnectionLimiter`` bounds how many are served at once; beyond it a
 /// connection is closed as soon as it is accepted.
 final class UnixStreamListener: Sendable {
-    typealias Connection = NIOAsyncChannel<Frame, ByteBuffer>
+    /// A connection: the frames of each read together, and the bytes to answer with.
+    typealias Connection = NIOAsyncChannel<[Frame], ByteBuffer>
 
     /// How many connections the listener serves at once.
     struct Limits: Sendable {
@@ -66,6 +67,7 @@ final class UnixStreamListener: Sendable {
             return credentials.flatMapThrowing { credentials in
                 try channel.pipeline.syncOperations.addHandler(
                     ByteToMessageHandler(StreamFrameDecoder(maximumRecordBytes: maximumFrameBytes)))
+                try channel.pipeline.syncOperations.addHandler(FrameBatcher())
                 // Read comm now: a short-lived client (logger) may be gone by the time its data is read.
                 return (try Connection(wrappingChannelSynchronously: channel), PeerCredentials(credentials))
             }

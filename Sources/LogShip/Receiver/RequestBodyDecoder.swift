@@ -94,7 +94,9 @@ struct RequestBodyDecoder {
                 records: decodesRecords ? export.entries.map(JournalExportDecoder.record(from:)) : [],
                 count: export.entries.count, malformed: export.malformed)
         case .ndjson where !decodesRecords:
-            return Decoded(count: bytes.count { $0 == UInt8(ascii: "\n") })
+            // Lines, the last one with or without its newline (syslog-ng's http() puts newlines only between).
+            let newlines = bytes.count { $0 == UInt8(ascii: "\n") }
+            return Decoded(count: newlines + (bytes.last.map { $0 != UInt8(ascii: "\n") } ?? false ? 1 : 0))
         case .ndjson:
             return Self.records(fromLines: bytes.split(separator: UInt8(ascii: "\n")).map { Data($0) })
         case .json:

@@ -96,18 +96,30 @@ extension Timestamp {
     }
 
     /// Interprets a calendar time without a zone (as RFC 3164 carries it) in the host's local time zone.
+    ///
+    /// Gives what `mktime` gives, without calling it: `mktime` calls `tzset`, which looks at `/etc/localtime`
+    /// again on every call, three times per RFC 3164 line (one per candidate year). `localtime_r` reads the zone
+    /// once per process. The offsets a day before and after are the candidates; a wall time that occurs twice
+    /// (clocks set back) is the earlier instant, one that a change skips is read with the offset before it.
     static func local(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Timestamp? {
+        guard (1...12).contains(month), (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute),
+            (0...60).contains(second)
+        else { return nil }
+        let wall = CivilDate(year: year, month: month, day: day).daysSinceEpoch * 86_400
+            + Int64(hour * 3600 + minute * 60 + second)
+        let before = utcOffset(at: wall - 86_400)
+        let after = utcOffset(at: wall + 86_400)
+        let consistent = [wall - before, wall - after].filter { wall - utcOffset(at: $0) == $0 }
+        let seconds = consistent.min() ?? wall - before
+        return Timestamp(microsecondsSinceEpoch: seconds * 1_000_000)
+    }
+
+    /// The local zone's offset from UTC, in seconds, at `seconds` since the epoch.
+    private static func utcOffset(at seconds: Int64) -> Int64 {
+        var time = time_t(seconds)
         var fields = tm()
-        fields.tm_year = Int32(year - 1900)
-        fields.tm_mon = Int32(month - 1)
-        fields.tm_mday = Int32(day)
-        fields.tm_hour = Int32(hour)
-        fields.tm_min = Int32(minute)
-        fields.tm_sec = Int32(second)
-        fields.tm_isdst = -1
-        let seconds = mktime(&fields)
-        guard seconds != -1 else { return nil }
-        return Timestamp(microsecondsSinceEpoch: Int64(seconds) * 1_000_000)
+        guard localtime_r(&time, &fields) != nil else { return 0 }
+        return Int64(fields.tm_gmtoff)
     }
 
     /// The calendar year of this instant in UTC.
