@@ -47,8 +47,12 @@ fuzz: fuzz-build
 	@mkdir -p .build-fuzz/corpus
 	$(FUZZER) -runs=$(FUZZ_RUNS) -artifact_prefix=.build-fuzz/ -print_final_stats=1 .build-fuzz/corpus Tests/FuzzCorpus
 
-# Throughput and latency figures; builds release binaries (the benchmark also starts logshipd itself).
+# Throughput and latency figures, with syslog-ng side by side (installed from Debian when missing; it starts no
+# system daemon without systemd); builds release binaries, writes BENCHMARKS.md.
 bench: deps
+	@command -v syslog-ng >/dev/null 2>&1 && [ -f /usr/lib/syslog-ng/3.38/libhttp.so ] || { \
+		echo "bench: installing syslog-ng-core and syslog-ng-mod-http, the peer it compares with" >&2; \
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y --no-install-recommends syslog-ng-core syslog-ng-mod-http >/dev/null; }
 	$(SWIFT) build -c release
 	$$($(SWIFT) build -c release --show-bin-path)/logshipd-bench
 

@@ -18,12 +18,18 @@ struct Benchmark {
         case "formats":
             try printFormatCosts()
             return
+        case "peers":
+            try await PeerComparison.run()
+            return
         default:
             break
         }
         print("logshipd benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, "
             + "\(ProcessInfo.processInfo.physicalMemory >> 30) GiB; loopback receiver; figures vary with the machine,")
         print("compare the ratios within one run")
+        print("")
+
+        try await PeerComparison.run()
         print("")
 
         print("                                       memory        sqlite    sqlite/memory")

@@ -1,0 +1,209 @@
+import Foundation
+import LogShip
+import LogShipTestKit
+
+/// logshipd and syslog-ng 3.38 (`http()` destination) side by side in one run: the same generator, the same
+/// counting receiver on loopback, the same batch limit, two requests in flight, runs interleaved, medians.
+///
+/// Both are child processes, so their CPU time and peak memory come from `/proc`.
+enum PeerComparison {
+    enum Shipper: String, CaseIterable {
+        case syslogNG = "syslog-ng"
+        case logshipd
+    }
+
+    struct Scenario {
+        var title: String
+        var lines: Int
+        var batch: Int
+        var receiverDelay: Duration
+    }
+
+    /// One run of one shipper.
+    struct Run {
+        var linesPerSecond: Double
+        var cpuMicrosecondsPerLine: Double
+        var peakRSSMiB: Double
+    }
+
+    static let runs = 3
+    static let syslogNG = "/usr/sbin/syslog-ng"
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// Runs every scenario, prints the table and writes it to BENCHMARKS.md.
+    static func run() async throws {
+        guard FileManager.default.isExecutableFile(atPath: syslogNG) else {
+            print("syslog-ng is not installed: make bench installs it (syslog-ng-core, syslog-ng-mod-http)")
+            return
+        }
+        let scenarios = [
+            Scenario(title: "1 batched (500/POST), 200 000 lines", lines: 200_000, batch: 500, receiverDelay: .zero),
+            Scenario(title: "2 one line per POST, 30 000 lines", lines: 30_000, batch: 1, receiverDelay: .zero),
+            Scenario(title: "3 receiver answers after 20 ms, 100 000 lines", lines: 100_000, batch: 500, receiverDelay: .milliseconds(20)),
+        ]
+        var table: [String] = [
+            "| scenario | syslog-ng lines/s | logshipd lines/s | ratio | syslog-ng µs CPU/line | logshipd µs CPU/line | CPU ratio | peak RSS MiB (syslog-ng / logshipd) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        print("side by side with syslog-ng, \(runs) interleaved runs each, medians (min–max):")
+        for scenario in scenarios {
+            var results: [Shipper: [Run]] = [:]
+            for _ in 0..<runs {
+                for shipper in Shipper.allCases {
+                    results[shipper, default: []].append(try await measure(shipper, scenario))
+                }
+            }
+            let peer = results[.syslogNG]!, ours = results[.logshipd]!
+            let row = "| \(scenario.title) | \(summary(peer.map(\.linesPerSecond))) | \(summary(ours.map(\.linesPerSecond))) | "
+                + String(format: "%.2f", median(ours.map(\.linesPerSecond)) / median(peer.map(\.linesPerSecond)))
+                + " | \(summary(peer.map(\.cpuMicrosecondsPerLine), decimals: 1)) | \(summary(ours.map(\.cpuMicrosecondsPerLine), decimals: 1)) | "
+                + String(format: "%.2f", median(ours.map(\.cpuMicrosecondsPerLine)) / median(peer.map(\.cpuMicrosecondsPerLine)))
+                + String(format: " | %.1f / %.1f |", median(peer.map(\.peakRSSMiB)), median(ours.map(\.peakRSSMiB)))
+            print("  " + row)
+            table.append(row)
+        }
+        try write(table)
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted[sorted.count / 2]
+    }
+
+    static func summary(_ values: [Double], decimals: Int = 0) -> String {
+        let format = "%.\(decimals)f"
+        return String(format: format, median(values)) + " (" + String(format: format, values.min()!) + "–"
+            + String(format: format, values.max()!) + ")"
+    }
+
+    /// Starts `shipper` against a fresh receiver, writes the scenario's lines to its stream socket, and times
+    /// until the receiver has counted them all.
+    static func measure(_ shipper: Shipper, _ scenario: Scenario) async throws -> Run {
+        let directory = try TemporaryDirectory.make()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var behavior = LogReceiver.Behavior(delay: scenario.receiverDelay)
+        behavior.decodesRecords = false
+        let receiver = try await TestReceiver(behavior: behavior)
+        let stream = "\(directory)/ingest.sock"
+        let process = switch shipper {
+        case .logshipd: try startLogshipd(directory: directory, url: receiver.url, batch: scenario.batch)
+        case .syslogNG: try startSyslogNG(directory: directory, url: receiver.url, batch: scenario.batch)
+        }
+        try await waitUntil(within: .seconds(60)) { acceptsStreamConnections(stream) }
+        let cpuBefore = try cpuSeconds(process.pid)
+        let start = ContinuousClock.now
+        try await generate(lines: scenario.lines, to: stream)
+        try await receiver.waitFor(records: scenario.lines, within: .seconds(600))
+        let elapsed = ContinuousClock.now - start
+        let cpu = try cpuSeconds(process.pid) - cpuBefore
+        let peak = try peakRSSMiB(process.pid)
+        process.signal(SIGTERM)
+        _ = try await process.wait(within: .seconds(60))
+        return Run(
+            linesPerSecond: Double(scenario.lines) / elapsed.seconds,
+            cpuMicrosecondsPerLine: cpu / Double(scenario.lines) * 1_000_000, peakRSSMiB: peak)
+    }
+
+    static func startLogshipd(directory: String, url: String, batch: Int) throws -> ChildProcess {
+        let configuration = "\(directory)/logshipd.yaml"
+        try """
+            ingest:
+              stream: \(directory)/ingest.sock
+              datagram: \(directory)/ingest.dgram
+              control: \(directory)/control.sock
+            upload:
+              url: \(url)
+              max_in_flight: 2
+            batch:
+              max_records: \(batch)
+            spool:
+              path: \(directory)/spool.db
+              min_free_disk: 0
+            log:
+              level: warning
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        return try ChildProcess(Binaries.logshipd, ["--config", configuration])
+    }
+
+    static func startSyslogNG(directory: String, url: String, batch: Int) throws -> ChildProcess {
+        let template = try String(
+            contentsOf: packageRoot.appendingPathComponent("bench/syslog-ng-http.conf"), encoding: .utf8)
+        let configuration = "\(directory)/syslog-ng.conf"
+        try template
+            .replacingOccurrences(of: "@STREAM@", with: "\(directory)/ingest.sock")
+            .replacingOccurrences(of: "@DATAGRAM@", with: "\(directory)/ingest.dgram")
+            .replacingOccurrences(of: "@URL@", with: url)
+            .replacingOccurrences(of: "@BATCH@", with: String(batch))
+            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        return try ChildProcess(syslogNG, [
+            "-F", "-e", "-f", configuration, "--no-caps", "-R", "\(directory)/persist", "-p", "\(directory)/pid",
+            "-c", "\(directory)/ctl",
+        ])
+    }
+
+    /// Writes `lines` RFC 3164 lines of about 120 bytes over one stream connection, in 64 KiB writes.
+    static func generate(lines: Int, to path: String) async throws {
+        try await offloaded {
+            let client = try UnixClient(path: path, type: .stream)
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(70_000)
+            for index in 0..<lines {
+                chunk += Array("<14>Nov 22 10:00:00 web-17 nginx[4242]: GET /api/v1/orders/\(index) 200 12ms user=u\(index % 500) agent=curl/8.5.0\n".utf8)
+                if chunk.count > 65_000 || index == lines - 1 {
+                    try client.write(chunk)
+                    chunk.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+    }
+
+    static func acceptsStreamConnections(_ path: String) -> Bool {
+        (try? UnixClient(path: path, type: .stream)) != nil
+    }
+
+    /// User and system CPU time of `pid` so far, from /proc/PID/stat.
+    static func cpuSeconds(_ pid: pid_t) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // The command name may hold spaces; the fields after its closing parenthesis are fixed.
+        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)  // utime, stime (fields 14 and 15)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// VmHWM of `pid`.
+    static func peakRSSMiB(_ pid: pid_t) throws -> Double {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+    }
+
+    /// BENCHMARKS.md: the table, the machine and the date.
+    static func write(_ table: [String]) throws {
+        let cpuInfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let model = cpuInfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+            .map { $0.split(separator: ":", maxSplits: 1).last!.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
+        let date = ISO8601DateFormatter().string(from: Date())
+        let text = """
+            # Benchmarks
+
+            Written by `make bench` (`logshipd-bench`, release build) on \(date): \(ProcessInfo.processInfo.activeProcessorCount) cores, \(model),
+            \(ProcessInfo.processInfo.physicalMemory >> 30) GiB. Absolute figures drift between runs on shared machines; compare the
+            ratios, which come from one run.
+
+            ## Side by side with syslog-ng
+
+            syslog-ng 3.38 with its `http()` destination (`bench/syslog-ng-http.conf`: two workers, the same
+            batch limit, flow control) and logshipd with its durable SQLite spool, two requests in flight. The same
+            generator writes RFC 3164 lines of about 120 bytes over one stream connection; the same counting receiver on
+            loopback answers. A run is timed from the first write until the receiver has counted every line; CPU time
+            (user + system) and peak RSS are the daemon's own, from /proc. \(runs) runs each, interleaved; median
+            (min–max). Ratios are logshipd / syslog-ng: above 1 is better for lines/s, below 1 for CPU.
+
+            \(table.joined(separator: "\n"))
+
+            """
+        try text.write(to: packageRoot.appendingPathComponent("BENCHMARKS.md"), atomically: true, encoding: .utf8)
+        print("  written to BENCHMARKS.md")
+    }
+}
