@@ -97,10 +97,19 @@ final class SpoolDatabase: Sendable {
     }
 
     /// Runs a settling write (acknowledge, release, dead letter, requeue, purge), mapping SQLite errors.
+    ///
+    /// With `synchronous = NORMAL`: the commit reaches the WAL in the page cache, which outlives a crash or
+    /// `kill -9` of logshipd, but is not flushed to the disk until the next append's commit (FULL) or checkpoint.
+    /// A power loss can undo the last settlements: their records are delivered again, never lost. Waiting for
+    /// the disk on every acknowledgement is what held one-record requests to the disk's flush rate.
     func settlingWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try checkOpen()
         do {
-            return try await database.writeWithoutTransaction(body)
+            return try await database.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+                return try body(db)
+            }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             throw SpoolError.diskFull
         } catch {
