@@ -6,7 +6,7 @@ extension LogRecord {
     /// when true. Field keys are sorted so equal records encode to equal bytes.
     public var ndjsonLine: [UInt8] {
         var writer = JSONObjectWriter(capacity: message.utf8.count + 192)
-        writer.field("timestamp", string: timestamp.rfc3339)
+        writer.field("timestamp", timestamp: timestamp)
         writer.field("priority", string: priority.description)
         writer.field("severity", integer: severity.rawValue)
         writer.field("host", string: host)
@@ -48,7 +48,14 @@ struct JSONObjectWriter {
 
     mutating func field(_ key: String, integer value: Int) {
         appendKey(key)
-        bytes.append(contentsOf: String(value).utf8)
+        bytes.appendPadded(value)
+    }
+
+    mutating func field(_ key: String, timestamp: Timestamp) {
+        appendKey(key)
+        bytes.append(UInt8(ascii: "\""))
+        timestamp.appendRFC3339(to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
     }
 
     mutating func field(_ key: String, bool value: Bool) {
@@ -84,6 +91,19 @@ struct JSONObjectWriter {
 
     static func appendString(_ string: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
+        // Most strings need no escape: copy them whole.
+        var string = string
+        let copied = string.withUTF8 { utf8 -> Bool in
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                return false
+            }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if copied {
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in string.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])

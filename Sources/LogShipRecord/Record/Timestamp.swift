@@ -21,26 +21,31 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// RFC 3339 in UTC with exactly six fraction digits: `2026-11-21T10:00:00.123456Z`.
     public var rfc3339: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(27)
+        appendRFC3339(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends ``rfc3339`` to `bytes` without making a string: the NDJSON encoder writes one per record.
+    func appendRFC3339(to bytes: inout [UInt8]) {
         let (seconds, micros) = microsecondsSinceEpoch.floorDivided(by: 1_000_000)
         let (days, secondOfDay) = seconds.floorDivided(by: 86_400)
         let date = CivilDate(daysSinceEpoch: days)
-        var text = ""
-        text.reserveCapacity(27)
-        text.appendPadded(date.year, width: 4)
-        text.append("-")
-        text.appendPadded(date.month, width: 2)
-        text.append("-")
-        text.appendPadded(date.day, width: 2)
-        text.append("T")
-        text.appendPadded(secondOfDay / 3600, width: 2)
-        text.append(":")
-        text.appendPadded(secondOfDay / 60 % 60, width: 2)
-        text.append(":")
-        text.appendPadded(secondOfDay % 60, width: 2)
-        text.append(".")
-        text.appendPadded(micros, width: 6)
-        text.append("Z")
-        return text
+        bytes.appendPadded(date.year, width: 4)
+        bytes.append(UInt8(ascii: "-"))
+        bytes.appendPadded(date.month, width: 2)
+        bytes.append(UInt8(ascii: "-"))
+        bytes.appendPadded(date.day, width: 2)
+        bytes.append(UInt8(ascii: "T"))
+        bytes.appendPadded(Int(secondOfDay / 3600), width: 2)
+        bytes.append(UInt8(ascii: ":"))
+        bytes.appendPadded(Int(secondOfDay / 60 % 60), width: 2)
+        bytes.append(UInt8(ascii: ":"))
+        bytes.appendPadded(Int(secondOfDay % 60), width: 2)
+        bytes.append(UInt8(ascii: "."))
+        bytes.appendPadded(Int(micros), width: 6)
+        bytes.append(UInt8(ascii: "Z"))
     }
 
     public var description: String { rfc3339 }
@@ -171,13 +176,24 @@ extension Int64 {
     }
 }
 
-extension String {
-    fileprivate mutating func appendPadded(_ value: some BinaryInteger, width: Int) {
-        let digits = String(value)
-        if digits.count < width {
-            append(String(repeating: "0", count: width - digits.count))
+extension [UInt8] {
+    /// Appends `value` in decimal, with leading zeros up to `width` digits (a minus sign first if negative).
+    mutating func appendPadded(_ value: Int, width: Int = 0) {
+        var magnitude = value.magnitude
+        if value < 0 { append(UInt8(ascii: "-")) }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        Swift.withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            for _ in count..<Swift.max(count, width) { append(UInt8(ascii: "0")) }
+            append(contentsOf: buffer[(20 - count)...])
         }
-        append(digits)
     }
 }
 
