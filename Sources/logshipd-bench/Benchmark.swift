@@ -19,7 +19,7 @@ struct Benchmark {
             try printFormatCosts()
             return
         case "peers":
-            try await PeerComparison.run()
+            try await compareAndReport()
             return
         default:
             break
@@ -29,7 +29,7 @@ struct Benchmark {
         print("compare the ratios within one run")
         print("")
 
-        try await PeerComparison.run()
+        try await compareAndReport()
         print("")
 
         print("                                       memory        sqlite    sqlite/memory")
@@ -63,6 +63,19 @@ struct Benchmark {
         print(String(format: "  empty spool                %6.1f MiB", memory.empty))
         print(String(format: "  100 000 pending records    %6.1f MiB  (spool file %.1f MiB; records are read only when claimed)",
                      memory.loaded, memory.spoolFile))
+    }
+
+    /// syslog-ng side by side, then the scenarios without a peer; both tables go to BENCHMARKS.md.
+    static func compareAndReport() async throws {
+        let comparison = try await PeerComparison.run()
+        let targets = try await TargetScenarios.run(peerBatchedRate: comparison.peerBatchedRate)
+        print("against the targets:")
+        for row in comparison.targets + targets {
+            print("  \(row.met ? "met    " : "missed ") \(row.scenario): \(row.measured) (target \(row.target))")
+        }
+        if !comparison.table.isEmpty {
+            try PeerComparison.write(comparison.table, targets: comparison.targets + targets)
+        }
     }
 
     static func row(_ label: String, _ memory: Double, _ sqlite: Double) {

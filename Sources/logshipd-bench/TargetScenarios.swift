@@ -1,0 +1,174 @@
+import Foundation
+import LogShip
+import LogShipTestKit
+
+/// The scenarios without a peer: intake alone, crash latency behind a backlog, and memory. Each runs the release
+/// logshipd binary as a child process with its durable spool.
+enum TargetScenarios {
+    /// One line of the table: what was measured, and against which target.
+    struct Row {
+        var scenario: String
+        var measured: String
+        var target: String
+        var met: Bool
+    }
+
+    /// Runs them all; `peerBatchedRate` is syslog-ng's median of the batched scenario in the same run.
+    static func run(peerBatchedRate: Double?) async throws -> [Row] {
+        var rows: [Row] = []
+        let intake = try await intakeRate()
+        let multiple = peerBatchedRate.map { intake / $0 }
+        rows.append(Row(
+            scenario: "4 intake alone: 4 stream writers and a datagram writer, 220 000 lines, remote down",
+            measured: String(format: "%.0f lines/s", intake) + (multiple.map { String(format: " (%.2f× syslog-ng's batched delivery)", $0) } ?? ""),
+            target: "≥ 3× syslog-ng's batched rate", met: (multiple ?? 0) >= 3))
+
+        let latency = try await crashLatency(backlog: 100_000, crashes: 20, receiverDelay: .milliseconds(50))
+        rows.append(Row(
+            scenario: "5 crash latency: 20 crash records one by one behind 100 000 pending, receiver at 50 ms",
+            measured: String(format: "p50 %.0f ms, p99 %.0f ms", latency.p50, latency.p99),
+            target: "p99 ≤ 110 ms", met: latency.p99 <= 110))
+
+        let memory = try await memory(pending: 1_000_000)
+        rows.append(Row(
+            scenario: "6 memory: idle; 1 000 000 pending (remote down); after they drain",
+            measured: String(format: "%.1f MiB idle, %.1f MiB peak with 1 000 000 pending, %.1f MiB after draining",
+                             memory.idle, memory.peak, memory.drained),
+            target: "idle ≤ 24 MiB, ≤ 48 MiB with 1 000 000 pending", met: memory.idle <= 24 && memory.peak <= 48))
+        return rows
+    }
+
+    /// A logshipd child process with its sockets, spool and configuration in a fresh directory.
+    struct Daemon {
+        var directory: String
+        var process: ChildProcess
+
+        var stream: String { "\(directory)/ingest.sock" }
+        var datagram: String { "\(directory)/ingest.dgram" }
+
+        static func start(url: String, batch: Int = 500, retryMax: String = "30s") async throws -> Daemon {
+            let directory = try TemporaryDirectory.make()
+            let configuration = try configure(directory: directory, url: url, batch: batch, retryMax: retryMax)
+            let process = try ChildProcess(Binaries.logshipd, ["--config", configuration])
+            try await waitUntil(within: .seconds(60)) { PeerComparison.acceptsStreamConnections("\(directory)/ingest.sock") }
+            return Daemon(directory: directory, process: process)
+        }
+
+        /// Writes the benchmark's configuration in `directory` (sockets, durable spool, quiet log); returns its path.
+        static func configure(directory: String, url: String, batch: Int, retryMax: String = "30s") throws -> String {
+            let configuration = "\(directory)/logshipd.yaml"
+            try """
+                ingest:
+                  stream: \(directory)/ingest.sock
+                  datagram: \(directory)/ingest.dgram
+                  control: \(directory)/control.sock
+                upload:
+                  url: \(url)
+                  max_in_flight: 2
+                  retry_max: \(retryMax)
+                batch:
+                  max_records: \(batch)
+                spool:
+                  path: \(directory)/spool.db
+                  min_free_disk: 0
+                log:
+                  level: error
+                """.write(toFile: configuration, atomically: true, encoding: .utf8)
+            return configuration
+        }
+
+        func status() async throws -> DaemonStatus {
+            let path = "\(directory)/control.sock"
+            return try await offloaded {
+                guard let status = try ControlClient(path: path).send(ControlRequest(command: .status)).status else {
+                    throw WaitTimeout(description: "no status")
+                }
+                return status
+            }
+        }
+
+        func stop() async throws {
+            process.signal(SIGTERM)
+            _ = try await process.wait(within: .seconds(60))
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// Lines per second into the durable spool from four stream connections and one datagram writer at once.
+    static func intakeRate() async throws -> Double {
+        let daemon = try await Daemon.start(url: "http://127.0.0.1:9/unreachable")
+        let perStream = 50_000, datagrams = 20_000
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask { try await PeerComparison.generate(lines: perStream, to: daemon.stream) }
+            }
+            group.addTask {
+                let path = daemon.datagram
+                try await offloaded {
+                    let client = try UnixClient(path: path, type: .datagram)
+                    for index in 0..<datagrams {
+                        try client.write("<14>Nov 22 10:00:00 web-17 app[7]: datagram line \(index) of the intake benchmark")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let total = 4 * perStream + datagrams
+        try await eventually(within: .seconds(600)) { try await daemon.status().received >= total }
+        let elapsed = ContinuousClock.now - start
+        try await daemon.stop()
+        return Double(total) / elapsed.seconds
+    }
+
+    /// From `logctl send --priority crash` returning to the receiver seeing the record, for `crashes` records sent
+    /// one after another while `backlog` info records are pending.
+    static func crashLatency(backlog: Int, crashes: Int, receiverDelay: Duration) async throws -> (p50: Double, p99: Double) {
+        let receiver = try await TestReceiver(behavior: .init(delay: receiverDelay))
+        let daemon = try await Daemon.start(url: receiver.url, batch: 500)
+        try await PeerComparison.generate(lines: backlog, to: daemon.stream)
+        try await eventually(within: .seconds(600)) { try await daemon.status().received >= backlog }
+        var latencies: [Double] = []
+        for index in 0..<crashes {
+            let message = "crash report \(index)"
+            let result = try await LogShipTestKit.run(
+                Binaries.logctl, ["send", "--socket", "\(daemon.directory)/control.sock", "--priority", "crash", message])
+            guard result.status == 0 else { throw CommandFailed("logctl send", result) }
+            let accepted = ContinuousClock.now
+            try await receiver.waitUntil(within: .seconds(120)) { requests in
+                requests.contains { $0.records.contains { $0.message == message } }
+            }
+            let carrier = receiver.requests.first { $0.records.contains { $0.message == message } }!
+            latencies.append(max(0, (carrier.arrivedAt - accepted).seconds * 1000))
+        }
+        try await daemon.stop()
+        let sorted = latencies.sorted()
+        return (sorted[sorted.count / 2], sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)])
+    }
+
+    /// VmRSS idle, VmHWM once `pending` records wait with the remote down, and VmRSS after they were delivered.
+    static func memory(pending: Int) async throws -> (idle: Double, peak: Double, drained: Double) {
+        let port = try unusedPort()
+        let daemon = try await Daemon.start(url: "http://127.0.0.1:\(port)/ingest", retryMax: "1s")
+        // What it holds once started and settled: part of the measurement, not synchronisation.
+        try await Task.sleep(for: .seconds(1))
+        let idle = try residentMiB(daemon.process.pid, field: "VmRSS:")
+        try await PeerComparison.generate(lines: pending, to: daemon.stream)
+        try await eventually(within: .seconds(900)) { try await daemon.status().received >= pending }
+        let peak = try residentMiB(daemon.process.pid, field: "VmHWM:")
+        var behavior = LogReceiver.Behavior()
+        behavior.decodesRecords = false
+        let receiver = try await TestReceiver(port: port, behavior: behavior)
+        try await receiver.waitFor(records: pending, within: .seconds(900))
+        try await eventually(within: .seconds(60)) { try await daemon.status().delivered >= pending }
+        let drained = try residentMiB(daemon.process.pid, field: "VmRSS:")
+        try await daemon.stop()
+        return (idle, peak, drained)
+    }
+
+    static func residentMiB(_ pid: pid_t, field: String) throws -> Double {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
+        return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+    }
+}
