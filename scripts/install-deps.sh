@@ -6,6 +6,7 @@
 #   libsystemd-dev: sd_journal (the journal input) and sd_notify
 #   systemd-journal-remote: makes the journal files the tests read (and journal-upload, the benchmark's peer)
 #   openssl:  makes the certificates of the TLS tests
+#   perl:     Sys::Syslog, a client the tests drive against the datagram socket
 #   python3, python3-venv: a private Python (.build-python) with opentelemetry-proto, which checks that OTLP
 #             bodies parse with OpenTelemetry's own definitions
 set -euo pipefail
@@ -20,6 +21,7 @@ command -v socat >/dev/null 2>&1 || needed+=(socat)
 [ -f /usr/include/systemd/sd-journal.h ] || needed+=(libsystemd-dev)
 [ -x /lib/systemd/systemd-journal-remote ] || needed+=(systemd-journal-remote)
 [ -x /usr/bin/openssl ] || needed+=(openssl)
+perl -MSys::Syslog -e 1 >/dev/null 2>&1 || needed+=(perl)
 command -v python3 >/dev/null 2>&1 || needed+=(python3)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || needed+=(python3-venv)
 

@@ -9,6 +9,9 @@ import Glibc
 /// is full are dropped and counted, and once the daemon takes records again a warning record says how many were
 /// dropped. Under socket activation (`logshipd.socket`) the socket outlives the daemon, so a restart loses
 /// nothing: datagrams wait in the kernel.
+///
+/// A sink and its thread live as long as the process: make one per process (``shared``, or one passed to every
+/// handler), not one per logger.
 public final class LogShipSink: @unchecked Sendable {
     // @unchecked: every stored property is either immutable or guarded by `mutex`.
 
@@ -112,12 +115,12 @@ public final class LogShipSink: @unchecked Sendable {
         var pause = Pause()
         while true {
             let (line, dropReport) = nextLine()
-            switch connection.send(dropReport ?? line) {
+            switch connection.send(dropReport?.line ?? line) {
             case .sent:
                 pause.reset()
                 locked {
-                    if dropReport != nil {
-                        reportedDrops = statistics.dropped
+                    if let dropReport {
+                        reportedDrops += dropReport.dropped
                     } else {
                         head += 1
                         statistics.sent += 1
@@ -139,7 +142,7 @@ public final class LogShipSink: @unchecked Sendable {
     }
 
     /// The oldest waiting record, and a report of drops not yet reported; waits while nothing is queued.
-    private func nextLine() -> (line: [UInt8], dropReport: [UInt8]?) {
+    private func nextLine() -> (line: [UInt8], dropReport: (line: [UInt8], dropped: Int)?) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while buffer.count == head && statistics.dropped == reportedDrops {
@@ -149,10 +152,10 @@ public final class LogShipSink: @unchecked Sendable {
         guard statistics.dropped > reportedDrops else { return (line, nil) }
         let dropped = statistics.dropped - reportedDrops
         let report = JSONLine.record(
-            message: "LogShipLogging dropped \(dropped) records: its buffer of \(capacity) was full while logshipd was away",
+            message: "LogShipLogging dropped \(dropped) records: its buffer of \(capacity) was full while logshipd was away, or a record was too large for a datagram",
             severity: 4, priority: nil,
             fields: [("logship_logging_dropped", String(dropped)), ("logship_logging_dropped_total", String(statistics.dropped))])
-        return (line, report)
+        return (line, (report, dropped))
     }
 
     /// Drops sent records from the front of the buffer once they are half of it.

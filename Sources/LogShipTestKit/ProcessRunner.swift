@@ -40,12 +40,25 @@ public final class ChildProcess: Sendable {
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil) throws {
         name = URL(fileURLWithPath: executable).lastPathComponent
         let input = try Self.stream()
-        let outputPipe = try Self.stream()
-        let errorPipe = try Self.stream()
+        let outputPipe: (read: Int32, write: Int32)
+        let errorPipe: (read: Int32, write: Int32)
+        do {
+            outputPipe = try Self.stream()
+            do {
+                errorPipe = try Self.stream()
+            } catch {
+                for descriptor in [outputPipe.read, outputPipe.write] { close(descriptor) }
+                throw error
+            }
+        } catch {
+            for descriptor in [input.read, input.write] { close(descriptor) }
+            throw error
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        // dup2 clears close-on-exec on the copies, so the child keeps exactly these three.
+        // dup2 clears close-on-exec on the copies, so the child keeps these three (and any descriptor of this
+        // process opened without close-on-exec; the test kit opens none).
         posix_spawn_file_actions_adddup2(&actions, input.read, 0)
         posix_spawn_file_actions_adddup2(&actions, outputPipe.write, 1)
         posix_spawn_file_actions_adddup2(&actions, errorPipe.write, 2)
@@ -81,9 +94,11 @@ public final class ChildProcess: Sendable {
         let exit = self.exit
         Thread.detachNewThread { [pid] in
             var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            // The exit code, or the number of the signal that ended it, as Foundation's Process reports it.
-            exit.set((status & 0x7f) == 0 ? (status >> 8) & 0xff : status & 0x7f)
+            var result = waitpid(pid, &status, 0)
+            while result < 0 && errno == EINTR { result = waitpid(pid, &status, 0) }
+            // The exit code, or the number of the signal that ended it, as Foundation's Process reports it; -1
+            // when the child could not be waited for.
+            exit.set(result < 0 ? -1 : (status & 0x7f) == 0 ? (status >> 8) & 0xff : status & 0x7f)
         }
         if let stdin {
             // A child that exits before reading everything (refusing its input) makes this fail with EPIPE;

@@ -67,7 +67,8 @@ public final class SocketActivator: @unchecked Sendable {
     }
 
     private static func listen(_ path: String, type: Int32) throws -> Int32 {
-        let descriptor = socket(AF_UNIX, type, 0)
+        // Close-on-exec, so that no other child inherits it; the daemon gets its copy through dup2, which clears it.
+        let descriptor = socket(AF_UNIX, type | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }

@@ -133,7 +133,7 @@ private final class RequestLog: Sendable {
 
 /// A loopback port nothing listens on at the moment of asking: for a remote that is down, to be started later.
 public func unusedPort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     defer { close(descriptor) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)

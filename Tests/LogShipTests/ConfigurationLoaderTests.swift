@@ -151,4 +151,16 @@ struct ConfigurationLoaderTests {
         let configuration = try await load("# nothing here\n", environment: ["LOGSHIPD_SPOOL_PATH": "memory"])
         #expect(configuration.upload.maxInFlight == 2)
     }
+
+    @Test("with tls.server_name a new upload URL host waits for a restart, and says so; without it, it does not")
+    func serverNamePinsTheHost() {
+        var old = DaemonConfiguration()
+        old.upload.url = "https://10.0.0.1:443/ingest"
+        var new = old
+        new.upload.url = "https://10.0.0.2:443/ingest"
+        #expect(LiveConfiguration.restartOnlyChanges(from: old, to: new).isEmpty)
+        old.tls.serverName = "logs.internal"
+        new.tls.serverName = "logs.internal"
+        #expect(LiveConfiguration.restartOnlyChanges(from: old, to: new) == ["upload.url's host (with tls.server_name)"])
+    }
 }

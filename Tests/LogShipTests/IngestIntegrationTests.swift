@@ -126,6 +126,7 @@ struct IngestIntegrationTests {
             "-F", "-e", "-f", configuration, "--no-caps", "-R", "\(daemon.directory)/syslog-ng.persist",
             "-p", "\(daemon.directory)/syslog-ng.pid", "-c", "\(daemon.directory)/syslog-ng.ctl",
         ])
+        defer { relay.signal(SIGKILL) }
         try await waitUntil { FileManager.default.fileExists(atPath: relayInput) || !relay.isRunning }
         #expect(relay.isRunning, "syslog-ng: \(relay.standardErrorSoFar)")
         for index in 0..<3 {

@@ -45,11 +45,14 @@ struct LogShipLoggingTests {
             logger.info("burst \(index)")
             slowest = max(slowest, ContinuousClock.now - start)
         }
-        #expect(slowest < .milliseconds(100), "a call took \(slowest)")
+        // Generous: a call that waited for the daemon would take the sender's pause of 50 ms to 2 s, every time.
+        #expect(slowest < .milliseconds(250), "a call took \(slowest)")
         #expect(sink.currentStatistics == .init(sent: 0, dropped: 900, waiting: 100))
 
         let daemon = try await TestDaemon.start(receiver: try await TestReceiver(), directory: directory)
         try await daemon.receiver.waitFor(records: 101)
+        // The sender counts a record once its send returns, which may be after the receiver has it.
+        #expect(sink.flush(timeoutSeconds: 60))
         try await daemon.stop()
         let records = daemon.receiver.records
         #expect(Set(records.map(\.message)).isSuperset(of: (0..<100).map { "burst \($0)" }))
@@ -97,7 +100,7 @@ struct LogShipLoggingTests {
         #expect(figures["sent"] == 10_000 && figures["dropped"] == 0 && figures["waiting"] == 0, "\(result.standardOutput)")
         let slowest = try #require(figures["slowest_call_us"])
         print("logship-logging-example: slowest logging call \(slowest) µs")
-        #expect(slowest < 100_000, "no call waits for the daemon")
+        #expect(slowest < 250_000, "no call waits for the daemon")
 
         try await receiver.waitFor(records: 10_000)
         #expect(try await activator.stop() == 0)

@@ -70,7 +70,8 @@ struct RecordParserTests {
         let daemon = parse("<30>py-stream info three")
         #expect(daemon.message == "py-stream info three" && daemon.severity == .informational)
         #expect(daemon.fields["syslog_facility"] == "daemon")
-        #expect(parse("<3>sd-daemon form").fields["syslog_facility"] == nil, "one digit is the sd-daemon prefix")
+        #expect(parse("<3>sd-daemon form").fields["syslog_facility"] == nil, "one digit 0-7 is the sd-daemon prefix")
+        #expect(parse("<9>alert").fields["syslog_facility"] == "user" && parse("<9>alert").severity == .alert)
     }
 
     @Test("RFC 3164 without a tag keeps the whole rest as message")

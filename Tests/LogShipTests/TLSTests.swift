@@ -40,6 +40,7 @@ struct TLSTests {
         try LogshipdProcess.configure(
             directory: directory, url: receiver.url, sections: ["tls": ["ca_file: \(trusted.certificate)"]])
         let daemon = try await LogshipdProcess.start(directory: directory)
+        defer { daemon.signal(SIGKILL) }
 
         try await Self.send((0..<5).map { "over tls \($0)" }, directory)
         let refused = try await Self.failures(2, since: 0, directory)
@@ -78,6 +79,7 @@ struct TLSTests {
         }
         try configure(client: nil)
         let daemon = try await LogshipdProcess.start(directory: directory)
+        defer { daemon.signal(SIGKILL) }
         try await Self.send(["crash report", "after it"], directory)
 
         let withoutCertificate = try await Self.failures(2, since: 0, directory)
@@ -111,6 +113,7 @@ struct TLSTests {
             directory: directory, url: receiver.url,
             sections: ["auth": ["bearer_token_file: \(directory)/token"], "log": ["level: trace"]])
         let daemon = try await LogshipdProcess.start(directory: directory)
+        defer { daemon.signal(SIGKILL) }
         try await Self.send(["with a token"], directory)
         try await receiver.waitFor(records: 1)
         #expect(receiver.requests.last?.authorization == "Bearer \(token)")

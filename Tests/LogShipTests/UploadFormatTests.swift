@@ -5,6 +5,7 @@ import NIOCore
 import Testing
 
 @testable import LogShip
+@testable import LogShipRecord
 
 /// `upload.format` and `upload.compression`: the exact bodies, a round trip through the receiver for every format,
 /// and the real consumers: systemd-journal-remote and OpenTelemetry's own protobuf definitions.
@@ -36,6 +37,19 @@ struct UploadFormatTests {
             {"streams":[{"stream":{"host":"web-1","priority":"crash","unit":"api"},"values":[["1795255200000002000",\(quoted(first))]]},\
             {"stream":{"host":"web-1","priority":"info"},"values":[["1795255200000001000",\(quoted(second))]]}]}
             """)
+    }
+
+    @Test("a sender's time outside years 0000-9999 is clamped, so every format can read the spooled line back")
+    func extremeTimestamps() throws {
+        let parser = RecordParser(hostname: "h")
+        for line in [#"{"timestamp":"0000-01-01T00:00:00+01:00","message":"x"}"#, #"{"timestamp":-99999999999,"message":"y"}"#] {
+            let record = parser.parse(Frame(bytes: Array(line.utf8), truncated: false), source: .socket, peer: nil, receivedAt: .now())
+            #expect(record.timestamp.rfc3339 == "0000-01-01T00:00:00.000000Z", "\(line)")
+            for format in UploadFormat.allCases {
+                #expect(throws: Never.self, "\(format)") { try format.encoder.encode([record.ndjsonLine]) }
+            }
+        }
+        #expect(Timestamp(microsecondsSinceEpoch: .max).rfc3339 == "9999-12-31T23:59:59.999999Z")
     }
 
     @Test("the journal export body is the format's fields, with a multi-line message in the binary-safe form")

@@ -73,6 +73,10 @@ final class LiveConfiguration: Sendable {
             ("ingest.max_connections", { $0.ingest.maxConnections }),
             ("ingest.max_connections_per_process", { $0.ingest.maxConnectionsPerProcess }),
             ("upload.max_in_flight", { $0.upload.maxInFlight }), ("tls.server_name", { $0.tls.serverName }),
+            // With tls.server_name the client reaches the name at the host the URL had at start-up.
+            ("upload.url's host (with tls.server_name)", {
+                $0.tls.serverName.isEmpty ? "" : URLComponents(string: $0.upload.url)?.host ?? ""
+            }),
             ("upload.shutdown_timeout", { $0.upload.shutdownTimeout }),
             ("spool.path", { $0.spool.path }), ("spool.max_bytes", { $0.spool.maxBytes }),
             ("spool.min_free_disk", { $0.spool.minFreeDisk }),

@@ -20,7 +20,7 @@ struct LokiEncoder: RecordEncoder {
         let push = Push(streams: order.map { labels in
             let entries = streams[labels]!.enumerated()
                 .sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }
-                .map { [String($0.element.time * 1000), $0.element.line] }
+                .map { [String(Timestamp(microsecondsSinceEpoch: $0.element.time).unixNanoseconds), $0.element.line] }
             return Stream(stream: labels, values: entries)
         })
         let encoder = JSONEncoder()

@@ -85,7 +85,7 @@ struct OTLPEncoder: RecordEncoder {
         var attributes: [KeyValue]
 
         init(_ record: LogRecord) {
-            let nanoseconds = String(record.timestamp.microsecondsSinceEpoch * 1000)
+            let nanoseconds = String(record.timestamp.unixNanoseconds)
             timeUnixNano = nanoseconds
             // When logshipd took it in is not kept apart from the record's own time; the record's time is the
             // nearest it knows.

@@ -156,7 +156,10 @@ public final class HTTPUploader: Uploader {
         head.withLock { $0 = status }
         let excerpt: String
         do {
-            excerpt = Self.redacting(secrets, in: try await Self.excerpt(of: response.body))
+            // Read past the limit by the longest secret, so that one crossing the cut is still found whole.
+            let margin = secrets.map(\.utf8.count).max() ?? 0
+            let read = try await Self.excerpt(of: response.body, limit: Self.excerptLimit + margin)
+            excerpt = String(Self.redacting(secrets, in: read).prefix(Self.excerptLimit))
         } catch {
             throw Self.translate(error, url: settings.url, trust: configuration.trustDescription)
         }
@@ -200,11 +203,11 @@ public final class HTTPUploader: Uploader {
         }
     }
 
-    /// Reads at most ``excerptLimit`` bytes of the body and drains the rest, so the connection can be reused.
-    private static func excerpt(of body: HTTPClientResponse.Body) async throws -> String {
+    /// Reads at most `limit` bytes of the body and drains the rest, so the connection can be reused.
+    private static func excerpt(of body: HTTPClientResponse.Body, limit: Int) async throws -> String {
         var excerpt: [UInt8] = []
-        for try await chunk in body where excerpt.count < excerptLimit {
-            excerpt.append(contentsOf: chunk.readableBytesView.prefix(excerptLimit - excerpt.count))
+        for try await chunk in body where excerpt.count < limit {
+            excerpt.append(contentsOf: chunk.readableBytesView.prefix(limit - excerpt.count))
         }
         return String(decoding: excerpt, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }

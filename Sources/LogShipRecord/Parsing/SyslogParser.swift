@@ -53,9 +53,9 @@ enum SyslogParser {
             return message
         }
         scanner.seek(to: afterPriority)
-        // No header after the PRI: the sd-daemon form (`<3>text`, one digit, no facility), or a client that sends
-        // only `<PRI>message` (Python's SysLogHandler), whose facility is kept.
-        let facility = afterPriority > 3 ? priority >> 3 : nil
+        // No header after the PRI: the sd-daemon form (`<3>text`, one digit 0-7, no facility), or a client that
+        // sends only `<PRI>message` (Python's SysLogHandler), whose facility is kept.
+        let facility = priority > 7 || afterPriority > 3 ? priority >> 3 : nil
         return SyslogMessage(severity: severity, facility: facility, message: text(scanner.remaining))
     }
 

@@ -8,8 +8,13 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     /// Microseconds since 1970-01-01T00:00:00Z.
     public var microsecondsSinceEpoch: Int64
 
+    /// The earliest and latest instants a timestamp holds: years 0000 to 9999, the years RFC 3339 can write.
+    static let range: ClosedRange<Int64> = -62_167_219_200_000_000...253_402_300_799_999_999
+
+    /// An instant, clamped to years 0000–9999 so that every timestamp writes as RFC 3339 and reads back: a
+    /// sender's time of year −1 or 10000 must not make a record that no encoder can read again.
     public init(microsecondsSinceEpoch: Int64) {
-        self.microsecondsSinceEpoch = microsecondsSinceEpoch
+        self.microsecondsSinceEpoch = min(max(microsecondsSinceEpoch, Self.range.lowerBound), Self.range.upperBound)
     }
 
     /// The current wall-clock time.
