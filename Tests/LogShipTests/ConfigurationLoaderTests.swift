@@ -86,6 +86,8 @@ struct ConfigurationLoaderTests {
         ("uplod:\n  url: x\n", "unknown key uplod.url"),
         ("upload:\n  timeout: soon\n", "upload.timeout: invalid value \"soon\""),
         ("upload:\n  url: ftp://x/\n", "upload.url: invalid value"),
+        // A credential in a bad URL is not repeated.
+        ("upload:\n  url: ftp://user:s3cret@x/\n", "upload.url: invalid value (not shown: it may hold a credential)"),
         ("ingest:\n  socket_mode: \"0999\"\n", "ingest.socket_mode: invalid value"),
         ("batch:\n  max_records: [1, 2]\n", "batch.max_records must be a single value"),
         ("journal:\n  enabled: maybe\n", "journal.enabled: invalid value"),

@@ -309,13 +309,18 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 
 /// Reads keys as text and parses them, noting each key whose text is bad and leaving its default.
 private struct ConfigValues {
+    /// Keys whose text may hold a credential (`Authorization: …`, `https://user:password@…`): a bad value is not
+    /// repeated in the message, which goes to the log and to `--check-config`'s output.
+    static let mayHoldCredentials: Set<String> = ["upload.headers", "upload.url"]
+
     let reader: ConfigReader
     var problems: [String] = []
 
     mutating func read<Value>(_ key: String, into value: inout Value, _ parser: ValueParser<Value>) {
         guard let text = reader.string(forKey: ConfigKey(key)) else { return }
         guard let parsed = parser.parse(text) else {
-            problems.append("\(key): invalid value \"\(text)\" (expected \(parser.expected))")
+            let shown = Self.mayHoldCredentials.contains(key) ? "(not shown: it may hold a credential)" : "\"\(text)\""
+            problems.append("\(key): invalid value \(shown) (expected \(parser.expected))")
             return
         }
         value = parsed
