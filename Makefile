@@ -6,10 +6,14 @@ RUN_DIR ?= $(if $(filter 0,$(shell id -u)),/run/logshipd,/tmp/logshipd-$(shell i
 STATE_DIR ?= $(if $(filter 0,$(shell id -u)),/var/lib/logshipd,/tmp/logshipd-$(shell id -un))
 RECEIVER ?= 127.0.0.1:8514
 
-.PHONY: deps build run test bench fuzz fuzz-build install clean
+.PHONY: deps test-deps build run test bench fuzz fuzz-build install clean
 
 deps:
 	@scripts/install-deps.sh
+
+# What the tests need besides: also the private Python that checks OTLP bodies (.build-python, from PyPI).
+test-deps:
+	@scripts/install-deps.sh --test
 
 build: deps
 	$(SWIFT) build
@@ -29,7 +33,7 @@ run: build
 	$$bin/logshipd --config config/logshipd.yaml
 
 # A crash of the test process prints only the crashed thread's frames, so that the end of a CI log shows them.
-test: deps fuzz-build
+test: test-deps fuzz-build
 	$(SWIFT) build --build-tests
 	SWIFT_BACKTRACE=threads=crashed,registers=none,images=none $(SWIFT) test --skip-build
 

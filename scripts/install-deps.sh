@@ -7,8 +7,8 @@
 #   systemd-journal-remote: makes the journal files the tests read (and journal-upload, the benchmark's peer)
 #   openssl:  makes the certificates of the TLS tests
 #   perl:     Sys::Syslog, a client the tests drive against the datagram socket
-#   python3, python3-venv: a private Python (.build-python) with opentelemetry-proto, which checks that OTLP
-#             bodies parse with OpenTelemetry's own definitions
+#   python3, python3-venv: with --test, a private Python (.build-python) with opentelemetry-proto from PyPI,
+#             which checks that OTLP bodies parse with OpenTelemetry's own definitions (only the tests need it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The version of OpenTelemetry's protobuf definitions the OTLP test checks against.
@@ -26,6 +26,7 @@ command -v python3 >/dev/null 2>&1 || needed+=(python3)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || needed+=(python3-venv)
 
 python_tools() {
+  [ "${1:-}" = "--test" ] || return 0
   [ -x .build-python/bin/python3 ] && .build-python/bin/python3 -c "import opentelemetry.proto" >/dev/null 2>&1 && return 0
   echo "install-deps: setting up .build-python with opentelemetry-proto $OTEL_PROTO_VERSION" >&2
   rm -rf .build-python
@@ -34,7 +35,7 @@ python_tools() {
 }
 
 if [ ${#needed[@]} -eq 0 ]; then
-  python_tools
+  python_tools "$@"
   exit 0
 fi
 
@@ -48,4 +49,4 @@ echo "install-deps: installing ${needed[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get install -y --no-install-recommends "${needed[@]}" >/dev/null \
   || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends "${needed[@]}" >/dev/null; }
-python_tools
+python_tools "$@"
