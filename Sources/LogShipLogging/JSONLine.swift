@@ -3,6 +3,9 @@ import Glibc
 #endif
 
 /// The JSON line logshipd's intake reads: `message`, `severity`, `priority`, `timestamp` and `fields`.
+///
+/// Its own small writer rather than `LogShipRecord`'s NDJSON encoder: this library must depend on swift-log
+/// alone, and the record module brings SwiftNIO.
 enum JSONLine {
     /// One record, stamped with the current time.
     static func record(message: String, severity: Int, priority: String?, fields: [(String, String)]) -> [UInt8] {

@@ -1,4 +1,5 @@
 import Foundation
+import LogShip
 
 /// Writes real journal files, as journald would, by piping journal export format into
 /// `systemd-journal-remote --output=DIR/NAME.journal -` (no running journald needed). A second write to the same
@@ -31,16 +32,7 @@ public struct JournalFiles: Sendable {
         var export: [UInt8] = []
         for entry in entries {
             for (name, value) in entry.fields {
-                export += Array(name.utf8)
-                if value.contains(where: { $0 < 0x20 && $0 != 0x09 }) {
-                    export.append(UInt8(ascii: "\n"))
-                    withUnsafeBytes(of: UInt64(value.count).littleEndian) { export += $0 }
-                    export += value
-                } else {
-                    export.append(UInt8(ascii: "="))
-                    export += value
-                }
-                export.append(UInt8(ascii: "\n"))
+                JournalExportEncoder.appendField(name, value, to: &export)
             }
             export.append(UInt8(ascii: "\n"))
         }

@@ -28,16 +28,7 @@ public final class NotifySocketListener: ServiceManagerNotifier, @unchecked Send
     public init(directory: String) throws {
         let path = "\(directory)/notify.sock"
         self.path = path
-        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard descriptor >= 0, bound == 0 else { throw UnixClientError(call: "bind \(path)", errno: errno) }
+        descriptor = try bindUnixSocket(path, type: Int32(SOCK_DGRAM.rawValue))
         Thread.detachNewThread { [self] in
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {

@@ -30,6 +30,24 @@ public final class SocketActivator: @unchecked Sendable {
         for descriptor in descriptors { close(descriptor) }
     }
 
+    /// Writes `logshipd.yaml` in `directory` for a daemon on these sockets, posting to `url`, with its durable
+    /// spool in `directory`; returns its path.
+    public func configure(directory: String, url: String) throws -> String {
+        let configuration = "\(directory)/logshipd.yaml"
+        try """
+            ingest:
+              stream: \(streamPath)
+              datagram: \(datagramPath)
+              control: \(controlPath)
+            upload:
+              url: \(url)
+            spool:
+              path: \(directory)/spool.db
+              min_free_disk: 0
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        return configuration
+    }
+
     /// Starts `logshipd --config configuration` with the sockets; its stderr goes to `errorLog`.
     public func start(configuration: String, errorLog: String) throws {
         var actions = posix_spawn_file_actions_t()
@@ -68,16 +86,7 @@ public final class SocketActivator: @unchecked Sendable {
 
     private static func listen(_ path: String, type: Int32) throws -> Int32 {
         // Close-on-exec, so that no other child inherits it; the daemon gets its copy through dup2, which clears it.
-        let descriptor = socket(AF_UNIX, type | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard descriptor >= 0, bound == 0 else { throw UnixClientError(call: "bind \(path)", errno: errno) }
+        let descriptor = try bindUnixSocket(path, type: type)
         if type == Int32(SOCK_STREAM.rawValue) {
             guard Glibc.listen(descriptor, 256) == 0 else { throw UnixClientError(call: "listen \(path)", errno: errno) }
         }

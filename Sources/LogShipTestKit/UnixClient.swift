@@ -20,19 +20,8 @@ public final class UnixClient: @unchecked Sendable {
     public init(path: String, type: SocketType) throws {
         descriptor = socket(AF_UNIX, type.rawValue | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw UnixClientError(call: "socket", errno: errno) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            let bytes = Array(path.utf8)
-            buffer.copyBytes(from: bytes)
-            buffer[bytes.count] = 0
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard result == 0 else {
+        let descriptor = self.descriptor
+        guard withUnixAddress(path, { connect(descriptor, $0, $1) }) == 0 else {
             let code = errno
             close(descriptor)
             throw UnixClientError(call: "connect \(path)", errno: code)
@@ -82,4 +71,28 @@ public struct UnixClientError: Error, CustomStringConvertible {
     public let call: String
     public let errno: Int32
     public var description: String { "\(call): \(String(cString: strerror(errno)))" }
+}
+
+/// A close-on-exec Unix socket of `type` bound to `path`.
+///
+/// - Throws: ``UnixClientError`` when it cannot be made or bound.
+func bindUnixSocket(_ path: String, type: Int32) throws -> Int32 {
+    let descriptor = socket(AF_UNIX, type | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard descriptor >= 0 else { throw UnixClientError(call: "socket", errno: errno) }
+    guard withUnixAddress(path, { bind(descriptor, $0, $1) }) == 0 else {
+        let code = errno
+        close(descriptor)
+        throw UnixClientError(call: "bind \(path)", errno: code)
+    }
+    return descriptor
+}
+
+/// Calls `body` with a `sockaddr_un` for `path` and its length.
+private func withUnixAddress<Result>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8.prefix($0.count - 1)) + [0]) }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
 }

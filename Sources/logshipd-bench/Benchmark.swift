@@ -258,13 +258,10 @@ struct Benchmark {
         try await waitUntil(within: .seconds(60)) { FileManager.default.fileExists(atPath: control) }
         // Let start-up settle (the first claims run) before reading: part of the measurement, not synchronisation.
         try await Task.sleep(for: .milliseconds(500))
-        let status = try String(contentsOfFile: "/proc/\(daemon.pid)/status", encoding: .utf8)
+        let resident = try TargetScenarios.residentMiB(daemon.pid, field: "VmRSS:")
         daemon.signal(SIGTERM)
         _ = try await daemon.wait(within: .seconds(60))
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kilobytes = Double(line.split(separator: " ")[1])
-        else { throw WaitTimeout(description: "no VmRSS for logshipd") }
-        return kilobytes / 1024
+        return resident
     }
 
     /// What each `upload.format` costs the sender, with and without gzip: bytes on the wire and CPU time of this

@@ -117,7 +117,7 @@ enum PeerComparison {
         try await receiver.waitFor(records: scenario.lines, within: .seconds(600))
         let elapsed = ContinuousClock.now - start
         let cpu = try cpuSeconds(process.pid) - cpuBefore
-        let peak = try peakRSSMiB(process.pid)
+        let peak = try TargetScenarios.residentMiB(process.pid, field: "VmHWM:")
         process.signal(SIGTERM)
         _ = try await process.wait(within: .seconds(60))
         return Run(
@@ -173,13 +173,6 @@ enum PeerComparison {
         let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
         let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)  // utime, stime (fields 14 and 15)
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    /// VmHWM of `pid`.
-    static func peakRSSMiB(_ pid: pid_t) throws -> Double {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
-        return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
     }
 
     /// BENCHMARKS.md: both tables, the machine and the date.

@@ -170,9 +170,12 @@ enum TargetScenarios {
         return (idle, peak, drained)
     }
 
+    /// A memory figure of `pid` from /proc/PID/status (`VmRSS:`, `VmHWM:`), in MiB.
     static func residentMiB(_ pid: pid_t, field: String) throws -> Double {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
-        return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
+            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+        else { throw WaitTimeout(description: "no \(field) for process \(pid)") }
+        return kilobytes / 1024
     }
 }

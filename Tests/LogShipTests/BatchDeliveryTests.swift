@@ -118,7 +118,11 @@ struct BatchDeliveryTests {
         let started = Gate()
         let uploader = ScriptedUploader { _ in
             started.open()
-            try await Task.sleep(for: .seconds(600))
+            // A request that never answers: it ends only when the task is cancelled.
+            let (never, continuation) = AsyncStream<Void>.makeStream()
+            defer { continuation.finish() }
+            for await _ in never {}
+            try Task.checkCancellation()
         }
         let delivery = delivery(uploader, spool: spool)
         let task = Task { try await delivery.deliverNext(.info) }

@@ -67,18 +67,7 @@ struct LogShipLoggingTests {
         let directory = try TemporaryDirectory.make()
         let receiver = try await TestReceiver()
         let activator = try SocketActivator(directory: directory)
-        let configuration = "\(directory)/logshipd.yaml"
-        try """
-            ingest:
-              stream: \(activator.streamPath)
-              datagram: \(activator.datagramPath)
-              control: \(activator.controlPath)
-            upload:
-              url: \(receiver.url)
-            spool:
-              path: \(directory)/spool.db
-              min_free_disk: 0
-            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let configuration = try activator.configure(directory: directory, url: receiver.url)
         let errorLog = "\(directory)/logshipd.log"
         try activator.start(configuration: configuration, errorLog: errorLog)
 

@@ -6,11 +6,11 @@ import Foundation
 /// Field names are made valid journal names (upper case letters, digits and `_`, not starting with `_` or a
 /// digit); a value with a newline or other control bytes is written in the binary-safe form (the name, a newline,
 /// its length as 64-bit little endian, the bytes).
-struct JournalExportEncoder: RecordEncoder {
-    var contentType: String { "application/vnd.fdo.journal" }
-    var defaultPath: String { "/upload" }
+public struct JournalExportEncoder: RecordEncoder {
+    public var contentType: String { "application/vnd.fdo.journal" }
+    public var defaultPath: String { "/upload" }
 
-    func encode(_ lines: [[UInt8]]) throws -> [UInt8] {
+    public func encode(_ lines: [[UInt8]]) throws -> [UInt8] {
         let decoder = JSONDecoder()
         var body: [UInt8] = []
         for line in lines {
@@ -39,17 +39,23 @@ struct JournalExportEncoder: RecordEncoder {
             fields.append((fieldName(key), value))
         }
         for (name, value) in fields {
-            let bytes = Array(value.utf8)
-            body += Array(name.utf8)
-            if bytes.contains(where: { $0 < 0x20 && $0 != 0x09 }) {
-                body.append(UInt8(ascii: "\n"))
-                withUnsafeBytes(of: UInt64(bytes.count).littleEndian) { body += $0 }
-                body += bytes
-            } else {
-                body.append(UInt8(ascii: "="))
-                body += bytes
-            }
+            appendField(name, Array(value.utf8), to: &body)
+        }
+        body.append(UInt8(ascii: "\n"))
+    }
+
+    /// Appends one `NAME=value` line, or for a value with a newline or other control bytes the binary-safe form
+    /// (the name, a newline, the length as 64-bit little endian, the bytes, a newline). An entry ends with an
+    /// empty line.
+    public static func appendField(_ name: String, _ value: [UInt8], to body: inout [UInt8]) {
+        body += Array(name.utf8)
+        if value.contains(where: { $0 < 0x20 && $0 != 0x09 }) {
             body.append(UInt8(ascii: "\n"))
+            withUnsafeBytes(of: UInt64(value.count).littleEndian) { body += $0 }
+            body += value
+        } else {
+            body.append(UInt8(ascii: "="))
+            body += value
         }
         body.append(UInt8(ascii: "\n"))
     }

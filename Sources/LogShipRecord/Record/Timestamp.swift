@@ -119,6 +119,9 @@ extension Timestamp {
             + Int64(hour * 3600 + minute * 60 + second)
         let before = utcOffset(at: wall - 86_400)
         let after = utcOffset(at: wall + 86_400)
+        // No change of offset within a day either side: the only candidate (RFC 3164 parsing tries three years
+        // per line, so this is the common path).
+        if before == after { return Timestamp(microsecondsSinceEpoch: (wall - before) * 1_000_000) }
         let consistent = [wall - before, wall - after].filter { wall - utcOffset(at: $0) == $0 }
         let seconds = consistent.min() ?? wall - before
         return Timestamp(microsecondsSinceEpoch: seconds * 1_000_000)
