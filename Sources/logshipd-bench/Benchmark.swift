@@ -4,13 +4,20 @@ import LogShipTestKit
 import Logging
 import NIOCore
 
+/// A command line the benchmark does not understand.
+struct BenchmarkUsageError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
 /// `make bench`: runs logshipd in-process against a loopback receiver and prints throughput and latency.
 ///
 /// Figures depend on the machine; the ratios between runs on one machine are what to compare.
 @main
 struct Benchmark {
     static func main() async throws {
-        // `logshipd-bench journal` runs only the journal comparison, `logshipd-bench formats` only the formats'.
+        // `logshipd-bench journal` runs only the journal comparison, `logshipd-bench formats` only the formats',
+        // `logshipd-bench peers` the comparison with syslog-ng, `logshipd-bench peer SHIPPER N` one run of it.
         switch CommandLine.arguments.dropFirst().first {
         case "journal":
             try await printJournalRates()
@@ -20,6 +27,15 @@ struct Benchmark {
             return
         case "peers":
             try await compareAndReport()
+            return
+        case "peer":
+            let arguments = Array(CommandLine.arguments.dropFirst(2))
+            guard arguments.count == 2, let shipper = PeerComparison.Shipper(rawValue: arguments[0]),
+                let scenario = Int(arguments[1])
+            else {
+                throw BenchmarkUsageError("usage: logshipd-bench peer logshipd|syslog-ng SCENARIO")
+            }
+            try await PeerComparison.runOnce(shipper, scenario: scenario)
             return
         default:
             break

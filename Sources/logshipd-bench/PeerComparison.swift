@@ -27,6 +27,12 @@ enum PeerComparison {
     }
 
     static let runs = 3
+
+    static let scenarios = [
+        Scenario(title: "1 batched (500/POST), 200 000 lines", lines: 200_000, batch: 500, receiverDelay: .zero),
+        Scenario(title: "2 one line per POST, 30 000 lines", lines: 30_000, batch: 1, receiverDelay: .zero),
+        Scenario(title: "3 receiver answers after 20 ms, 100 000 lines", lines: 100_000, batch: 500, receiverDelay: .milliseconds(20)),
+    ]
     static let syslogNG = "/usr/sbin/syslog-ng"
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -45,11 +51,6 @@ enum PeerComparison {
             print("syslog-ng is not installed: make bench installs it (syslog-ng-core, syslog-ng-mod-http)")
             return Outcome()
         }
-        let scenarios = [
-            Scenario(title: "1 batched (500/POST), 200 000 lines", lines: 200_000, batch: 500, receiverDelay: .zero),
-            Scenario(title: "2 one line per POST, 30 000 lines", lines: 30_000, batch: 1, receiverDelay: .zero),
-            Scenario(title: "3 receiver answers after 20 ms, 100 000 lines", lines: 100_000, batch: 500, receiverDelay: .milliseconds(20)),
-        ]
         // (lines/s ratio at least, CPU ratio at most) per scenario, as the issue sets them.
         let targets: [(rate: Double, cpu: Double?)] = [(2.0, 0.5), (1.2, nil), (1.3, nil)]
         var outcome = Outcome()
@@ -86,6 +87,20 @@ enum PeerComparison {
         return outcome
     }
 
+    /// One run of one scenario (1-based) for one shipper, printed with the daemon's pid first so that a profiler
+    /// can attach: `logshipd-bench peer logshipd 2`.
+    static func runOnce(_ shipper: Shipper, scenario number: Int) async throws {
+        guard scenarios.indices.contains(number - 1) else {
+            throw BenchmarkUsageError("no scenario \(number); there are 1 to \(scenarios.count)")
+        }
+        let run = try await measure(shipper, scenarios[number - 1]) { pid in
+            print("pid \(pid)")
+            fflush(nil)
+        }
+        print(String(format: "%@ %@: %.0f lines/s, %.1f µs CPU/line, peak RSS %.1f MiB", shipper.rawValue,
+                     scenarios[number - 1].title, run.linesPerSecond, run.cpuMicrosecondsPerLine, run.peakRSSMiB))
+    }
+
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted[sorted.count / 2]
@@ -99,7 +114,9 @@ enum PeerComparison {
 
     /// Starts `shipper` against a fresh receiver, writes the scenario's lines to its stream socket, and times
     /// until the receiver has counted them all.
-    static func measure(_ shipper: Shipper, _ scenario: Scenario) async throws -> Run {
+    static func measure(
+        _ shipper: Shipper, _ scenario: Scenario, started: (pid_t) -> Void = { _ in }
+    ) async throws -> Run {
         let directory = try TemporaryDirectory.make()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var behavior = LogReceiver.Behavior(delay: scenario.receiverDelay)
@@ -111,6 +128,7 @@ enum PeerComparison {
         case .syslogNG: try startSyslogNG(directory: directory, url: receiver.url, batch: scenario.batch)
         }
         try await waitUntil(within: .seconds(60)) { acceptsStreamConnections(stream) }
+        started(process.pid)
         let cpuBefore = try cpuSeconds(process.pid)
         let start = ContinuousClock.now
         try await generate(lines: scenario.lines, to: stream)

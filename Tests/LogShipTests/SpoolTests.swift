@@ -161,6 +161,21 @@ struct SpoolTests {
         await spool.close()
     }
 
+    @Test("a background acknowledgement keeps its records claimed until committed; closing waits for it")
+    func backgroundAcknowledgement() async throws {
+        let path = try "\(TemporaryDirectory.make())/spool.db"
+        let spool = try await SpoolKind.sqlite.make(path: path)
+        _ = try await spool.append((1...3).map { entry(.info, "i\($0)") })
+        let first = try await claimBatch(spool, .info, maxRecords: 2)
+        try await spool.acknowledgeInBackground(first)
+        #expect(messages(try await claimBatch(spool, .info)) == ["i3"], "acknowledged records are never claimed again")
+        await spool.close()
+
+        let reopened = try await SpoolKind.sqlite.make(path: path)
+        #expect(messages(try await claimBatch(reopened, .info)) == ["i3"], "the delete was committed before closing")
+        await reopened.close()
+    }
+
     @Test("when full, the lowest class goes first, oldest first, and crash records are never evicted",
           arguments: SpoolKind.allCases)
     func eviction(_ kind: SpoolKind) async throws {

@@ -63,7 +63,9 @@ public final class Daemon: Sendable {
         checkOpenFileLimit(configuration.ingest, logger: logger)
         let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
         let spool = try await openSpool(configuration.spool, logger: logger)
-        let httpClient = makeHTTPClient(configuration)
+        // One loop for every upload connection and the delivery tasks that use them (EventLoopTaskExecutor).
+        let uploadLoop = MultiThreadedEventLoopGroup.singleton.next()
+        let httpClient = makeHTTPClient(configuration, eventLoop: uploadLoop)
         let httpUploader = uploader == nil
             ? HTTPUploader(client: httpClient, configuration: uploadConfiguration) : nil
         if configuration.tls.insecureSkipVerify {
@@ -77,6 +79,7 @@ public final class Daemon: Sendable {
             backoff: RetryBackoff(initial: configuration.upload.retryInitial, maximum: configuration.upload.retryMax),
             retryAfterMaximum: configuration.upload.retryAfterMax,
             logger: logger)
+        delivery.executor = EventLoopTaskExecutor(uploadLoop)
         if let metrics {
             delivery.observeRequest = { @Sendable duration in metrics.recordRequest(duration) }
         }
@@ -192,7 +195,9 @@ public final class Daemon: Sendable {
             minimumFreeDiskBytes: configuration.minFreeDisk, logger: logger)
     }
 
-    private static func makeHTTPClient(_ daemonConfiguration: DaemonConfiguration) -> HTTPClient {
+    private static func makeHTTPClient(
+        _ daemonConfiguration: DaemonConfiguration, eventLoop: any EventLoop
+    ) -> HTTPClient {
         let configuration = daemonConfiguration.upload
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.httpVersion = .http1Only
@@ -209,7 +214,7 @@ public final class Daemon: Sendable {
         if !daemonConfiguration.tls.serverName.isEmpty, let host = URLComponents(string: configuration.url)?.host {
             clientConfiguration.dnsOverride = [daemonConfiguration.tls.serverName: host]
         }
-        return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration)
+        return HTTPClient(eventLoopGroup: eventLoop, configuration: clientConfiguration)
     }
 
     /// Binds the ingest sockets that are enabled and the control socket, or takes those systemd passed.

@@ -17,8 +17,9 @@ import Synchronization
 ///
 /// Every claimed record is settled (acknowledged, released or dead-lettered) before this returns, also when the
 /// operation is cancelled mid-request: settling runs in a task of its own, which the operation's cancellation
-/// does not reach. Should a settling write fail, the batch's unsettled records are returned to pending and the
-/// report says so.
+/// does not reach. Acknowledgements are handed to the spool, which commits them in the background (the records
+/// stay claimed until then); releases and dead letters are committed before this returns. Should a settling
+/// write fail, the batch's unsettled records are returned to pending and the report says so.
 ///
 /// This is the work a `LogOperation` performs; keeping it apart from the operation keeps the queue mechanics and
 /// the delivery rules separately testable.
@@ -29,6 +30,9 @@ public struct BatchDelivery: Sendable {
     public var logger: Logger
     /// Told how long each request took (the metrics' latency histogram).
     public var observeRequest: (@Sendable (Duration) -> Void)?
+    /// Where delivery tasks run: the upload client's event loop (``EventLoopTaskExecutor``), or the global pool
+    /// when `nil`.
+    public var executor: (any TaskExecutor)?
     /// The batch limits and the `Retry-After` cap, which a reload may change for every operation at once.
     private let settings: Settings
     private let unclearRefusals = UnclearRefusals()
@@ -151,7 +155,8 @@ public struct BatchDelivery: Sendable {
             return .refused(error as? UploadError ?? .transport("\(error)"))
         }
         backoff.reset()
-        try await settle { try await spool.acknowledge(batch) }
+        // Not awaited: the slot is free for the next request while the spool commits the delete.
+        try await spool.acknowledgeInBackground(batch)
         attempt.report.delivered += batch.records.count
         attempt.acceptedAny = true
         return .accepted
@@ -274,7 +279,7 @@ public struct BatchDelivery: Sendable {
     /// Runs a settling write in a task of its own: it must complete even when the operation was cancelled
     /// (GRDB does not start a write in a cancelled task), or the batch would stay claimed until a restart.
     private func settle(_ write: @escaping @Sendable () async throws -> Void) async throws {
-        try await Task { try await write() }.value
+        try await Task(executorPreference: executor) { try await write() }.value
     }
 
     private func metadata(_ batch: Batch) -> Logger.Metadata {

@@ -38,7 +38,7 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
             finish(.success(.nothingToSend))
             return
         }
-        let work = Task { [delivery, priorityClass, claimed] in
+        let work = Task(executorPreference: delivery.executor) { [delivery, priorityClass, claimed] in
             let result = await Result(catching: { try await delivery.deliverNext(priorityClass, claimed: claimed) })
             self.finish(result)
         }

@@ -37,7 +37,7 @@ public final class Shipper: Service, Sendable {
     }
 
     private struct State {
-        var machine = ShipperStateMachine()
+        var machine: ShipperStateMachine
         /// The operations the machine knows of, so that cancellations reach them.
         var operations: [OperationID: LogOperation] = [:]
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -49,7 +49,7 @@ public final class Shipper: Service, Sendable {
     private let shutdownTimeout: Duration
     private let stuckAfter: Duration
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let timers = Mutex(ArmedTimers())
 
     /// - Parameters:
@@ -68,6 +68,7 @@ public final class Shipper: Service, Sendable {
         queue: OperationQueue = OperationQueue()
     ) {
         precondition(maxInFlight > 0)
+        state = Mutex(State(machine: ShipperStateMachine(slots: maxInFlight)))
         queue.maxConcurrentOperationCount = maxInFlight
         queue.name = "logshipd.upload"
         self.queue = queue

@@ -8,10 +8,12 @@ import Foundation
 /// timers, cancel operations, wake whoever waits for the shipper to go idle.
 ///
 /// The rules it keeps:
-/// - At most one *waiting* operation per class; the backlog stays in the spool. When a slot frees, the queue picks
-///   the most urgent waiting class, and that operation claims what its class accumulated.
-/// - While a class has a backlog (its last claim left records behind), every operation of it that starts
-///   puts the class's next one in the queue at once, so a freeing slot always finds the class waiting.
+/// - One *waiting* operation per class; the backlog stays in the spool. When a slot frees, the queue picks the
+///   most urgent waiting class, and that operation claims what its class accumulated.
+/// - While a class has a backlog (its last claim left records behind), it keeps one waiting operation per slot,
+///   and every operation of it that starts puts the class's next one in the queue at once, so a freeing slot
+///   always finds the class waiting. One per slot, because the queue may have taken a waiting operation to start
+///   before the machine hears of it: two slots freeing at that moment must still both find the class.
 /// - A class whose oldest record waits for a retry time is *blocked* until then: it has no waiting operation.
 /// - A remote failure *pauses* all delivery: the queue is suspended until the pause ends, and an operation the
 ///   queue starts during a pause (it may have been starting as the pause began) is declined and replaced.
@@ -95,6 +97,8 @@ struct ShipperStateMachine: Sendable {
         case draining
     }
 
+    /// Requests the queue runs at once (`upload.max_in_flight`).
+    let slots: Int
     private var phase = Phase.running
     private var operations: [OperationID: Operation] = [:]
     private var nextOperationID: UInt64 = 0
@@ -114,6 +118,12 @@ struct ShipperStateMachine: Sendable {
     /// Whether the queue should be suspended, and a number that grows with every change, so the shipper can
     /// tell a stale reading from the current one.
     private(set) var queueSuspension: (isSuspended: Bool, generation: UInt64) = (false, 0)
+
+    /// - Parameter slots: Requests the queue runs at once (`upload.max_in_flight`).
+    init(slots: Int = 2) {
+        precondition(slots > 0)
+        self.slots = slots
+    }
 
     /// Operations the queue is running.
     var runningCount: Int { operations.values.count { $0.isRunning } }
@@ -276,16 +286,18 @@ struct ShipperStateMachine: Sendable {
 
     // MARK: Decisions
 
-    /// Creates the waiting operation for a class unless one is waiting already, the class is blocked, or
-    /// shutdown has begun.
+    /// Creates waiting operations for a class until it has one (one per slot while it is backlogged), unless the
+    /// class is blocked or shutdown has begun.
     private mutating func enqueueIfNeeded(_ priorityClass: PriorityClass, _ actions: inout Actions) {
-        guard phase == .running, blocked[priorityClass] == nil,
-            !operations.values.contains(where: { $0.priorityClass == priorityClass && !$0.isRunning })
-        else { return }
-        let id = OperationID(rawValue: nextOperationID)
-        nextOperationID += 1
-        operations[id] = Operation(priorityClass: priorityClass)
-        actions.enqueue.append((id, priorityClass))
+        guard phase == .running, blocked[priorityClass] == nil else { return }
+        let wanted = backlogged.contains(priorityClass) ? slots : 1
+        let waiting = operations.values.count { $0.priorityClass == priorityClass && !$0.isRunning }
+        for _ in waiting..<max(wanted, waiting) {
+            let id = OperationID(rawValue: nextOperationID)
+            nextOperationID += 1
+            operations[id] = Operation(priorityClass: priorityClass)
+            actions.enqueue.append((id, priorityClass))
+        }
     }
 
     /// Blocks a class until `date`, or until an earlier date it is already blocked to.

@@ -1,24 +1,25 @@
 import Synchronization
 
-/// Gathers appends from many callers into group commits: while one transaction is being written, new appends
+/// Gathers writes from many callers into group commits: while one transaction is being written, new items
 /// queue up, and the next transaction takes all of them.
 ///
 /// Callers that need durability wait for their commit; fire-and-forget callers wait only while the queue holds
-/// `capacity` records, which bounds both memory and what a `kill -9` can lose.
-final class CommitQueue: Sendable {
-    /// Commits groups of entries in one transaction; returns one receipt per group.
-    typealias Commit = @Sendable ([SpoolAppend]) async throws -> [AppendReceipt]
-    /// Told when a commit of fire-and-forget entries failed, since no caller waits to hear it.
-    typealias FailureReport = @Sendable (any Error) -> Void
+/// items weighing `capacity`, which bounds both memory and what a `kill -9` can lose. The spool runs one for
+/// appends (weighed in records) and one for acknowledgements.
+final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
+    /// Commits items in one transaction; returns one receipt per item.
+    typealias Commit = @Sendable ([Item]) async throws -> [Receipt]
+    /// Told when a commit failed with the items no caller waits for, since no caller will hear of it otherwise.
+    typealias FailureReport = @Sendable (any Error, _ unwaited: [Item]) -> Void
 
     private struct Pending {
-        var append: SpoolAppend
-        var waiter: CheckedContinuation<AppendReceipt, any Error>?
+        var item: Item
+        var waiter: CheckedContinuation<Receipt, any Error>?
     }
 
     private struct State {
         var pending: [Pending] = []
-        var pendingRecords = 0
+        var pendingWeight = 0
         var isWriting = false
         var isClosed = false
         var roomWaiters: [CheckedContinuation<Void, Never>] = []
@@ -26,31 +27,39 @@ final class CommitQueue: Sendable {
     }
 
     let capacity: Int
+    private let weight: @Sendable (Item) -> Int
     private let commit: Commit
     private let reportFailure: FailureReport
     private let state = Mutex(State())
 
-    init(capacity: Int, commit: @escaping Commit, reportFailure: @escaping FailureReport) {
+    /// - Parameters:
+    ///   - capacity: The weight of queued items above which ``enqueue(_:)`` waits.
+    ///   - weight: What one item weighs against `capacity`.
+    init(
+        capacity: Int, weight: @escaping @Sendable (Item) -> Int, commit: @escaping Commit,
+        reportFailure: @escaping FailureReport
+    ) {
         self.capacity = capacity
+        self.weight = weight
         self.commit = commit
         self.reportFailure = reportFailure
     }
 
-    /// Queues entries (with the input position they bring the spool to) and waits until they are committed.
-    func append(_ append: SpoolAppend) async throws -> AppendReceipt {
+    /// Queues `item` and waits until it is committed.
+    func append(_ item: Item) async throws -> Receipt {
         try await waitForRoom()
         return try await withCheckedThrowingContinuation { continuation in
-            submit(Pending(append: append, waiter: continuation))
+            submit(Pending(item: item, waiter: continuation))
         }
     }
 
-    /// Queues entries for the next commit; waits only while the queue is full.
-    func enqueue(_ entries: [SpoolEntry]) async throws {
+    /// Queues `item` for the next commit; waits only while the queue is full.
+    func enqueue(_ item: Item) async throws {
         try await waitForRoom()
-        submit(Pending(append: SpoolAppend(entries: entries, position: nil), waiter: nil))
+        submit(Pending(item: item, waiter: nil))
     }
 
-    /// Refuses new entries and waits until everything queued is committed.
+    /// Refuses new items and waits until everything queued is committed.
     func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { state in
@@ -74,12 +83,12 @@ final class CommitQueue: Sendable {
         while true {
             let hasRoom = try state.withLock { state in
                 guard !state.isClosed else { throw SpoolError.closed }
-                return state.pendingRecords < capacity
+                return state.pendingWeight < capacity
             }
             if hasRoom { return }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let roomNow = state.withLock { state in
-                    if state.pendingRecords < capacity || state.isClosed { return true }
+                    if state.pendingWeight < capacity || state.isClosed { return true }
                     state.roomWaiters.append(continuation)
                     return false
                 }
@@ -88,12 +97,13 @@ final class CommitQueue: Sendable {
         }
     }
 
+    private enum SubmitAction { case startWriter, none, refuse }
+
     private func submit(_ pending: Pending) {
-        enum Action { case startWriter, none, refuse }
-        let action = state.withLock { state -> Action in
+        let action = state.withLock { state -> SubmitAction in
             guard !state.isClosed else { return .refuse }
             state.pending.append(pending)
-            state.pendingRecords += pending.append.entries.count
+            state.pendingWeight += weight(pending.item)
             if state.isWriting { return .none }
             state.isWriting = true
             return .startWriter
@@ -111,7 +121,7 @@ final class CommitQueue: Sendable {
             let (batch, roomWaiters, idleWaiters) = state.withLock { state in
                 let batch = state.pending
                 state.pending = []
-                state.pendingRecords = 0
+                state.pendingWeight = 0
                 let roomWaiters = state.roomWaiters
                 state.roomWaiters = []
                 var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -128,7 +138,7 @@ final class CommitQueue: Sendable {
                 return
             }
             do {
-                let receipts = try await commit(batch.map(\.append))
+                let receipts = try await commit(batch.map(\.item))
                 for (pending, receipt) in zip(batch, receipts) {
                     pending.waiter?.resume(returning: receipt)
                 }
@@ -136,8 +146,9 @@ final class CommitQueue: Sendable {
                 for pending in batch {
                     pending.waiter?.resume(throwing: error)
                 }
-                if batch.contains(where: { $0.waiter == nil }) {
-                    reportFailure(error)
+                let unwaited = batch.filter { $0.waiter == nil }.map(\.item)
+                if !unwaited.isEmpty {
+                    reportFailure(error, unwaited)
                 }
             }
         }

@@ -152,6 +152,11 @@ public final class MemorySpool: Spool {
         }
     }
 
+    /// The same as ``acknowledge(_:)``: nothing here is written anywhere.
+    public func acknowledgeInBackground(_ batch: Batch) async throws {
+        try await acknowledge(batch)
+    }
+
     public func release(_ batch: Batch, retryAt: Date) async throws {
         unclaim(batch, notBefore: retryAt)
     }

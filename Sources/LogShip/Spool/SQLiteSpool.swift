@@ -10,6 +10,7 @@ import Logging
 ///   claims, so two operations never claim the same record.
 /// - Start-up reads counts and sizes per class with one aggregate query; records are read only when claimed.
 /// - Appends go through a ``CommitQueue``: many records per transaction, each transaction synced to disk.
+///   Acknowledgements go through another: the deletes of every batch acknowledged meanwhile in one transaction.
 public final class SQLiteSpool: Spool {
     /// Records queued for a commit before fire-and-forget callers wait: a `kill -9` loses at most these and the
     /// commit being written, about two thousand socket lines.
@@ -18,7 +19,8 @@ public final class SQLiteSpool: Spool {
     public let path: String
     public let availability = Availability()
     private let store: SpoolDatabase
-    private let commits: CommitQueue
+    private let commits: CommitQueue<SpoolAppend, AppendReceipt>
+    private let acknowledgements: CommitQueue<Batch, Void>
 
     /// Opens (or creates) the spool at `path`, creating its directory.
     ///
@@ -41,14 +43,33 @@ public final class SQLiteSpool: Spool {
         let availability = self.availability
         commits = CommitQueue(
             capacity: Self.commitQueueCapacity,
+            weight: { $0.entries.count },
             commit: { groups in
                 let outcome = try await store.commit(groups)
                 availability.announce(outcome.classes)
                 logger.reportRefused(outcome.receipts.reduce(0) { $0 + $1.refused })
                 return outcome.receipts
             },
-            reportFailure: { error in
+            reportFailure: { error, _ in
                 logger.error("records from the ingest sockets were not stored", metadata: ["logship.error": "\(error)"])
+            })
+        // Nothing waits for room: what is queued is bounded by what is claimed.
+        acknowledgements = CommitQueue(
+            capacity: .max,
+            weight: { $0.records.count },
+            commit: { batches in
+                try await store.acknowledge(batches)
+                return batches.map { _ in () }
+            },
+            reportFailure: { error, batches in
+                store.acknowledgementsFailed(batches)
+                availability.announce(Set(batches.map(\.priority)))
+                logger.error(
+                    "delivered records could not be deleted from the spool; they are pending again and will be sent again",
+                    metadata: [
+                        "logship.error": "\(error)",
+                        "logship.batch.records": "\(batches.reduce(0) { $0 + $1.records.count })",
+                    ])
             })
     }
 
@@ -61,7 +82,7 @@ public final class SQLiteSpool: Spool {
     }
 
     public func enqueue(_ entries: [SpoolEntry]) async throws {
-        try await commits.enqueue(entries)
+        try await commits.enqueue(SpoolAppend(entries: entries, position: nil))
     }
 
     public func claim(_ priority: PriorityClass, limits: BatchLimits) async throws -> ClaimResult {
@@ -69,7 +90,11 @@ public final class SQLiteSpool: Spool {
     }
 
     public func acknowledge(_ batch: Batch) async throws {
-        try await store.acknowledge(batch)
+        try await acknowledgements.append(batch)
+    }
+
+    public func acknowledgeInBackground(_ batch: Batch) async throws {
+        try await acknowledgements.enqueue(batch)
     }
 
     public func release(_ batch: Batch, retryAt: Date) async throws {
@@ -120,6 +145,7 @@ public final class SQLiteSpool: Spool {
 
     public func close() async {
         await commits.close()
+        await acknowledgements.close()
         availability.finish()
         store.close()
     }

@@ -37,8 +37,18 @@ public protocol Spool: Sendable {
     /// Claims the oldest ready records of one class, up to `limits`.
     func claim(_ priority: PriorityClass, limits: BatchLimits) async throws -> ClaimResult
 
-    /// Deletes delivered records: a claimed batch or part of one.
+    /// Deletes delivered records: a claimed batch or part of one. Returns once the delete is committed.
     func acknowledge(_ batch: Batch) async throws
+
+    /// Deletes delivered records without waiting for the write: what delivery does, so that a request slot is
+    /// free again as soon as the remote has answered.
+    ///
+    /// Until the delete is committed the records stay claimed, invisible to claims, and ``close()`` waits for it.
+    /// Should it fail, the records are pending again (they are sent again, never lost), the spool logs it, and
+    /// claims find nothing ready for a few seconds.
+    ///
+    /// - Throws: ``SpoolError/closed`` once the spool is closing; nothing else.
+    func acknowledgeInBackground(_ batch: Batch) async throws
 
     /// Puts claimed records back at their place in their class, ready again at `retryAt`.
     func release(_ batch: Batch, retryAt: Date) async throws

@@ -6,6 +6,9 @@ extension SpoolDatabase {
     func claim(_ priority: PriorityClass, limits: BatchLimits) async throws -> ClaimResult {
         try checkOpen()
         let now = Date()
+        if let until = state.withLock({ $0.claimsWaitUntil }), until > now {
+            return .waiting(until: until)
+        }
         return try await database.writeWithoutTransaction { db in
             let claimed = self.state.withLock { $0.claimed }
             let rows = try Row.fetchCursor(
@@ -42,9 +45,20 @@ extension SpoolDatabase {
         }
     }
 
-    func acknowledge(_ batch: Batch) async throws {
-        try await settle(batch) { db, ids in
+    /// Deletes the records of delivered batches, all in one transaction.
+    func acknowledge(_ batches: [Batch]) async throws {
+        try await settle(batches.flatMap(\.sequences)) { db, ids in
             try Self.execute("DELETE FROM record WHERE id IN", ids: ids, db)
+        }
+    }
+
+    /// After acknowledgements could not be committed: their records are pending again, to be delivered again,
+    /// and claims wait ``claimPauseAfterFailedAcknowledgement`` so that a failing disk is not met with the same
+    /// batches over and over.
+    func acknowledgementsFailed(_ batches: [Batch]) {
+        state.withLock { state in
+            for id in batches.lazy.flatMap(\.sequences) { state.claimed[id] = nil }
+            state.claimsWaitUntil = Date().addingTimeInterval(Self.claimPauseAfterFailedAcknowledgement)
         }
     }
 
@@ -66,7 +80,7 @@ extension SpoolDatabase {
 
     func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws {
         let failedAt = Timestamp.now().rfc3339
-        try await settle(batch) { db, ids in
+        try await settle(batch.sequences) { db, ids in
             for chunk in ids.chunked(500) {
                 try db.execute(
                     sql: """
@@ -82,14 +96,14 @@ extension SpoolDatabase {
     }
 
     /// Removes claimed records from the record table with `body` and from the counts.
-    private func settle(_ batch: Batch, _ body: @escaping @Sendable (Database, [Int64]) throws -> Void) async throws {
+    private func settle(_ ids: [Int64], _ body: @escaping @Sendable (Database, [Int64]) throws -> Void) async throws {
         try await settlingWrite { db in
             try db.inTransaction {
-                try body(db, batch.sequences)
+                try body(db, ids)
                 return .commit
             }
             self.state.withLock { state in
-                for id in batch.sequences {
+                for id in ids {
                     guard let claimed = state.claimed.removeValue(forKey: id) else { continue }
                     state.stored[claimed.priority.rawValue] -= 1
                     state.bytes -= claimed.bytes

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import Logging
 import Synchronization
@@ -15,8 +16,13 @@ final class SpoolDatabase: Sendable {
         var refused = 0
         /// Claims made since the spool opened; claims run one at a time on the writer queue.
         var claims = 0
+        /// Set when acknowledgements failed to commit: claims find nothing ready until then.
+        var claimsWaitUntil: Date?
         var isClosed = false
     }
+
+    /// How long claims wait after acknowledgements failed to commit (their records are pending again).
+    static let claimPauseAfterFailedAcknowledgement: TimeInterval = 5
 
     /// The counts a write changes, copied out of the state and applied back after the commit, so a rolled back
     /// transaction leaves them untouched.
