@@ -54,7 +54,8 @@ enum TargetScenarios {
             return Daemon(directory: directory, process: process)
         }
 
-        /// Writes the benchmark's configuration in `directory` (sockets, durable spool, quiet log); returns its path.
+        /// Writes the benchmark's configuration in `directory` (sockets, durable spool with the packaged defaults,
+        /// quiet log); returns its path.
         static func configure(directory: String, url: String, batch: Int, retryMax: String = "30s") throws -> String {
             let configuration = "\(directory)/logshipd.yaml"
             try """
@@ -70,7 +71,6 @@ enum TargetScenarios {
                   max_records: \(batch)
                 spool:
                   path: \(directory)/spool.db
-                  min_free_disk: 0
                 log:
                   level: error
                 """.write(toFile: configuration, atomically: true, encoding: .utf8)

@@ -123,17 +123,23 @@ struct HostileRemoteTests {
 
     struct SettleFault: CustomTestStringConvertible, Sendable {
         var name: String
-        /// The statement the injected trigger refuses.
+        /// The statement the injected trigger refuses, and on which table.
         var statement: String
+        var table: String
         /// The receiver's answer while the fault lasts.
         var answer: Int
+        /// `batch.max_records`: below 10, a batch is part of the one chunk the ten records are stored in.
+        var maxRecords = 1000
         var testDescription: String { name }
     }
 
     @Test("a settling write that fails puts the batch back to pending; it is delivered once the spool works again",
           arguments: [
-              SettleFault(name: "acknowledge (DELETE) fails after a 200", statement: "DELETE", answer: 200),
-              SettleFault(name: "release (UPDATE) fails after a 503", statement: "UPDATE", answer: 503),
+              SettleFault(name: "acknowledge of a whole chunk (DELETE) fails after a 200", statement: "DELETE", table: "chunk", answer: 200),
+              SettleFault(
+                  name: "acknowledge of part of a chunk (its settled run) fails after a 200", statement: "INSERT",
+                  table: "chunk_settled", answer: 200, maxRecords: 5),
+              SettleFault(name: "dead letter (INSERT) fails after a 400", statement: "INSERT", table: "dead_letter", answer: 400),
           ])
     func failedSettle(fault: SettleFault) async throws {
         let directory = try TemporaryDirectory.make()
@@ -142,6 +148,7 @@ struct HostileRemoteTests {
         let daemon = try await TestDaemon.start(receiver: receiver, directory: directory) {
             $0.spool.path = "\(directory)/spool.db"
             $0.spool.minFreeDisk = 0
+            $0.batch.maxRecords = fault.maxRecords
         }
         // A failing disk, as far as SQLite can make one: the trigger aborts the settling statement.
         let spoolFile = try DatabaseQueue(path: "\(directory)/spool.db")
@@ -149,7 +156,7 @@ struct HostileRemoteTests {
             try db.execute(sql: "CREATE TABLE fault (active INTEGER NOT NULL)")
             try db.execute(sql: "INSERT INTO fault VALUES (1)")
             try db.execute(sql: """
-                CREATE TRIGGER injected_fault BEFORE \(fault.statement) ON record
+                CREATE TRIGGER injected_fault BEFORE \(fault.statement) ON \(fault.table)
                 WHEN (SELECT active FROM fault) = 1
                 BEGIN SELECT RAISE(ABORT, 'injected settle failure'); END
                 """)

@@ -143,7 +143,7 @@ public struct ControlServer: Service {
         let classes = Set(PriorityClass.allCases.filter { $0 >= leastClass })
         let deadline = ContinuousClock.now + .seconds(max(0, min(request.timeout ?? 30, 86_400)))
         do {
-            let upTo = try await spool.newestSequence()
+            let upTo = try await spool.arrivalMark()
             while true {
                 let held = try await spool.heldRecords(upTo: upTo, in: classes)
                 if held == 0 { return ControlResponse(ok: true, count: 0) }

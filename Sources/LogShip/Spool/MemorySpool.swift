@@ -174,16 +174,21 @@ public final class MemorySpool: Spool {
         }
     }
 
-    public func newestSequence() async throws -> Int64 {
-        state.withLock { $0.nextSequence - 1 }
+    /// One sequence serves every class here: the mark holds the newest for each.
+    public func arrivalMark() async throws -> ArrivalMark {
+        let newest = state.withLock { $0.nextSequence - 1 }
+        return ArrivalMark(sequences: Dictionary(uniqueKeysWithValues: PriorityClass.allCases.map { ($0, newest) }))
     }
 
-    public func heldRecords(upTo sequence: Int64, in classes: Set<PriorityClass>) async throws -> Int {
+    public func heldRecords(upTo mark: ArrivalMark, in classes: Set<PriorityClass>) async throws -> Int {
         state.withLock { state in
             let pending = classes.reduce(0) { count, priority in
-                count + state.queues[priority.rawValue].count { $0.sequence <= sequence }
+                let last = mark.sequences[priority] ?? 0
+                return count + state.queues[priority.rawValue].count { $0.sequence <= last }
             }
-            return pending + state.claimed.count { $0.key <= sequence && classes.contains($0.value.priority) }
+            return pending + state.claimed.count { sequence, claimed in
+                classes.contains(claimed.priority) && sequence <= mark.sequences[claimed.priority] ?? 0
+            }
         }
     }
 

@@ -1,14 +1,18 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// The durable spool: records in a SQLite database (WAL mode) through GRDB, committed in group commits.
 ///
-/// - Records are one table, ordered by an `AUTOINCREMENT` id (arrival order, never reused), indexed by class.
-/// - Claims live in memory: a claim is only a read, so it costs no disk write, and after a crash or `kill -9`
-///   every stored record is unclaimed again at the next start (at-least-once delivery).
-/// - Every statement runs on GRDB's writer queue, never on Swift's cooperative pool; that queue also serialises
-///   claims, so two operations never claim the same record.
-/// - Start-up reads counts and sizes per class with one aggregate query; records are read only when claimed.
+/// - Records are stored in chunks: one row holds a run of records of one class, their NDJSON lines in one blob,
+///   so that a commit of hundreds of lines writes a row, not hundreds. A record is a chunk and an index; its
+///   sequence orders it within its class. Delivered records of a chunk still holding others are listed as
+///   settled runs; a chunk whose records are all settled is deleted.
+/// - What the spool holds is known in memory (``SpoolLedger``): claims, releases and counts touch no disk, and
+///   a claim reads a chunk from the database only when its lines are not kept in memory. After a crash or
+///   `kill -9` every stored record is unclaimed and ready again at the next start (at-least-once delivery).
+/// - Every write runs on GRDB's writer queue, never on Swift's cooperative pool.
+/// - Start-up reads each chunk's place and size, not its lines.
 /// - Appends go through a ``CommitQueue``: many records per transaction, each transaction synced to disk.
 ///   Acknowledgements go through another: the deletes of every batch acknowledged meanwhile in one transaction.
 public final class SQLiteSpool: Spool {
@@ -32,10 +36,24 @@ public final class SQLiteSpool: Spool {
     public static func open(
         path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, logger: Logger
     ) async throws -> SQLiteSpool {
+        try await open(
+            path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDiskBytes,
+            cacheBudget: SpoolDatabase.cacheBudget, logger: logger)
+    }
+
+    /// - Parameter cacheBudget: Bytes of lines kept in memory beyond the chunks delivery works on (tests make it
+    ///   small to have chunks read back).
+    static func open(
+        path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: Int, logger: Logger
+    ) async throws -> SQLiteSpool {
         let store = try await SpoolDatabase.open(
-            path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDiskBytes, logger: logger)
+            path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDiskBytes, cacheBudget: cacheBudget,
+            logger: logger)
         return SQLiteSpool(path: path, store: store, logger: logger)
     }
+
+    /// Bytes of lines held in memory now.
+    var cachedLineBytes: Int { store.ledger.withLock { $0.cachedBytes } }
 
     private init(path: String, store: SpoolDatabase, logger: Logger) {
         self.path = path
@@ -98,7 +116,7 @@ public final class SQLiteSpool: Spool {
     }
 
     public func release(_ batch: Batch, retryAt: Date) async throws {
-        try await store.release(batch, retryAt: retryAt)
+        try store.release(batch, retryAt: retryAt)
     }
 
     public func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws {
@@ -109,12 +127,12 @@ public final class SQLiteSpool: Spool {
         try await store.oldestTimestamps()
     }
 
-    public func newestSequence() async throws -> Int64 {
-        try await store.newestSequence()
+    public func arrivalMark() async throws -> ArrivalMark {
+        try store.arrivalMark()
     }
 
-    public func heldRecords(upTo sequence: Int64, in classes: Set<PriorityClass>) async throws -> Int {
-        try await store.heldRecords(upTo: sequence, in: classes)
+    public func heldRecords(upTo mark: ArrivalMark, in classes: Set<PriorityClass>) async throws -> Int {
+        try store.heldRecords(upTo: mark, in: classes)
     }
 
     public func returnToPending(_ batch: Batch) async {

@@ -51,22 +51,24 @@ public protocol Spool: Sendable {
     func acknowledgeInBackground(_ batch: Batch) async throws
 
     /// Puts claimed records back at their place in their class, ready again at `retryAt`.
+    ///
+    /// Like claims, retry times live as long as the process: after a restart every record is ready at once.
     func release(_ batch: Batch, retryAt: Date) async throws
 
     /// Moves claimed records the remote will never accept to the dead-letter table.
     func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws
 
     /// Forgets the claim on those of `batch`'s records still claimed, so they are pending again as stored,
-    /// without writing anything: what is left when a settling write (acknowledge, release, dead letter) failed.
+    /// without writing anything: what is left when a settling write (acknowledge, dead letter) failed.
     /// It cannot fail, so no claim outlives its operation.
     func returnToPending(_ batch: Batch) async
 
-    /// The place in arrival order of the newest record committed so far (0 before any).
-    func newestSequence() async throws -> Int64
+    /// How far arrival has come in each class: the place of the newest record committed so far.
+    func arrivalMark() async throws -> ArrivalMark
 
-    /// How many records of `classes` at or before `sequence` in arrival order the spool still holds, pending or
-    /// claimed: what `logctl flush` waits to see reach zero.
-    func heldRecords(upTo sequence: Int64, in classes: Set<PriorityClass>) async throws -> Int
+    /// How many records of `classes` at or before `mark` in their class's arrival order the spool still holds,
+    /// pending or claimed: what `logctl flush` waits to see reach zero.
+    func heldRecords(upTo mark: ArrivalMark, in classes: Set<PriorityClass>) async throws -> Int
 
     /// The timestamp of the oldest record of each class the spool holds, pending or claimed.
     func oldestTimestamps() async throws -> [PriorityClass: Timestamp]

@@ -18,7 +18,7 @@ extension SpoolDatabase {
             return try await database.writeWithoutTransaction { db in try self.insert(groups, db) }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             let count = groups.reduce(0) { $0 + $1.entries.count }
-            state.withLock { $0.refused += count }
+            ledger.withLock { $0.refused += count }
             logger.error(
                 "disk full; records refused",
                 metadata: ["logship.spool.path": "\(path)", "logship.spool.refused": "\(count)"])
@@ -48,94 +48,38 @@ extension SpoolDatabase {
         return available - minimumFreeDiskBytes + freePages * pageSize
     }
 
-    /// Runs on the writer queue: inserts and evicts in one transaction, then updates the counts.
+    /// Runs on the writer queue: plans under the ledger's lock, writes the chunks and positions in one
+    /// transaction, then tells the ledger.
     private func insert(_ groups: [SpoolAppend], _ db: Database) throws -> CommitOutcome {
-        var ledger = state.withLock { Ledger($0) }
-        var receipts: [AppendReceipt] = []
-        var classes: Set<PriorityClass> = []
-        try db.inTransaction {
-            let statement = try db.cachedStatement(
-                sql: "INSERT INTO record (priority, line, size) VALUES (?, ?, ?)")
-            var diskRoom = try self.diskRoom(db)
-            for group in groups {
-                var receipt = AppendReceipt()
-                if !group.evicting {
-                    let needed = group.entries.reduce(0) { $0 + $1.accountedBytes }
-                    guard needed <= min(maximumBytes - ledger.bytes, diskRoom) else {
-                        receipt.deferred = group.entries.count
-                        receipts.append(receipt)
-                        continue
-                    }
-                }
-                for entry in group.entries {
-                    var room = min(maximumBytes - ledger.bytes, diskRoom)
-                    if entry.accountedBytes > room {
-                        let (count, bytes) = try evict(
-                            bytes: entry.accountedBytes - room, for: entry.priority, ledger: &ledger, db)
-                        receipt.evicted += count
-                        diskRoom += bytes
-                        room = min(maximumBytes - ledger.bytes, diskRoom)
-                    }
-                    guard entry.accountedBytes <= room else {
-                        if entry.priority == .crash {
-                            receipt.refused += 1
-                        } else {
-                            receipt.evicted += 1
-                        }
-                        continue
-                    }
-                    try statement.execute(arguments: [entry.priority.rawValue, Data(entry.line), entry.line.count])
-                    ledger.stored[entry.priority.rawValue] += 1
-                    ledger.bytes += entry.accountedBytes
-                    diskRoom -= entry.accountedBytes
-                    receipt.accepted += 1
-                    classes.insert(entry.priority)
-                }
-                receipts.append(receipt)
-                if let position = group.position {
-                    try db.execute(
-                        sql: "INSERT OR REPLACE INTO input_position (input, cursor) VALUES (?, ?)",
-                        arguments: [position.input, position.cursor])
-                }
-            }
-            return .commit
-        }
-        let evicted = receipts.reduce(0) { $0 + $1.evicted }
-        let refused = receipts.reduce(0) { $0 + $1.refused }
-        state.withLock { state in
-            ledger.apply(to: &state)
-            state.evicted += evicted
-            state.refused += refused
-        }
-        return CommitOutcome(receipts: receipts, classes: classes)
-    }
-
-    /// Deletes the oldest unclaimed records of the classes ``EvictionPolicy`` allows until `bytes` are freed;
-    /// deletes nothing when they cannot free that much, since the newcomer would not fit anyway.
-    ///
-    /// - Returns: How many records were evicted and how many accounted bytes they freed.
-    private func evict(
-        bytes: Int, for priority: PriorityClass, ledger: inout Ledger, _ db: Database
-    ) throws -> (count: Int, bytes: Int) {
-        var freed = 0
-        var victims: [(id: Int64, priority: PriorityClass, bytes: Int)] = []
-        for victimClass in EvictionPolicy.victims(for: priority) where freed < bytes {
-            let rows = try Row.fetchCursor(
-                db, sql: "SELECT id, size FROM record WHERE priority = ? ORDER BY id", arguments: [victimClass.rawValue])
-            while freed < bytes, let row = try rows.next() {
-                let id: Int64 = row[0]
-                guard ledger.claimed[id] == nil else { continue }
-                let size: Int = row[1]
-                victims.append((id, victimClass, size + SpoolEntry.overhead))
-                freed += size + SpoolEntry.overhead
+        let room = try diskRoom(db)
+        var plan: SpoolLedger.AppendPlan
+        var loaded: Set<Int64> = []
+        planning: while true {
+            switch ledger.withLock({ $0.planAppend(groups, maximumBytes: maximumBytes, diskRoom: room) }) {
+            case .plan(let planned):
+                plan = planned
+                break planning
+            case .needsLines(let priority, let id):
+                // An eviction needs the sizes of a chunk's records: read its lines here, on the writer.
+                guard loaded.insert(id).inserted, let lines = try Self.lines(ofChunk: id, db),
+                    ledger.withLock({ $0.attach(lines, toChunk: id, of: priority) })
+                else { throw SpoolError.storage("chunk \(id) of the spool is damaged: its lines do not match its count") }
             }
         }
-        guard freed >= bytes else { return (0, 0) }
-        for victim in victims {
-            ledger.stored[victim.priority.rawValue] -= 1
-            ledger.bytes -= victim.bytes
+        try commit(plan.writes, reverting: plan.changes, db) { db in
+            for position in plan.positions {
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO input_position (input, cursor) VALUES (?, ?)")
+                    .execute(arguments: [position.input, position.cursor])
+            }
         }
-        try Self.execute("DELETE FROM record WHERE id IN", ids: victims.map(\.id), db)
-        return (victims.count, freed)
+        let evicted = plan.receipts.reduce(0) { $0 + $1.evicted }
+        let refused = plan.receipts.reduce(0) { $0 + $1.refused }
+        if evicted + refused > 0 {
+            ledger.withLock { ledger in
+                ledger.evicted += evicted
+                ledger.refused += refused
+            }
+        }
+        return CommitOutcome(receipts: plan.receipts, classes: plan.classes)
     }
 }

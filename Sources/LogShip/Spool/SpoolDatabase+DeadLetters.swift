@@ -4,7 +4,8 @@ import Synchronization
 
 extension SpoolDatabase {
     func deadLetters(limit: Int) async throws -> [DeadLetter] {
-        try await database.read { db in
+        try checkOpen()
+        return try await database.read { db in
             try Row.fetchAll(
                 db,
                 sql: "SELECT id, priority, line, status, reason, failed_at FROM dead_letter ORDER BY id LIMIT ?",
@@ -19,41 +20,31 @@ extension SpoolDatabase {
         }
     }
 
-    /// Returns how many moved, and their classes.
+    /// Moves dead letters back to their place in their class. Returns how many moved, and their classes.
     func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> (Int, Set<PriorityClass>) {
-        let (moved, classes) = try await settlingWrite { db -> ([PriorityClass: (count: Int, bytes: Int)], Set<PriorityClass>) in
-            var moved: [PriorityClass: (count: Int, bytes: Int)] = [:]
-            try db.inTransaction {
-                let filter = Self.filter(selection)
-                let rows = try Row.fetchAll(
-                    db, sql: "SELECT priority, count(*), total(length(line)) FROM dead_letter \(filter.sql) GROUP BY priority",
-                    arguments: filter.arguments)
-                for row in rows {
-                    guard let priority = PriorityClass(rawValue: row[0]) else { continue }
-                    let count: Int = row[1]
-                    let bytes = Int(row[2] as Double)
-                    moved[priority] = (count, bytes + count * SpoolEntry.overhead)
-                }
-                // Back at the original id: the record takes its old place in its class's order.
-                try db.execute(
-                    sql: """
-                        INSERT INTO record (id, priority, line, size)
-                        SELECT record_id, priority, line, length(line) FROM dead_letter \(filter.sql)
-                        """,
-                    arguments: filter.arguments)
-                try db.execute(sql: "DELETE FROM dead_letter \(filter.sql)", arguments: filter.arguments)
-                return .commit
+        try await settlingWrite { db -> (Int, Set<PriorityClass>) in
+            let filter = Self.filter(selection)
+            var ids: [Int64] = []
+            var letters: [SpoolLedger.RequeuedLetter] = []
+            for row in try Row.fetchAll(
+                db, sql: "SELECT id, record_id, priority, line FROM dead_letter \(filter.sql) ORDER BY record_id",
+                arguments: filter.arguments)
+            {
+                // A class this build does not know stays a dead letter.
+                guard let priority = PriorityClass(rawValue: row[2]) else { continue }
+                ids.append(row[0])
+                letters.append(SpoolLedger.RequeuedLetter(
+                    priority: priority, sequence: row[1],
+                    line: try row.withUnsafeData(atIndex: 3) { $0.map { Array($0) } ?? [] }))
             }
-            self.state.withLock { state in
-                for (priority, entry) in moved {
-                    state.stored[priority.rawValue] += entry.count
-                    state.bytes += entry.bytes
-                    state.deadLetters -= entry.count
-                }
+            guard !letters.isEmpty else { return (0, []) }
+            let (writes, changes) = self.ledger.withLock { $0.requeue(letters) }
+            try self.commit(writes, reverting: changes, db) { db in
+                try Self.execute("DELETE FROM dead_letter WHERE id IN", ids: ids, db)
             }
-            return (moved, Set(moved.keys))
+            self.ledger.withLock { $0.deadLetters -= letters.count }
+            return (letters.count, Set(letters.map(\.priority)))
         }
-        return (moved.values.reduce(0) { $0 + $1.count }, classes)
     }
 
     func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
@@ -62,7 +53,7 @@ extension SpoolDatabase {
             try db.execute(sql: "DELETE FROM dead_letter \(filter.sql)", arguments: filter.arguments)
             return db.changesCount
         }
-        state.withLock { $0.deadLetters -= purged }
+        ledger.withLock { $0.deadLetters -= purged }
         return purged
     }
 

@@ -3,50 +3,21 @@ import GRDB
 import Logging
 import Synchronization
 
-/// The SQL behind ``SQLiteSpool``, with the counts it keeps in memory.
+/// The SQL behind ``SQLiteSpool``: it carries out what its ``SpoolLedger`` decides.
+///
+/// Every write runs on GRDB's writer queue and decides under the ledger's lock when it starts, so decisions are
+/// taken in the order transactions are written. Claims, releases and counts need no database access: they are
+/// the ledger's alone, and a claim reads from the database only the lines of a chunk that are not in memory.
 final class SpoolDatabase: Sendable {
-    struct State {
-        /// Claimed records: class and accounted size.
-        var claimed: [Int64: (priority: PriorityClass, bytes: Int)] = [:]
-        /// Stored records per class, claimed ones included.
-        var stored = [Int](repeating: 0, count: PriorityClass.allCases.count)
-        var bytes = 0
-        var deadLetters = 0
-        var evicted = 0
-        var refused = 0
-        /// Claims made since the spool opened; claims run one at a time on the writer queue.
-        var claims = 0
-        /// Set when acknowledgements failed to commit: claims find nothing ready until then.
-        var claimsWaitUntil: Date?
-        var isClosed = false
-    }
-
-    /// How long claims wait after acknowledgements failed to commit (their records are pending again).
-    static let claimPauseAfterFailedAcknowledgement: TimeInterval = 5
-
-    /// The counts a write changes, copied out of the state and applied back after the commit, so a rolled back
-    /// transaction leaves them untouched.
-    struct Ledger {
-        var claimed: [Int64: (priority: PriorityClass, bytes: Int)]
-        var stored: [Int]
-        var bytes: Int
-
-        init(_ state: State) {
-            claimed = state.claimed
-            stored = state.stored
-            bytes = state.bytes
-        }
-
-        func apply(to state: inout State) {
-            state.stored = stored
-            state.bytes = bytes
-        }
-    }
-
     struct CommitOutcome: Sendable {
         var receipts: [AppendReceipt]
         var classes: Set<PriorityClass>
     }
+
+    /// How long claims wait after acknowledgements failed to commit (their records are pending again).
+    static let claimPauseAfterFailedAcknowledgement: TimeInterval = 5
+    /// Lines kept in memory beyond the chunks delivery is working on and each class's newest chunk.
+    static let cacheBudget = 4 << 20
 
     let path: String
     let database: DatabasePool
@@ -56,10 +27,10 @@ final class SpoolDatabase: Sendable {
     /// SQLite's page size for this file, fixed once the file exists.
     let pageSize: Int
     let logger: Logger
-    let state: Mutex<State>
+    let ledger: Mutex<SpoolLedger>
 
     static func open(
-        path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, logger: Logger
+        path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: Int, logger: Logger
     ) async throws -> SpoolDatabase {
         let lock = try SpoolLock(databasePath: path)
         do {
@@ -75,13 +46,14 @@ final class SpoolDatabase: Sendable {
                 try db.execute(sql: "PRAGMA journal_size_limit = \(walLimit)")
             }
             let database = try DatabasePool(path: path, configuration: configuration)
-            try await database.write { db in try Self.migrate(db) }
-            let (initial, pageSize) = try await database.read { db in
-                (try Self.loadCounts(db), try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096)
+            let ledger = try await database.write { db in
+                try Self.migrate(db)
+                return try Self.loadLedger(db, cacheBudget: cacheBudget)
             }
+            let pageSize = try await database.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096 }
             return SpoolDatabase(
                 path: path, database: database, lock: lock, maximumBytes: maximumBytes,
-                minimumFreeDiskBytes: minimumFreeDiskBytes, pageSize: pageSize, logger: logger, initial: initial)
+                minimumFreeDiskBytes: minimumFreeDiskBytes, pageSize: pageSize, logger: logger, ledger: ledger)
         } catch {
             lock.release()
             throw SpoolError.storage("cannot open \(path): \(error)")
@@ -90,7 +62,7 @@ final class SpoolDatabase: Sendable {
 
     private init(
         path: String, database: DatabasePool, lock: SpoolLock, maximumBytes: Int, minimumFreeDiskBytes: Int,
-        pageSize: Int, logger: Logger, initial: State
+        pageSize: Int, logger: Logger, ledger: SpoolLedger
     ) {
         self.path = path
         self.database = database
@@ -99,10 +71,10 @@ final class SpoolDatabase: Sendable {
         self.minimumFreeDiskBytes = minimumFreeDiskBytes
         self.pageSize = pageSize
         self.logger = logger
-        state = Mutex(initial)
+        self.ledger = Mutex(ledger)
     }
 
-    /// Runs a settling write (acknowledge, release, dead letter, requeue, purge), mapping SQLite errors.
+    /// Runs a settling write (acknowledge, dead letter, requeue, purge), mapping SQLite errors.
     ///
     /// With `synchronous = NORMAL`: the commit reaches the WAL in the page cache, which outlives a crash or
     /// `kill -9` of logshipd, but is not flushed to the disk until the next append's commit (FULL) or checkpoint.
@@ -123,30 +95,47 @@ final class SpoolDatabase: Sendable {
         }
     }
 
+    /// Writes `writes` in a transaction with `more`; once committed the ledger applies them, and should the
+    /// transaction fail, `changes` are reverted. Runs on the writer queue.
+    func commit(_ writes: ChunkWrites, reverting changes: [SpoolLedger.Change], _ db: Database,
+                more: (Database) throws -> Void = { _ in }) throws {
+        do {
+            try db.inTransaction {
+                try Self.execute(writes, db)
+                try more(db)
+                return .commit
+            }
+        } catch {
+            ledger.withLock { $0.revert(changes) }
+            throw error
+        }
+        ledger.withLock { $0.apply(writes) }
+    }
+
+    /// The blob of the chunk with `id`, or `nil` if it is no longer stored.
+    static func lines(ofChunk id: Int64, _ db: Database) throws -> ChunkLines? {
+        let row = try Row.fetchOne(db, sql: "SELECT lines FROM chunk WHERE id = ?", arguments: [id])
+        return try row.map { row in try row.withUnsafeData(atIndex: 0) { ChunkLines(blob: $0.map { Array($0) } ?? []) } }
+    }
+
     // MARK: Status and shutdown
 
     func statistics() -> SpoolStatistics {
-        state.withLock { state in
-            var statistics = SpoolStatistics()
-            let unclaimed = Self.unclaimed(state)
-            for priority in PriorityClass.allCases { statistics.pending[priority] = unclaimed[priority.rawValue] }
-            statistics.claimed = state.claimed.count
-            statistics.bytes = state.bytes
-            statistics.deadLetters = state.deadLetters
-            statistics.evicted = state.evicted
-            statistics.refused = state.refused
-            return statistics
-        }
+        ledger.withLock { $0.statistics() }
+    }
+
+    func pendingClasses() -> Set<PriorityClass> {
+        ledger.withLock { $0.pendingClasses() }
     }
 
     func close() {
-        state.withLock { $0.isClosed = true }
+        ledger.withLock { $0.isClosed = true }
         try? database.close()
         lock.release()
     }
 
     func checkOpen() throws {
-        if state.withLock({ $0.isClosed }) { throw SpoolError.closed }
+        if ledger.withLock({ $0.isClosed }) { throw SpoolError.closed }
     }
 
     // MARK: SQL helpers
@@ -159,6 +148,42 @@ final class SpoolDatabase: Sendable {
     static func execute(_ prefix: String, ids: [Int64], _ db: Database) throws {
         for chunk in ids.chunked(500) {
             try db.execute(sql: "\(prefix) (\(placeholders(chunk.count)))", arguments: StatementArguments(chunk))
+        }
+    }
+
+    /// Writes what the ledger decided to the chunk tables.
+    static func execute(_ writes: ChunkWrites, _ db: Database) throws {
+        if !writes.deletions.isEmpty {
+            let ids = writes.deletions.map(\.id)
+            try execute("DELETE FROM chunk WHERE id IN", ids: ids, db)
+            try execute("DELETE FROM chunk_settled WHERE chunk_id IN", ids: ids, db)
+        }
+        if !writes.settledRuns.isEmpty {
+            let clear = try db.cachedStatement(sql: "DELETE FROM chunk_settled WHERE chunk_id = ?")
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO chunk_settled (chunk_id, first_index, count) VALUES (?, ?, ?)")
+            for (id, runs) in writes.settledRuns {
+                try clear.execute(arguments: [id])
+                for run in runs {
+                    try insert.execute(arguments: [id, run.lowerBound, run.count])
+                }
+            }
+        }
+        if !writes.insertions.isEmpty {
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO chunk (id, priority, first_sequence, count, lines) VALUES (?, ?, ?, ?, ?)")
+            for insertion in writes.insertions {
+                try insert.execute(arguments: [
+                    insertion.id, insertion.priority.rawValue, insertion.firstSequence, insertion.lines.count,
+                    Data(insertion.lines.bytes),
+                ])
+            }
+        }
+        if !writes.extensions.isEmpty {
+            let update = try db.cachedStatement(sql: "UPDATE chunk SET count = ?, lines = ? WHERE id = ?")
+            for extended in writes.extensions {
+                try update.execute(arguments: [extended.lines.count, Data(extended.lines.bytes), extended.id])
+            }
         }
     }
 }

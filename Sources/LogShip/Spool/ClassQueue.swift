@@ -1,0 +1,38 @@
+import DequeModule
+
+/// The chunks of one priority class in sequence order, with the counts that are asked for often.
+struct ClassQueue: Sendable {
+    /// Ordered by first sequence; no two overlap.
+    var chunks: Deque<SpoolChunk> = []
+    /// The sequence the next record of the class gets.
+    var nextSequence: Int64 = 1
+    /// Records neither claimed nor settled, ready or waiting for a retry time.
+    var pending = 0
+    var claimed = 0
+    /// Accounted bytes of the records not settled.
+    var bytes = 0
+
+    /// The index of the chunk holding `sequence`, if one does.
+    func chunkIndex(containing sequence: Int64) -> Int? {
+        let index = insertionIndex(for: sequence)
+        guard index > chunks.startIndex, chunks[index - 1].contains(sequence) else { return nil }
+        return index - 1
+    }
+
+    /// Where a chunk starting at `sequence` goes: the index of the first chunk starting after it.
+    func insertionIndex(for sequence: Int64) -> Int {
+        var low = chunks.startIndex
+        var high = chunks.endIndex
+        while low < high {
+            let middle = (low + high) / 2
+            if chunks[middle].firstSequence <= sequence { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// Removes the chunk with `id`; returns it.
+    mutating func remove(chunkID id: Int64) -> SpoolChunk? {
+        guard let index = chunks.firstIndex(where: { $0.id == id }) else { return nil }
+        return chunks.remove(at: index)
+    }
+}

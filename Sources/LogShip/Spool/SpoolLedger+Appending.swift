@@ -1,0 +1,174 @@
+extension SpoolLedger {
+    /// What one append transaction writes, and what it has already changed in the ledger (its evictions).
+    struct AppendPlan: Sendable {
+        var writes = ChunkWrites()
+        /// One per group, in order.
+        var receipts: [AppendReceipt] = []
+        /// The groups' input positions, in order.
+        var positions: [InputPosition] = []
+        /// The evictions, to revert if the transaction fails.
+        var changes: [Change] = []
+        /// The classes that gain records.
+        var classes: Set<PriorityClass> = []
+    }
+
+    enum AppendStep: Sendable {
+        case plan(AppendPlan)
+        /// An eviction must know the sizes of a chunk's records: read its lines, attach them, and plan again.
+        /// Nothing was changed.
+        case needsLines(PriorityClass, chunkID: Int64)
+    }
+
+    /// The largest blob a new chunk gets; a larger commit is split.
+    static let maximumChunkBytes = 1 << 20
+    /// A class's newest chunk smaller than this takes the class's next records instead of a new chunk being
+    /// written, so that records arriving one at a time do not make a chunk each.
+    static let extendBelowBytes = 32 << 10
+
+    /// Plans storing `groups`: which entries fit (evicting as ``EvictionPolicy`` allows), in which chunks.
+    ///
+    /// Room is the smaller of what the budget and what the disk allow. Evicted records are marked settled at
+    /// once; the new records join the ledger when ``apply(_:)`` is told the writes committed.
+    mutating func planAppend(_ groups: [SpoolAppend], maximumBytes: Int, diskRoom: Int) -> AppendStep {
+        var plan = AppendPlan()
+        var total = bytes
+        var diskRoom = diskRoom
+        var accepted = [[SpoolEntry]](repeating: [], count: PriorityClass.allCases.count)
+        for group in groups {
+            var receipt = AppendReceipt()
+            if !group.evicting {
+                let needed = group.entries.reduce(0) { $0 + $1.accountedBytes }
+                guard needed <= min(maximumBytes - total, diskRoom) else {
+                    receipt.deferred = group.entries.count
+                    plan.receipts.append(receipt)
+                    continue
+                }
+            }
+            for entry in group.entries {
+                var room = min(maximumBytes - total, diskRoom)
+                if entry.accountedBytes > room {
+                    switch evict(bytes: entry.accountedBytes - room, for: entry.priority) {
+                    case .needsLines(let priority, let id):
+                        revert(plan.changes)
+                        return .needsLines(priority, chunkID: id)
+                    case .evicted(let changes, let count, let freed):
+                        plan.changes += changes
+                        receipt.evicted += count
+                        total -= freed
+                        diskRoom += freed
+                        room = min(maximumBytes - total, diskRoom)
+                    case .impossible:
+                        break
+                    }
+                }
+                guard entry.accountedBytes <= room else {
+                    // Crash records are refused; anything else is the one to go when nothing can make room.
+                    if entry.priority == .crash { receipt.refused += 1 } else { receipt.evicted += 1 }
+                    continue
+                }
+                accepted[entry.priority.rawValue].append(entry)
+                total += entry.accountedBytes
+                diskRoom -= entry.accountedBytes
+                receipt.accepted += 1
+                plan.classes.insert(entry.priority)
+            }
+            plan.receipts.append(receipt)
+            if let position = group.position { plan.positions.append(position) }
+        }
+        var evictedChunks: [PriorityClass: Set<Int64>] = [:]
+        for change in plan.changes { evictedChunks[change.priority, default: []].insert(change.chunkID) }
+        plan.writes = writes(settling: evictedChunks)
+        var nextID = nextChunkID
+        for priority in PriorityClass.allCases where !accepted[priority.rawValue].isEmpty {
+            planChunks(for: accepted[priority.rawValue][...], of: priority, nextID: &nextID, into: &plan.writes)
+        }
+        return .plan(plan)
+    }
+
+    /// Extends the class's newest chunk with the first entries if it is small, and puts the rest in new chunks.
+    private func planChunks(
+        for entries: ArraySlice<SpoolEntry>, of priority: PriorityClass, nextID: inout Int64, into writes: inout ChunkWrites
+    ) {
+        let queue = queues[priority.rawValue]
+        var entries = entries
+        var sequence = queue.nextSequence
+        if let newest = queue.chunks.last, newest.endSequence == queue.nextSequence, var lines = newest.lines,
+            newest.blobBytes < Self.extendBelowBytes, newest.settledCount < newest.count
+        {
+            let taken = Self.prefix(of: entries, fittingIn: Self.maximumChunkBytes - newest.blobBytes)
+            if !taken.isEmpty {
+                lines.append(taken)
+                writes.extensions.append(ChunkWrites.Extension(
+                    id: newest.id, priority: priority, lines: lines, added: taken.count,
+                    addedBytes: taken.reduce(0) { $0 + $1.accountedBytes }))
+                entries = entries.dropFirst(taken.count)
+                sequence += Int64(taken.count)
+            }
+        }
+        while !entries.isEmpty {
+            let taken = Swift.max(1, Self.prefix(of: entries, fittingIn: Self.maximumChunkBytes).count)
+            let lines = ChunkLines(entries.prefix(taken))
+            writes.insertions.append(ChunkWrites.Insertion(id: nextID, priority: priority, firstSequence: sequence, lines: lines))
+            nextID += 1
+            sequence += Int64(taken)
+            entries = entries.dropFirst(taken)
+        }
+    }
+
+    /// The leading entries whose lines, each with its newline, fit in `room` bytes.
+    private static func prefix(of entries: ArraySlice<SpoolEntry>, fittingIn room: Int) -> ArraySlice<SpoolEntry> {
+        var used = 0
+        var end = entries.startIndex
+        while end < entries.endIndex, used + entries[end].line.count + 1 <= room {
+            used += entries[end].line.count + 1
+            end += 1
+        }
+        return entries[..<end]
+    }
+
+    private enum Eviction {
+        case evicted([Change], count: Int, freed: Int)
+        /// Even every record the policy allows would not free enough: nothing is evicted.
+        case impossible
+        case needsLines(PriorityClass, Int64)
+    }
+
+    /// Settles the oldest pending records of the classes ``EvictionPolicy`` allows for `priority` until `needed`
+    /// bytes are freed; settles nothing when they cannot free that much, since the newcomer would not fit anyway.
+    ///
+    /// A chunk no delivery has touched goes whole when all of it is needed, without its lines; otherwise its
+    /// records are counted one by one, which needs its lines.
+    private mutating func evict(bytes needed: Int, for priority: PriorityClass) -> Eviction {
+        var victims: [(priority: PriorityClass, position: Int, index: Int?)] = []
+        var freed = 0
+        var count = 0
+        search: for victimClass in EvictionPolicy.victims(for: priority) {
+            let chunks = queues[victimClass.rawValue].chunks
+            for position in chunks.indices where chunks[position].pendingCount > 0 {
+                let chunk = chunks[position]
+                if chunk.isUntouched && needed - freed >= chunk.accountedBytes {
+                    victims.append((victimClass, position, nil))
+                    freed += chunk.accountedBytes
+                    count += chunk.count
+                    if freed >= needed { break search }
+                    continue
+                }
+                guard chunk.lines != nil else { return .needsLines(victimClass, chunk.id) }
+                for index in 0..<chunk.count where chunk.mark(index) == .pending {
+                    victims.append((victimClass, position, index))
+                    freed += chunk.accountedBytes(of: index)
+                    count += 1
+                    if freed >= needed { break search }
+                }
+            }
+        }
+        guard freed >= needed else { return .impossible }
+        let changes = victims.map { victim in
+            if let index = victim.index {
+                return setMark(.settled, of: index, chunkAt: victim.position, victim.priority)
+            }
+            return settleWholeChunk(at: victim.position, victim.priority)
+        }
+        return .evicted(changes, count: count, freed: freed)
+    }
+}

@@ -1,0 +1,260 @@
+import Foundation
+
+/// What the SQLite spool holds, known in memory: every chunk of every class, what delivery has done with each of
+/// their records, and the counts. Every decision is made here under the spool's lock; ``SpoolDatabase`` carries
+/// out the writes it returns and tells it what was committed.
+///
+/// - Claims, releases and their retry times live only here: a claim costs no disk access when the chunk's lines
+///   are in memory, and after a restart every stored record is unclaimed and ready again.
+/// - A write that removes records marks them settled at once (so no claim takes them while the transaction is
+///   written) and returns the changes, which ``revert(_:)`` undoes should the transaction fail. Records a
+///   transaction adds join the ledger only once committed (``apply(_:)``).
+/// - Lines are kept in memory for the chunks delivery is working on, for the newest chunk of each class (which
+///   the next records may extend) and for recent chunks up to ``cacheBudget``; the others are read back from the
+///   database when their turn comes.
+struct SpoolLedger: Sendable {
+    /// A mark as it was before a write changed it, to put back if the write fails.
+    struct Change: Sendable {
+        var priority: PriorityClass
+        var chunkID: Int64
+        /// The record, or `nil` for a whole chunk that had no marks.
+        var index: Int?
+        var mark: RecordMarks.Mark
+        var retryTime: Date?
+    }
+
+    var queues = [ClassQueue](repeating: ClassQueue(), count: PriorityClass.allCases.count)
+    var nextChunkID: Int64 = 1
+    var deadLetters = 0
+    var evicted = 0
+    var refused = 0
+    /// Claims made since the spool opened, numbering batches in the order they took their records.
+    var claims = 0
+    /// Set when acknowledgements failed to commit: claims find nothing ready until then.
+    var claimsWaitUntil: Date?
+    var isClosed = false
+    /// Bytes of lines held in memory.
+    private(set) var cachedBytes = 0
+    let cacheBudget: Int
+
+    init(cacheBudget: Int) {
+        self.cacheBudget = cacheBudget
+    }
+
+    // MARK: Counts
+
+    var bytes: Int { queues.reduce(0) { $0 + $1.bytes } }
+
+    func statistics() -> SpoolStatistics {
+        var statistics = SpoolStatistics()
+        for priority in PriorityClass.allCases {
+            statistics.pending[priority] = queues[priority.rawValue].pending
+        }
+        statistics.claimed = queues.reduce(0) { $0 + $1.claimed }
+        statistics.bytes = bytes
+        statistics.deadLetters = deadLetters
+        statistics.evicted = evicted
+        statistics.refused = refused
+        return statistics
+    }
+
+    func pendingClasses() -> Set<PriorityClass> {
+        Set(PriorityClass.allCases.filter { queues[$0.rawValue].pending > 0 })
+    }
+
+    /// The newest sequence of every class: what `logctl flush` waits to see delivered.
+    func arrivalMark() -> ArrivalMark {
+        ArrivalMark(sequences: Dictionary(uniqueKeysWithValues: PriorityClass.allCases.map {
+            ($0, queues[$0.rawValue].nextSequence - 1)
+        }))
+    }
+
+    /// Records of `classes` not settled whose sequence is at or before `mark`'s for their class.
+    func heldRecords(upTo mark: ArrivalMark, in classes: Set<PriorityClass>) -> Int {
+        classes.reduce(0) { held, priority in
+            let last = mark.sequences[priority] ?? 0
+            return queues[priority.rawValue].chunks.reduce(held) { held, chunk in
+                guard chunk.firstSequence <= last else { return held }
+                let covered = min(chunk.count, Int(last - chunk.firstSequence) + 1)
+                guard let marks = chunk.marks else { return held + covered }
+                return held + (0..<covered).count { marks[$0] != .settled }
+            }
+        }
+    }
+
+    /// Where the oldest record of each class not settled is: its chunk, its index, and its line if in memory.
+    func oldestRecords() -> [PriorityClass: (chunkID: Int64, index: Int, line: ArraySlice<UInt8>?)] {
+        var oldest: [PriorityClass: (chunkID: Int64, index: Int, line: ArraySlice<UInt8>?)] = [:]
+        for priority in PriorityClass.allCases {
+            for chunk in queues[priority.rawValue].chunks where chunk.settledCount < chunk.count {
+                let index = (0..<chunk.count).first { chunk.mark($0) != .settled }!
+                oldest[priority] = (chunk.id, index, chunk.lines?.line(index))
+                break
+            }
+        }
+        return oldest
+    }
+
+    // MARK: Marks
+
+    /// Changes one record's mark, keeping the class's counts in step; returns the change, to undo it.
+    ///
+    /// - Important: A record's size is read from the chunk's lines, which must be in memory unless the record
+    ///   goes between pending and claimed (sizes are not counted apart for those).
+    @discardableResult
+    mutating func setMark(
+        _ mark: RecordMarks.Mark, of index: Int, chunkAt position: Int, _ priority: PriorityClass, retryAt: Date? = nil
+    ) -> Change {
+        // Values read first: a copy of the chunk alive while its marks change would copy them.
+        let (change, size) = Self.change(of: index, in: queues[priority.rawValue].chunks[position], priority)
+        let previous = change.mark
+        guard previous != mark else { return change }
+        switch previous {
+        case .pending: queues[priority.rawValue].pending -= 1
+        case .claimed: queues[priority.rawValue].claimed -= 1
+        case .settled: queues[priority.rawValue].bytes += size
+        }
+        switch mark {
+        case .pending: queues[priority.rawValue].pending += 1
+        case .claimed: queues[priority.rawValue].claimed += 1
+        case .settled: queues[priority.rawValue].bytes -= size
+        }
+        queues[priority.rawValue].chunks[position].withMarks { marks in
+            switch (previous, mark) {
+            case (.pending, .claimed): marks.claim(index)
+            case (.claimed, .pending): marks.unclaim(index, retryAt: retryAt)
+            case (_, .settled): marks.settle(index)
+            case (.settled, .pending): marks.unsettle(index)
+            case (.settled, .claimed):
+                marks.unsettle(index)
+                marks.claim(index)
+            case (.pending, .pending), (.claimed, .claimed): break
+            }
+        }
+        return change
+    }
+
+    private static func change(of index: Int, in chunk: SpoolChunk, _ priority: PriorityClass) -> (Change, size: Int) {
+        let change = Change(
+            priority: priority, chunkID: chunk.id, index: index, mark: chunk.mark(index),
+            retryTime: chunk.marks?.retryTime(index))
+        return (change, chunk.accountedBytes(of: index))
+    }
+
+    /// Settles every record of a chunk no delivery has touched, without needing its lines (an eviction).
+    mutating func settleWholeChunk(at position: Int, _ priority: PriorityClass) -> Change {
+        let (id, count, bytes) = { ($0.id, $0.count, $0.accountedBytes) }(queues[priority.rawValue].chunks[position])
+        precondition(queues[priority.rawValue].chunks[position].isUntouched)
+        queues[priority.rawValue].pending -= count
+        queues[priority.rawValue].bytes -= bytes
+        queues[priority.rawValue].chunks[position].withMarks { marks in
+            for index in 0..<count { marks.settle(index) }
+        }
+        return Change(priority: priority, chunkID: id, index: nil, mark: .pending, retryTime: nil)
+    }
+
+    /// Puts back what a failed write changed, newest change first.
+    mutating func revert(_ changes: [Change]) {
+        for change in changes.reversed() {
+            guard let position = position(of: change.chunkID, in: change.priority) else { continue }
+            guard let index = change.index else {
+                let chunk = queues[change.priority.rawValue].chunks[position]
+                queues[change.priority.rawValue].chunks[position].marks = nil
+                queues[change.priority.rawValue].pending += chunk.count
+                queues[change.priority.rawValue].bytes += chunk.accountedBytes
+                continue
+            }
+            setMark(change.mark, of: index, chunkAt: position, change.priority, retryAt: change.retryTime)
+        }
+    }
+
+    /// The position of the chunk with `id` in its class's queue.
+    func position(of id: Int64, in priority: PriorityClass) -> Int? {
+        queues[priority.rawValue].chunks.firstIndex { $0.id == id }
+    }
+
+    // MARK: Structure
+
+    /// Adds a chunk read from the database at start-up, after those of its class already restored.
+    mutating func restore(_ chunk: SpoolChunk, of priority: PriorityClass) {
+        queues[priority.rawValue].chunks.append(chunk)
+        queues[priority.rawValue].pending += chunk.pendingCount
+        queues[priority.rawValue].bytes += chunk.marks == nil
+            ? chunk.accountedBytes
+            : (0..<chunk.count).reduce(0) { $0 + (chunk.mark($1) == .settled ? 0 : chunk.accountedBytes(of: $1)) }
+        queues[priority.rawValue].nextSequence = max(queues[priority.rawValue].nextSequence, chunk.endSequence)
+        cachedBytes += chunk.lines?.bytes.count ?? 0
+        nextChunkID = max(nextChunkID, chunk.id + 1)
+    }
+
+    /// Makes committed writes part of the ledger: new and extended chunks, deleted ones gone.
+    mutating func apply(_ writes: ChunkWrites) {
+        for insertion in writes.insertions {
+            let priority = insertion.priority.rawValue
+            let chunk = SpoolChunk(
+                id: insertion.id, firstSequence: insertion.firstSequence, count: insertion.lines.count,
+                blobBytes: insertion.lines.bytes.count, lines: insertion.lines)
+            let position = queues[priority].insertionIndex(for: chunk.firstSequence)
+            if position == queues[priority].chunks.endIndex {
+                queues[priority].chunks.append(chunk)
+            } else {
+                queues[priority].chunks.insert(chunk, at: position)
+            }
+            queues[priority].pending += chunk.count
+            queues[priority].bytes += chunk.accountedBytes
+            queues[priority].nextSequence = max(queues[priority].nextSequence, chunk.endSequence)
+            cachedBytes += chunk.blobBytes
+            nextChunkID = max(nextChunkID, insertion.id + 1)
+        }
+        for extended in writes.extensions {
+            let priority = extended.priority.rawValue
+            guard let position = position(of: extended.id, in: extended.priority) else { continue }
+            cachedBytes += extended.lines.bytes.count - (queues[priority].chunks[position].lines?.bytes.count ?? 0)
+            queues[priority].chunks[position].extend(to: extended.lines)
+            queues[priority].pending += extended.added
+            queues[priority].bytes += extended.addedBytes
+            queues[priority].nextSequence = max(queues[priority].nextSequence, queues[priority].chunks[position].endSequence)
+        }
+        for (id, priority) in writes.deletions {
+            // Settled chunks are nearly always at the front: the search is short.
+            guard let removed = queues[priority.rawValue].remove(chunkID: id) else { continue }
+            cachedBytes -= removed.lines?.bytes.count ?? 0
+        }
+        trimCache()
+    }
+
+    // MARK: Lines in memory
+
+    /// Keeps lines read back from the database for the chunk with `id`, unless its lines are already here.
+    ///
+    /// - Returns: False when the lines do not match the chunk (a damaged row); they are not kept then.
+    @discardableResult
+    mutating func attach(_ lines: ChunkLines, toChunk id: Int64, of priority: PriorityClass) -> Bool {
+        guard let position = position(of: id, in: priority) else { return true }
+        guard queues[priority.rawValue].chunks[position].lines == nil else { return true }
+        guard lines.count == queues[priority.rawValue].chunks[position].count else { return false }
+        queues[priority.rawValue].chunks[position].lines = lines
+        cachedBytes += lines.bytes.count
+        return true
+    }
+
+    /// Chunks at the head of each class whose lines are kept: the next claims read them.
+    static let keptHeadChunks = 4
+
+    /// Drops lines of chunks delivery is not working on while more than ``cacheBudget`` is held, newest first,
+    /// sparing each class's newest chunk (the next records may extend it) and the chunks at its head.
+    private mutating func trimCache() {
+        guard cachedBytes > cacheBudget else { return }
+        for priority in PriorityClass.allCases {
+            var position = queues[priority.rawValue].chunks.endIndex - 1
+            while position > Self.keptHeadChunks, cachedBytes > cacheBudget {
+                position -= 1
+                let chunk = queues[priority.rawValue].chunks[position]
+                guard chunk.isUntouched, let lines = chunk.lines else { continue }
+                queues[priority.rawValue].chunks[position].lines = nil
+                cachedBytes -= lines.bytes.count
+            }
+            if cachedBytes <= cacheBudget { return }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import GRDB
+import Testing
+
+import LogShipTestKit
+@testable import LogShip
+
+/// How the SQLite spool keeps records in chunks: what reaches the file, what survives a restart, and what is
+/// read back when lines are not kept in memory.
+@Suite("SQLite spool chunks")
+struct ChunkedSpoolTests {
+    func open(_ path: String, cacheBudget: Int = SpoolDatabase.cacheBudget, maximumBytes: Int = 1 << 30) async throws -> SQLiteSpool {
+        try await SQLiteSpool.open(
+            path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: 0, cacheBudget: cacheBudget, logger: .test)
+    }
+
+    /// Rows of the chunk table and of its settled runs, read from the file as another process would.
+    func rows(_ path: String) throws -> (chunks: Int, settledRuns: Int) {
+        let file = try DatabaseQueue(path: path)
+        defer { try? file.close() }
+        return try file.read { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM chunk") ?? -1,
+             try Int.fetchOne(db, sql: "SELECT count(*) FROM chunk_settled") ?? -1)
+        }
+    }
+
+    @Test("a commit of many records writes one row; records committed one at a time extend it")
+    func oneRowPerCommit() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let spool = try await open(path)
+        _ = try await spool.append((0..<500).map { entry(.info, "i\($0)") })
+        #expect(try rows(path).chunks == 1)
+        for index in 500..<550 {
+            _ = try await spool.append([entry(.info, "i\(index)")])
+        }
+        #expect(try rows(path).chunks == 1, "small commits extend the class's newest chunk")
+        _ = try await spool.append([entry(.error, "e0")])
+        #expect(try rows(path).chunks == 2, "each class has its own chunks")
+        #expect(messages(try await claimBatch(spool, .info, maxRecords: 1000)) == (0..<550).map { "i\($0)" })
+        await spool.close()
+    }
+
+    @Test("a restart keeps what was settled in a chunk: delivered and dead-lettered records stay gone, the rest is pending")
+    func partlySettledChunk() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let first = try await open(path)
+        _ = try await first.append((1...5).map { entry(.warning, "w\($0)") })
+        try await first.acknowledge(try await claimBatch(first, .warning, maxRecords: 2))
+        try await first.deadLetter(
+            try await claimBatch(first, .warning, maxRecords: 1), failure: DeliveryFailure(status: 400, reason: "bad"))
+        _ = try await claimBatch(first, .warning, maxRecords: 1)  // claimed when the process ends
+        #expect(try rows(path) == (chunks: 1, settledRuns: 1), "one run: w1 to w3")
+        await first.close()
+
+        let second = try await open(path)
+        let statistics = await second.statistics()
+        #expect(statistics.pending[.warning] == 2 && statistics.claimed == 0 && statistics.deadLetters == 1)
+        #expect(statistics.bytes == 2 * (2 + SpoolEntry.overhead))
+        let rest = try await claimBatch(second, .warning)
+        #expect(messages(rest) == ["w4", "w5"])
+        try await second.acknowledge(rest)
+        #expect(try rows(path) == (chunks: 0, settledRuns: 0), "a chunk whose records are all settled is deleted")
+        #expect(try await second.requeueDeadLetters(.all) == 1)
+        #expect(messages(try await claimBatch(second, .warning)) == ["w3"])
+        await second.close()
+    }
+
+    @Test("chunks whose lines are not kept in memory are read back in order when their turn comes")
+    func linesReadBack() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let spool = try await open(path, cacheBudget: 0)
+        // Forty chunks of 100 records: past the budget, only the head and the newest chunk keep their lines.
+        for chunk in 0..<40 {
+            _ = try await spool.append((0..<100).map { entry(.info, "c\(chunk)-\($0)", padding: 2000) })
+        }
+        #expect(spool.cachedLineBytes < 6 * 100 * 2010, "lines of \(spool.cachedLineBytes) bytes kept")
+        var claimed: [String] = []
+        while case .batch(let batch, _) = try await spool.claim(.info, limits: BatchLimits(maxRecords: 150, maxBytes: 1 << 30)) {
+            claimed += messages(batch)
+            try await spool.acknowledge(batch)
+        }
+        #expect(claimed == (0..<40).flatMap { chunk in (0..<100).map { "c\(chunk)-\($0)" } })
+        #expect(await spool.statistics().bytes == 0)
+        await spool.close()
+    }
+
+    @Test("an eviction that needs part of a chunk not in memory reads its lines and evicts only what it needs")
+    func partialEvictionReadsLines() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        // 4 KiB records: ten of them make a chunk too large to be extended by the next commit.
+        let recordSize = 4000 + SpoolEntry.overhead
+        let first = try await open(path, maximumBytes: 60 * recordSize)
+        for chunk in 0..<6 {
+            _ = try await first.append((0..<10).map { entry(.debug, "d\(chunk)\($0)", padding: 3997) })
+        }
+        #expect(try rows(path).chunks == 6)
+        await first.close()
+
+        // After a restart no chunk's lines are in memory.
+        let spool = try await open(path, maximumBytes: 60 * recordSize)
+        #expect(spool.cachedLineBytes == 0)
+        // Full: three error records push out the three oldest debug records, not a whole chunk of ten.
+        let receipt = try await spool.append((0..<3).map { entry(.error, "e\($0)", padding: 3998) })
+        #expect(receipt == AppendReceipt(accepted: 3, evicted: 3))
+        #expect(await spool.statistics().pending[.debug] == 57)
+        #expect(messages(try await claimBatch(spool, .debug, maxRecords: 2)) == ["d03", "d04"])
+        await spool.close()
+    }
+
+    @Test("a version 2 spool (a row per record) is converted when opened, records and dead letters kept")
+    func convertsVersion2() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let old = try DatabaseQueue(path: path)
+        try await old.write { db in
+            try db.execute(sql: """
+                CREATE TABLE record (id INTEGER PRIMARY KEY AUTOINCREMENT, priority INTEGER NOT NULL,
+                    line BLOB NOT NULL, size INTEGER NOT NULL, not_before REAL);
+                CREATE INDEX record_by_class ON record(priority);
+                CREATE TABLE dead_letter (id INTEGER PRIMARY KEY AUTOINCREMENT, record_id INTEGER NOT NULL,
+                    priority INTEGER NOT NULL, line BLOB NOT NULL, status INTEGER, reason TEXT NOT NULL,
+                    failed_at TEXT NOT NULL);
+                CREATE TABLE input_position (input TEXT PRIMARY KEY, cursor TEXT NOT NULL);
+                INSERT INTO input_position VALUES ('journal', 's=1;i=9');
+                INSERT INTO dead_letter (record_id, priority, line, status, reason, failed_at)
+                    VALUES (2, 1, 'i0', 400, 'bad', '2026-11-22T00:00:00.000000Z');
+                PRAGMA user_version = 2;
+                """)
+            for (index, (priority, line)) in [(1, "i1"), (4, "c1"), (1, "i2"), (3, "e1"), (1, "i3")].enumerated() {
+                try db.execute(
+                    sql: "INSERT INTO record (id, priority, line, size) VALUES (?, ?, ?, ?)",
+                    arguments: [index + 3, priority, Data(line.utf8), line.utf8.count])
+            }
+        }
+        try old.close()
+
+        let spool = try await open(path)
+        let statistics = await spool.statistics()
+        #expect(statistics.pending == [.debug: 0, .info: 3, .warning: 0, .error: 1, .crash: 1])
+        #expect(statistics.deadLetters == 1 && statistics.bytes == 5 * (2 + SpoolEntry.overhead))
+        #expect(try await spool.savedPosition(of: "journal") == "s=1;i=9")
+        #expect(try await spool.requeueDeadLetters(.all) == 1)
+        #expect(messages(try await claimBatch(spool, .info)) == ["i0", "i1", "i2", "i3"], "the old dead letter goes first")
+        #expect(messages(try await claimBatch(spool, .crash)) == ["c1"])
+        await spool.close()
+        let file = try DatabaseQueue(path: path)
+        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SpoolDatabase.schemaVersion)
+        try file.close()
+    }
+}
