@@ -51,25 +51,43 @@ public final class TestReceiver: Sendable {
     }
 
     /// Waits until at least `count` records have arrived.
+    ///
+    /// Kept apart from ``waitUntil(within:_:)``: the log counts records as they arrive, so a wait for tens of
+    /// thousands of requests costs the receiver nothing per request (the benchmark's receiver must not be what is
+    /// measured).
     public func waitFor(records count: Int, within timeout: Duration = .seconds(60)) async throws {
-        try await waitUntil(within: timeout) { requests in
-            requests.reduce(0) { $0 + $1.recordCount } >= count
-        }
+        try await log.waitUntil(within: timeout, .records(count))
     }
 }
 
 /// The requests a receiver saw, with waiters woken as requests arrive.
 private final class RequestLog: Sendable {
+    /// What a waiter waits for.
+    enum Condition: Sendable {
+        /// A test's condition over every request so far, evaluated at each arrival.
+        case requests(@Sendable ([LogReceiver.Request]) -> Bool)
+        /// At least this many records, against the running count.
+        case records(Int)
+    }
+
     private struct State {
         var requests: [LogReceiver.Request] = []
+        var recordCount = 0
         var waiters: [UInt64: Waiter] = [:]
         var nextWaiterID: UInt64 = 0
         /// Waits that timed out before their waiter was registered.
         var abandoned: Set<UInt64> = []
+
+        func holds(_ condition: Condition) -> Bool {
+            switch condition {
+            case .requests(let holds): holds(requests)
+            case .records(let count): recordCount >= count
+            }
+        }
     }
 
     private struct Waiter {
-        var condition: @Sendable ([LogReceiver.Request]) -> Bool
+        var condition: Condition
         var continuation: CheckedContinuation<Void, Never>
     }
 
@@ -78,8 +96,9 @@ private final class RequestLog: Sendable {
     func append(_ request: LogReceiver.Request) {
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.requests.append(request)
-            let requests = state.requests
-            let satisfied = state.waiters.filter { $0.value.condition(requests) }
+            state.recordCount += request.recordCount
+            guard !state.waiters.isEmpty else { return [] }
+            let satisfied = state.waiters.filter { state.holds($0.value.condition) }
             for id in satisfied.keys { state.waiters[id] = nil }
             return satisfied.values.map(\.continuation)
         }
@@ -95,6 +114,11 @@ private final class RequestLog: Sendable {
         within timeout: Duration = .seconds(60),
         _ condition: @escaping @Sendable ([LogReceiver.Request]) -> Bool
     ) async throws {
+        try await waitUntil(within: timeout, .requests(condition))
+    }
+
+    /// Waits until `condition` holds, or fails the wait after `timeout`.
+    func waitUntil(within timeout: Duration, _ condition: Condition) async throws {
         let id = state.withLock { state in
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
@@ -103,7 +127,7 @@ private final class RequestLog: Sendable {
             group.addTask {
                 await withCheckedContinuation { continuation in
                     let satisfied = self.state.withLock { state in
-                        if condition(state.requests) || state.abandoned.remove(id) != nil { return true }
+                        if state.holds(condition) || state.abandoned.remove(id) != nil { return true }
                         state.waiters[id] = Waiter(condition: condition, continuation: continuation)
                         return false
                     }

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import GRDB
 import LogShip
@@ -89,14 +88,15 @@ struct HostileRemoteTests {
         let gate = Gate()
         defer { gate.open() }
         let receiver = try await TestReceiver(behavior: .init(decide: { _, _ in 401 }, holdBody: { _ in await gate.wait() }))
-        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
-        let uploader = HTTPUploader(client: client, configuration: .init(url: receiver.url, timeout: .milliseconds(500)))
+        let uploader = try HTTPUploader(
+            configuration: .init(url: receiver.url, timeout: .milliseconds(500)),
+            eventLoop: MultiThreadedEventLoopGroup.singleton.next())
         await #expect {
             try await uploader.upload(Payload(lines: [Array("{}".utf8)], batchNumber: 1))
         } throws: { error in
             (error as? UploadError)?.status == 401 && (error as? UploadError)?.fault == .endpointRefused
         }
-        try await client.shutdown()
+        uploader.shutdown()
     }
 
     @Test("Retry-After asking for a day, or for longer than any clock holds, pauses for upload.retry_after_max",
@@ -128,7 +128,9 @@ struct HostileRemoteTests {
         var table: String
         /// The receiver's answer while the fault lasts.
         var answer: Int
-        /// `batch.max_records`: below 10, a batch is part of the one chunk the ten records are stored in.
+        /// `batch.max_records`: below 10, a batch is part of the one chunk the ten records are stored in; every
+        /// other request is then answered 503 while the fault lasts, so that no two acknowledgements committed
+        /// together settle the whole chunk.
         var maxRecords = 1000
         var testDescription: String { name }
     }
@@ -144,11 +146,16 @@ struct HostileRemoteTests {
     func failedSettle(fault: SettleFault) async throws {
         let directory = try TemporaryDirectory.make()
         let faulty = Mutex(true)
-        let receiver = try await TestReceiver(behavior: .init { _, _ in faulty.withLock { $0 } ? fault.answer : 200 })
+        let receiver = try await TestReceiver(behavior: .init { sequence, _ in
+            guard faulty.withLock({ $0 }) else { return 200 }
+            return fault.maxRecords < 10 && sequence % 2 == 1 ? 503 : fault.answer
+        })
         let daemon = try await TestDaemon.start(receiver: receiver, directory: directory) {
             $0.spool.path = "\(directory)/spool.db"
             $0.spool.minFreeDisk = 0
             $0.batch.maxRecords = fault.maxRecords
+            $0.upload.retryInitial = .milliseconds(100)
+            $0.upload.retryMax = .milliseconds(500)
         }
         // A failing disk, as far as SQLite can make one: the trigger aborts the settling statement.
         let spoolFile = try DatabaseQueue(path: "\(directory)/spool.db")

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
@@ -22,21 +21,21 @@ public final class Daemon: Sendable {
     /// Where the metrics are served, when `metrics.listen` is set.
     public let metricsAddress: SocketAddress?
     private let live: LiveConfiguration
-    private let httpClient: HTTPClient
+    private let httpUploader: HTTPUploader?
     private let serviceGroup: ServiceGroup
     private let notifier: (any ServiceManagerNotifier)?
     private let logger: Logger
 
     private init(
         live: LiveConfiguration, metricsAddress: SocketAddress?, shipper: Shipper, intake: RecordIntake, spool: any Spool,
-        httpClient: HTTPClient, serviceGroup: ServiceGroup, notifier: (any ServiceManagerNotifier)?, logger: Logger
+        httpUploader: HTTPUploader?, serviceGroup: ServiceGroup, notifier: (any ServiceManagerNotifier)?, logger: Logger
     ) {
         self.live = live
         self.metricsAddress = metricsAddress
         self.shipper = shipper
         self.intake = intake
         self.spool = spool
-        self.httpClient = httpClient
+        self.httpUploader = httpUploader
         self.serviceGroup = serviceGroup
         self.notifier = notifier
         self.logger = logger
@@ -62,12 +61,11 @@ public final class Daemon: Sendable {
     ) async throws -> Daemon {
         checkOpenFileLimit(configuration.ingest, logger: logger)
         let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
-        let spool = try await openSpool(configuration.spool, logger: logger)
         // One loop for every upload connection and the delivery tasks that use them (EventLoopTaskExecutor).
         let uploadLoop = MultiThreadedEventLoopGroup.singleton.next()
-        let httpClient = makeHTTPClient(configuration, eventLoop: uploadLoop)
         let httpUploader = uploader == nil
-            ? HTTPUploader(client: httpClient, configuration: uploadConfiguration) : nil
+            ? try HTTPUploader(configuration: uploadConfiguration, eventLoop: uploadLoop) : nil
+        let spool = try await openSpool(configuration.spool, logger: logger)
         if configuration.tls.insecureSkipVerify {
             logger.warning("tls.insecure_skip_verify is on: any server certificate is accepted, uploads can be intercepted")
         }
@@ -100,7 +98,7 @@ public final class Daemon: Sendable {
                 configuration, intake: intake, shipper: shipper, spool: spool, logger: logger)
         } catch {
             await spool.close()
-            try? await httpClient.shutdown()
+            httpUploader?.shutdown()
             throw error
         }
 
@@ -116,7 +114,7 @@ public final class Daemon: Sendable {
                     host: address.host, port: address.port, exporter: metrics, status: statusSource, logger: logger)
             } catch {
                 await spool.close()
-                try? await httpClient.shutdown()
+                httpUploader?.shutdown()
                 throw IngestError.socketCall("bind", path: configuration.metrics.listen, "\(error)")
             }
         }
@@ -149,7 +147,7 @@ public final class Daemon: Sendable {
 
         return Daemon(
             live: live, metricsAddress: metricsServer?.address, shipper: shipper, intake: intake, spool: spool,
-            httpClient: httpClient, serviceGroup: ServiceGroup(configuration: groupConfiguration),
+            httpUploader: httpUploader, serviceGroup: ServiceGroup(configuration: groupConfiguration),
             notifier: serviceManager?.notifier, logger: logger)
     }
 
@@ -193,28 +191,6 @@ public final class Daemon: Sendable {
         return try await SQLiteSpool.open(
             path: configuration.path, maximumBytes: configuration.maxBytes,
             minimumFreeDiskBytes: configuration.minFreeDisk, logger: logger)
-    }
-
-    private static func makeHTTPClient(
-        _ daemonConfiguration: DaemonConfiguration, eventLoop: any EventLoop
-    ) -> HTTPClient {
-        let configuration = daemonConfiguration.upload
-        var clientConfiguration = HTTPClient.Configuration()
-        clientConfiguration.httpVersion = .http1Only
-        clientConfiguration.connectionPool = .init(
-            idleTimeout: .seconds(60),
-            concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.maxInFlight)
-        // A refused connection must fail the request at once: the shipper's shared backoff decides when to try
-        // again, and a pause, unlike the client's own silent reconnecting, keeps crash records first in line.
-        clientConfiguration.connectionPool.retryConnectionEstablishment = false
-        clientConfiguration.timeout = .init(connect: TimeAmount(configuration.timeout))
-        // A redirect means the URL is wrong: follow none (a POST body may not survive one), report it instead.
-        clientConfiguration.redirectConfiguration = .disallow
-        // tls.server_name: the URL names that host; connect to the configured URL's host instead.
-        if !daemonConfiguration.tls.serverName.isEmpty, let host = URLComponents(string: configuration.url)?.host {
-            clientConfiguration.dnsOverride = [daemonConfiguration.tls.serverName: host]
-        }
-        return HTTPClient(eventLoopGroup: eventLoop, configuration: clientConfiguration)
     }
 
     /// Binds the ingest sockets that are enabled and the control socket, or takes those systemd passed.
@@ -303,7 +279,7 @@ public final class Daemon: Sendable {
                 metadata: ["logship.spool.pending": "\(statistics.pendingTotal + statistics.claimed)"])
         }
         await spool.close()
-        try? await httpClient.shutdown()
+        httpUploader?.shutdown()
         logger.info("logshipd stopped")
         if let failure { throw failure }
     }

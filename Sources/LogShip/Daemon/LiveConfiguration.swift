@@ -29,12 +29,11 @@ final class LiveConfiguration: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` when the new configuration cannot be applied; nothing is changed then.
     func apply(_ new: DaemonConfiguration) throws -> [String] {
-        let upload = try Self.uploadConfiguration(new)
+        try uploader?.update(try Self.uploadConfiguration(new))
         let old = current.withLock { current in
             defer { current = new }
             return current
         }
-        uploader?.update(upload)
         delivery.backoff.update(initial: new.upload.retryInitial, maximum: new.upload.retryMax)
         delivery.update(
             limits: BatchLimits(maxRecords: new.batch.maxRecords, maxBytes: new.batch.maxBytes),
@@ -44,13 +43,15 @@ final class LiveConfiguration: Sendable {
         return Self.restartOnlyChanges(from: old, to: new)
     }
 
-    /// The uploader's settings. With `tls.server_name`, the URL names that host, which the HTTP client is told to
-    /// reach at the URL's own host (so the certificate and SNI are checked against the name).
+    /// The uploader's settings. With `tls.server_name`, the URL names that host, which the client reaches at the
+    /// URL's own host (so the certificate and SNI are checked against the name).
     ///
     /// - Throws: ``ConfigurationError`` when a TLS file cannot be read (the loader has checked them already).
     static func uploadConfiguration(_ configuration: DaemonConfiguration) throws -> HTTPUploader.Configuration {
         var url = configuration.upload.url
+        var connectHost: String?
         if !configuration.tls.serverName.isEmpty, var components = URLComponents(string: url) {
+            connectHost = components.host
             components.host = configuration.tls.serverName
             url = components.string ?? url
         }
@@ -61,7 +62,7 @@ final class LiveConfiguration: Sendable {
             bearerTokenFile: auth.bearerTokenFile.isEmpty ? nil : auth.bearerTokenFile,
             basicAuthentication: auth.basicUser.isEmpty ? nil : (auth.basicUser, auth.basicPasswordFile),
             tls: try TLSSettings.clientConfiguration(configuration.tls),
-            trustDescription: TLSSettings.trustDescription(configuration.tls))
+            trustDescription: TLSSettings.trustDescription(configuration.tls), connectHost: connectHost)
     }
 
     /// The keys that differ between `old` and `new` and only take effect at start-up.
@@ -72,11 +73,7 @@ final class LiveConfiguration: Sendable {
             ("ingest.max_record_bytes", { $0.ingest.maxRecordBytes }),
             ("ingest.max_connections", { $0.ingest.maxConnections }),
             ("ingest.max_connections_per_process", { $0.ingest.maxConnectionsPerProcess }),
-            ("upload.max_in_flight", { $0.upload.maxInFlight }), ("tls.server_name", { $0.tls.serverName }),
-            // With tls.server_name the client reaches the name at the host the URL had at start-up.
-            ("upload.url's host (with tls.server_name)", {
-                $0.tls.serverName.isEmpty ? "" : URLComponents(string: $0.upload.url)?.host ?? ""
-            }),
+            ("upload.max_in_flight", { $0.upload.maxInFlight }),
             ("upload.shutdown_timeout", { $0.upload.shutdownTimeout }),
             ("spool.path", { $0.spool.path }), ("spool.max_bytes", { $0.spool.maxBytes }),
             ("spool.min_free_disk", { $0.spool.minFreeDisk }),

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import CompressNIO
 import Foundation
 import NIOCore
@@ -6,7 +5,7 @@ import NIOHTTP1
 import NIOSSL
 import Synchronization
 
-/// Posts batches with async-http-client over keep-alive connections, in the configured format, compressed,
+/// Posts batches over keep-alive connections (``UploadClient``), in the configured format, compressed,
 /// authenticated and over TLS as configured.
 public final class HTTPUploader: Uploader {
     /// Where and how to post.
@@ -25,12 +24,16 @@ public final class HTTPUploader: Uploader {
         public var tls: TLSConfiguration?
         /// Where trust comes from, for the log line a failed handshake gets (`tls.ca_file`, or the system store).
         public var trustDescription: String
+        /// The host to connect to when the URL names another (`tls.server_name`: the URL names the server the
+        /// certificate and SNI are checked against).
+        public var connectHost: String?
 
         public init(
             url: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10), format: UploadFormat = .ndjson,
             gzip: Bool = false, bearerTokenFile: String? = nil, basicAuthentication: (user: String, passwordFile: String)? = nil,
-            tls: TLSConfiguration? = nil, trustDescription: String = "the system trust store"
+            tls: TLSConfiguration? = nil, trustDescription: String = "the system trust store", connectHost: String? = nil
         ) {
+            self.connectHost = connectHost
             self.url = url
             self.headers = headers
             self.timeout = timeout
@@ -43,20 +46,31 @@ public final class HTTPUploader: Uploader {
         }
     }
 
-    /// One configuration with what it needs at each request.
+    /// One configuration with what it needs at each request, and the client that posts to its URL.
     private struct Settings: Sendable {
         var configuration: Configuration
         var url: String
         var encoder: any RecordEncoder
         var bearerToken: SecretFile?
         var basicPassword: SecretFile?
+        var client: UploadClient
 
-        init(_ configuration: Configuration) {
+        /// - Throws: ``ConfigurationError`` for a URL that is not http(s) with a host, or TLS settings NIOSSL
+        ///   refuses (the loader has checked both).
+        init(_ configuration: Configuration, eventLoop: any EventLoop) throws {
             self.configuration = configuration
             encoder = configuration.format.encoder
             url = Self.url(configuration.url, defaultPath: encoder.defaultPath)
             bearerToken = configuration.bearerTokenFile.map(SecretFile.init(path:))
             basicPassword = configuration.basicAuthentication.map { SecretFile(path: $0.passwordFile) }
+            guard let endpoint = UploadEndpoint(url: url, connectHost: configuration.connectHost) else {
+                throw ConfigurationError("upload.url: not an http:// or https:// URL with a host")
+            }
+            do {
+                client = try UploadClient(endpoint: endpoint, tls: configuration.tls, eventLoop: eventLoop)
+            } catch {
+                throw ConfigurationError("tls: \(error)")
+            }
         }
 
         /// `url`, with the format's path when it names none.
@@ -71,52 +85,46 @@ public final class HTTPUploader: Uploader {
 
     private static let excerptLimit = 512
 
-    private let client: HTTPClient
+    private let eventLoop: any EventLoop
     /// What a reload may change; each request reads it once.
     private let settings: Mutex<Settings>
 
     /// - Parameters:
-    ///   - client: The client to send with; its connection pool should allow `max_in_flight` connections.
     ///   - configuration: Where and how to post.
-    public init(client: HTTPClient, configuration: Configuration) {
-        self.client = client
-        settings = Mutex(Settings(configuration))
+    ///   - eventLoop: Where the connections live; delivery tasks running there reach them without a hop.
+    /// - Throws: ``ConfigurationError`` for a URL or TLS settings that cannot be used.
+    public init(configuration: Configuration, eventLoop: any EventLoop) throws {
+        self.eventLoop = eventLoop
+        settings = Mutex(try Settings(configuration, eventLoop: eventLoop))
     }
 
-    /// Uses `configuration` from the next request on (a reload); requests in flight finish as they began.
-    public func update(_ configuration: Configuration) {
-        let settings = Settings(configuration)
-        self.settings.withLock { $0 = settings }
+    /// Uses `configuration` from the next request on (a reload); requests in flight finish as they began, and
+    /// the old connections close once they have.
+    ///
+    /// - Throws: ``ConfigurationError`` for a URL or TLS settings that cannot be used; nothing changes then.
+    public func update(_ configuration: Configuration) throws {
+        let settings = try Settings(configuration, eventLoop: eventLoop)
+        let old = self.settings.withLock { current in
+            defer { current = settings }
+            return current
+        }
+        old.client.shutdown()
+    }
+
+    /// Closes the connections; uploads fail from then on.
+    public func shutdown() {
+        settings.withLock { $0 }.client.shutdown()
     }
 
     /// Posts `payload`, the whole exchange (connection, request, response head and body) bounded by the
     /// configured timeout.
     ///
-    /// async-http-client's own deadline stops applying once the response head has arrived, so a remote that
-    /// sends headers and then stalls its body would hold a request slot forever; the bound here covers all of it.
     /// A 2xx answer whose body then stalls is a timeout (the batch is sent again: the exchange never completed);
     /// any other status keeps its meaning, since the body only adds an excerpt to it.
     public func upload(_ payload: Payload) async throws {
         let settings = self.settings.withLock { $0 }
-        let head = Mutex<Int?>(nil)
-        do {
-            try await Self.withDeadline(settings.configuration.timeout) {
-                try await self.post(payload, settings: settings, head: head)
-            }
-        } catch let error as UploadError where error == .timeout {
-            if let status = head.withLock({ $0 }), !(200...299).contains(status) {
-                throw UploadError.status(status, responseExcerpt: "(response body timed out)")
-            }
-            throw error
-        }
-    }
-
-    /// Sends the request; `head` receives the status as soon as the response head is in.
-    private func post(_ payload: Payload, settings: Settings, head: borrowing Mutex<Int?>) async throws {
         let configuration = settings.configuration
-        var request = HTTPClientRequest(url: settings.url)
-        request.method = .POST
-        request.tlsConfiguration = configuration.tls
+        var request = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/")
         request.headers.add(name: "Content-Type", value: settings.encoder.contentType)
         request.headers.add(name: "X-Logshipd-Records", value: String(payload.recordCount))
         request.headers.add(name: "X-Logshipd-Batch", value: String(payload.batchNumber))
@@ -144,30 +152,24 @@ public final class HTTPUploader: Uploader {
             body = try Self.gzip(body)
             request.headers.add(name: "Content-Encoding", value: "gzip")
         }
-        request.body = .bytes(body)
 
-        let response: HTTPClientResponse
+        // Read past the limit by the longest secret, so that one crossing the cut is still found whole.
+        let margin = secrets.map(\.utf8.count).max() ?? 0
+        let response: UploadResponse
         do {
-            response = try await client.execute(request, timeout: TimeAmount(configuration.timeout))
+            response = try await settings.client.post(
+                request, body: body, timeout: TimeAmount(configuration.timeout), excerptLimit: Self.excerptLimit + margin)
+        } catch UploadClientError.timedOut(let status?) where !(200...299).contains(status) {
+            throw UploadError.status(status, responseExcerpt: "(response body timed out)")
         } catch {
             throw Self.translate(error, url: settings.url, trust: configuration.trustDescription)
         }
-        let status = Int(response.status.code)
-        head.withLock { $0 = status }
-        let excerpt: String
-        do {
-            // Read past the limit by the longest secret, so that one crossing the cut is still found whole.
-            let margin = secrets.map(\.utf8.count).max() ?? 0
-            let read = try await Self.excerpt(of: response.body, limit: Self.excerptLimit + margin)
-            excerpt = String(Self.redacting(secrets, in: read).prefix(Self.excerptLimit))
-        } catch {
-            throw Self.translate(error, url: settings.url, trust: configuration.trustDescription)
-        }
-        guard (200...299).contains(status) else {
+        guard (200...299).contains(response.status) else {
+            let read = String(decoding: response.excerpt, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             throw UploadError.status(
-                status,
-                responseExcerpt: excerpt,
-                retryAfter: response.headers.first(name: "Retry-After").flatMap { Self.retryAfterSeconds($0) })
+                response.status,
+                responseExcerpt: String(Self.redacting(secrets, in: read).prefix(Self.excerptLimit)),
+                retryAfter: response.head.headers.first(name: "Retry-After").flatMap { Self.retryAfterSeconds($0) })
         }
     }
 
@@ -189,29 +191,6 @@ public final class HTTPUploader: Uploader {
         return output
     }
 
-    /// Runs `body`, cancelling it and throwing ``UploadError/timeout`` when it has not finished within `timeout`.
-    /// A cancellation of the calling task stays a `CancellationError`.
-    static func withDeadline(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw UploadError.timeout
-            }
-            defer { group.cancelAll() }
-            try await group.next()
-        }
-    }
-
-    /// Reads at most `limit` bytes of the body and drains the rest, so the connection can be reused.
-    private static func excerpt(of body: HTTPClientResponse.Body, limit: Int) async throws -> String {
-        var excerpt: [UInt8] = []
-        for try await chunk in body where excerpt.count < limit {
-            excerpt.append(contentsOf: chunk.readableBytesView.prefix(limit - excerpt.count))
-        }
-        return String(decoding: excerpt, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     /// Maps client errors to ``UploadError``; cancellation stays cancellation. A failed TLS handshake says
     /// with whom and against which trust, in one line.
     private static func translate(_ error: any Error, url: String, trust: String) -> any Error {
@@ -220,14 +199,11 @@ public final class HTTPUploader: Uploader {
             let host = URLComponents(string: url).map { "\($0.host ?? "?")\($0.port.map { ":\($0)" } ?? "")" } ?? url
             return UploadError.transport("TLS with \(host) failed (trusting \(trust)): \(error)")
         }
-        if let clientError = error as? HTTPClientError {
-            switch clientError {
-            case .cancelled: return CancellationError()
-            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout: return UploadError.timeout
-            default: return UploadError.transport(String(describing: clientError))
-            }
+        switch error {
+        case UploadClientError.timedOut, ChannelError.connectTimeout: return UploadError.timeout
+        case let error as IOError: return UploadError.transport(SystemError.describe(error.errnoCode))
+        default: return UploadError.transport(String(describing: error))
         }
-        return UploadError.transport(String(describing: error))
     }
 
     /// `Retry-After` as seconds to wait: delay seconds, or an HTTP date (RFC 9110 section 10.2.3) less `now`.

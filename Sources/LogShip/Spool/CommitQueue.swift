@@ -27,6 +27,8 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
     }
 
     let capacity: Int
+    /// How long a commit waits for more items after the first one arrives.
+    private let linger: Duration
     private let weight: @Sendable (Item) -> Int
     private let commit: Commit
     private let reportFailure: FailureReport
@@ -34,12 +36,16 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
 
     /// - Parameters:
     ///   - capacity: The weight of queued items above which ``enqueue(_:)`` waits.
+    ///   - linger: How long a commit waits, once an item is queued while none is being written, for more to join
+    ///     it: zero for items whose callers wait, a few milliseconds where many small commits would cost more
+    ///     than the wait (acknowledgements).
     ///   - weight: What one item weighs against `capacity`.
     init(
-        capacity: Int, weight: @escaping @Sendable (Item) -> Int, commit: @escaping Commit,
+        capacity: Int, linger: Duration = .zero, weight: @escaping @Sendable (Item) -> Int, commit: @escaping Commit,
         reportFailure: @escaping FailureReport
     ) {
         self.capacity = capacity
+        self.linger = linger
         self.weight = weight
         self.commit = commit
         self.reportFailure = reportFailure
@@ -118,6 +124,10 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
     /// Commits queued groups until the queue is empty.
     private func writeLoop() async {
         while true {
+            if linger > .zero {
+                // Not a synchronisation: the items that arrive meanwhile share the commit.
+                try? await Task.sleep(for: linger)
+            }
             let (batch, roomWaiters, idleWaiters) = state.withLock { state in
                 let batch = state.pending
                 state.pending = []

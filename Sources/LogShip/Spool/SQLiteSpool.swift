@@ -19,6 +19,9 @@ public final class SQLiteSpool: Spool {
     /// Records queued for a commit before fire-and-forget callers wait: a `kill -9` loses at most these and the
     /// commit being written, about two thousand socket lines.
     public static let commitQueueCapacity = 1024
+    /// How long acknowledgements wait to be committed together: the records stay claimed meanwhile, and a
+    /// `kill -9` in that time sends them again.
+    static let acknowledgementLinger = Duration.milliseconds(5)
 
     public let path: String
     public let availability = Availability()
@@ -71,9 +74,11 @@ public final class SQLiteSpool: Spool {
             reportFailure: { error, _ in
                 logger.error("records from the ingest sockets were not stored", metadata: ["logship.error": "\(error)"])
             })
-        // Nothing waits for room: what is queued is bounded by what is claimed.
+        // Nothing waits for room: what is queued is bounded by what is claimed. With one record per request, an
+        // acknowledgement arrives every few hundred microseconds: a commit each cost more than the requests.
         acknowledgements = CommitQueue(
             capacity: .max,
+            linger: Self.acknowledgementLinger,
             weight: { $0.records.count },
             commit: { batches in
                 try await store.acknowledge(batches)

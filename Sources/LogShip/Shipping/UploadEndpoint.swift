@@ -1,0 +1,41 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// Where uploads go: the parts of the configured URL a connection and a request need.
+struct UploadEndpoint: Sendable {
+    /// The host the URL names: the request's `Host` and, unless it is an IP address, the TLS server name.
+    var host: String
+    /// The host to connect to: the URL's, or the one `tls.server_name` moved it to.
+    var connectHost: String
+    var port: Int
+    /// The path and query to request.
+    var target: String
+    var usesTLS: Bool
+
+    /// - Parameter connectHost: Where to connect instead of the URL's host (with `tls.server_name`).
+    init?(url: String, connectHost: String? = nil) {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { return nil }
+        usesTLS = scheme == "https"
+        self.host = host
+        self.connectHost = connectHost ?? host
+        port = components.port ?? (usesTLS ? 443 : 80)
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        target = components.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
+    }
+
+    /// The `Host` header: the name, bracketed if an IPv6 address, and the port unless the scheme's own.
+    var hostHeader: String {
+        let name = host.contains(":") ? "[\(host)]" : host
+        return port == (usesTLS ? 443 : 80) ? name : "\(name):\(port)"
+    }
+
+    /// The name TLS sends (SNI) and checks the certificate against; `nil` for an IP address, which the
+    /// certificate is checked against instead.
+    var serverName: String? {
+        (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil
+    }
+}
