@@ -41,6 +41,6 @@ struct SubmissionReader {
         return .success(
             LogRecord(
                 timestamp: timestamp, priority: priority, severity: severity, host: hostname, source: .control,
-                message: message, peer: peer, fields: submission.fields ?? [:], truncated: truncated))
+                message: message, peer: peer, fields: RecordFields(submission.fields ?? [:]), truncated: truncated))
     }
 }

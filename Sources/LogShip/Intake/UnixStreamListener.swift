@@ -32,16 +32,18 @@ final class UnixStreamListener: Sendable {
     /// Whether the listener created the socket file (and removes it); not when systemd passed the socket.
     private let ownsPath: Bool
     private let server: NIOAsyncChannel<(Connection, PeerCredentials), Never>
+    private let accepted: AcceptedConnections<Connection>
     private let limiter: Mutex<ConnectionLimiter>
     private let logger: Logger
 
     private init(
-        path: String, ownsPath: Bool, server: NIOAsyncChannel<(Connection, PeerCredentials), Never>, limits: Limits,
-        logger: Logger
+        path: String, ownsPath: Bool, server: NIOAsyncChannel<(Connection, PeerCredentials), Never>,
+        accepted: AcceptedConnections<Connection>, limits: Limits, logger: Logger
     ) {
         self.path = path
         self.ownsPath = ownsPath
         self.server = server
+        self.accepted = accepted
         limiter = Mutex(ConnectionLimiter(maximum: limits.maximum, maximumPerProcess: limits.maximumPerProcess))
         self.logger = logger
     }
@@ -58,6 +60,7 @@ final class UnixStreamListener: Sendable {
         path: String, passed: Int32? = nil, mode: mode_t, maximumFrameBytes: Int, limits: Limits,
         group: any EventLoopGroup, logger: Logger
     ) async throws -> UnixStreamListener {
+        let accepted = AcceptedConnections<Connection>()
         let initializer: @Sendable (any Channel) -> EventLoopFuture<(Connection, PeerCredentials)> = { channel in
             guard let options = channel as? any SocketOptionProvider else {
                 return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
@@ -69,13 +72,15 @@ final class UnixStreamListener: Sendable {
                     ByteToMessageHandler(StreamFrameDecoder(maximumRecordBytes: maximumFrameBytes)))
                 try channel.pipeline.syncOperations.addHandler(FrameBatcher())
                 // Read comm now: a short-lived client (logger) may be gone by the time its data is read.
-                return (try Connection(wrappingChannelSynchronously: channel), PeerCredentials(credentials))
+                let peer = PeerCredentials(credentials)
+                return (try accepted.admit(channel) { try Connection(wrappingChannelSynchronously: channel) }, peer)
             }
         }
         let bootstrap = ServerBootstrap(group: group).serverChannelOption(.backlog, value: 256)
         if let passed {
             let server = try await bootstrap.bind(passed, childChannelInitializer: initializer)
-            return UnixStreamListener(path: path, ownsPath: false, server: server, limits: limits, logger: logger)
+            return UnixStreamListener(
+                path: path, ownsPath: false, server: server, accepted: accepted, limits: limits, logger: logger)
         }
         try UnixSocketPath.prepare(path)
         let server: NIOAsyncChannel<(Connection, PeerCredentials), Never>
@@ -85,7 +90,8 @@ final class UnixStreamListener: Sendable {
             throw IngestError.socketCall("bind", path: path, SystemError.describe(error.errnoCode))
         }
         try UnixSocketPath.setMode(path, mode: mode)
-        return UnixStreamListener(path: path, ownsPath: true, server: server, limits: limits, logger: logger)
+        return UnixStreamListener(
+            path: path, ownsPath: true, server: server, accepted: accepted, limits: limits, logger: logger)
     }
 
     /// Accepts connections until ``close()`` is called, then stops serving the connections still open, and
@@ -112,8 +118,15 @@ final class UnixStreamListener: Sendable {
         _ handler: @escaping @Sendable (Connection, PeerCredentials) async -> Void
     ) async throws {
         try await withThrowingDiscardingTaskGroup { group in
+            defer {
+                // Connections set up as the listener closed, which the loop never took: closed unserved.
+                for connection in accepted.close() {
+                    group.addTask { try? await connection.executeThenClose { _, _ in } }
+                }
+            }
             try await server.executeThenClose { connections in
                 for try await (connection, peer) in connections {
+                    accepted.take(connection.channel)
                     guard admit(peer) else {
                         // Closed at once, through the async channel so that its writer is finished properly;
                         // a failure to close has nothing to tell.

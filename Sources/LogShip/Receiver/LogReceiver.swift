@@ -194,12 +194,14 @@ public final class LogReceiver: Sendable {
                         if let retryAfter = behavior.retryAfter, !(200...299).contains(status) {
                             responseHead.headers.add(name: "Retry-After", value: String(retryAfter))
                         }
+                        // Answered or not (the client may close as soon as it has read the answer), the request is
+                        // no longer in flight.
+                        defer { counters.withLock { $0.inFlight -= 1 } }
+                        head = nil
                         try await writer.write(.head(responseHead))
                         await behavior.holdBody?(sequence)
                         try await writer.write(.body(.byteBuffer(ByteBuffer(string: responseBody))))
                         try await writer.write(.end(nil))
-                        counters.withLock { $0.inFlight -= 1 }
-                        head = nil
                         if !requestHead.isKeepAlive { return }
                     }
                 }

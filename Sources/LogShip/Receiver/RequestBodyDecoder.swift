@@ -221,7 +221,7 @@ private struct OTLPLogsRequest: Decodable {
         return LogRecord(
             timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: priority, severity: severity,
             host: host, source: attributes["logship.source"].flatMap(LogRecord.Source.init(rawValue:)) ?? .socket,
-            message: record.body?.text ?? "", peer: peer, fields: fields,
+            message: record.body?.text ?? "", peer: peer, fields: RecordFields(fields),
             truncated: attributes["logship.truncated"] == "true")
     }
 

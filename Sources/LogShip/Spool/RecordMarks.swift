@@ -39,41 +39,30 @@ struct RecordMarks: Sendable {
         marks += Array(repeating: .pending, count: count - marks.count)
     }
 
-    mutating func claim(_ index: Int) {
-        precondition(marks[index] == .pending)
-        marks[index] = .claimed
-        retryTimes[index] = nil
-        claimedCount += 1
-        if index == firstPending { advanceFirstPending() }
-    }
-
-    /// A claimed record back to pending, ready at `retryAt` (now when `nil`).
-    mutating func unclaim(_ index: Int, retryAt: Date?) {
-        precondition(marks[index] == .claimed)
-        marks[index] = .pending
-        retryTimes[index] = retryAt
-        claimedCount -= 1
-        firstPending = min(firstPending, index)
-    }
-
-    /// A pending or claimed record needs nothing more.
-    mutating func settle(_ index: Int) {
-        switch marks[index] {
-        case .settled: return
-        case .claimed: claimedCount -= 1
-        case .pending: retryTimes[index] = nil
+    /// Changes the records `range`, every one of them marked `previous`, to `mark`; a record going back to
+    /// pending is ready at `retryAt` (`nil`: at once).
+    mutating func change(_ range: Range<Int>, from previous: Mark, to mark: Mark, retryAt: Date? = nil) {
+        guard previous != mark, !range.isEmpty else { return }
+        for index in range {
+            precondition(marks[index] == previous, "record \(index) is \(marks[index]), not \(previous)")
+            marks[index] = mark
         }
-        marks[index] = .settled
-        settledCount += 1
-        if index == firstPending { advanceFirstPending() }
-    }
-
-    /// A settled record pending again (a dead letter requeued, an eviction that was not committed).
-    mutating func unsettle(_ index: Int) {
-        precondition(marks[index] == .settled)
-        marks[index] = .pending
-        settledCount -= 1
-        firstPending = min(firstPending, index)
+        switch previous {
+        case .pending: if !retryTimes.isEmpty { for index in range { retryTimes[index] = nil } }
+        case .claimed: claimedCount -= range.count
+        case .settled: settledCount -= range.count
+        }
+        switch mark {
+        case .pending:
+            if let retryAt { for index in range { retryTimes[index] = retryAt } }
+            firstPending = min(firstPending, range.lowerBound)
+        case .claimed: claimedCount += range.count
+        case .settled: settledCount += range.count
+        }
+        if previous == .pending && range.contains(firstPending) {
+            firstPending = range.upperBound
+            while firstPending < marks.count && marks[firstPending] != .pending { firstPending += 1 }
+        }
     }
 
     /// The settled records as runs of consecutive indexes: what the chunk_settled table holds for the chunk.
@@ -89,9 +78,5 @@ struct RecordMarks: Sendable {
             }
         }
         return runs
-    }
-
-    private mutating func advanceFirstPending() {
-        while firstPending < marks.count && marks[firstPending] != .pending { firstPending += 1 }
     }
 }

@@ -125,7 +125,9 @@ extension SpoolDatabase {
             if let runs = settledRuns[chunk.id], let lines = try lines(ofChunk: chunk.id, db), lines.count == chunk.count {
                 chunk.lines = lines
                 chunk.marks = RecordMarks(count: chunk.count)
-                for index in runs.joined() where index < chunk.count { chunk.marks!.settle(index) }
+                for run in runs {
+                    chunk.marks!.change(run.clamped(to: 0..<chunk.count), from: .pending, to: .settled)
+                }
             }
             ledger.restore(chunk, of: priority)
         }

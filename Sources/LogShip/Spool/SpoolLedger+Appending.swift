@@ -163,11 +163,16 @@ extension SpoolLedger {
             }
         }
         guard freed >= needed else { return .impossible }
-        let changes = victims.map { victim in
-            if let index = victim.index {
-                return setMark(.settled, of: index, chunkAt: victim.position, victim.priority)
+        var changes: [Change] = []
+        for victimClass in Set(victims.map(\.priority)) {
+            let ofClass = victims.filter { $0.priority == victimClass }
+            for victim in ofClass where victim.index == nil {
+                changes.append(settleWholeChunk(at: victim.position, victimClass))
             }
-            return settleWholeChunk(at: victim.position, victim.priority)
+            let records = ofClass.compactMap { victim in victim.index.map { (victim.position, $0) } }
+            for (position, run) in Self.runs(records) {
+                changes.append(setMarks(.settled, of: run, chunkAt: position, victimClass, from: .pending))
+            }
         }
         return .evicted(changes, count: count, freed: freed)
     }

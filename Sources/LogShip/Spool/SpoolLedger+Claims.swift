@@ -29,11 +29,13 @@ extension SpoolLedger {
         var records: [SpooledRecord] = []
         records.reserveCapacity(picks.count)
         // Read through the queue in place: a copy of a chunk held across `setMark` would copy its marks.
-        for (position, index) in picks {
-            let sequence = queues[priority.rawValue].chunks[position].firstSequence + Int64(index)
-            let line = Array(queues[priority.rawValue].chunks[position].lines!.line(index))
-            records.append(SpooledRecord(sequence: sequence, line: line))
-            setMark(.claimed, of: index, chunkAt: position, priority)
+        for (position, run) in Self.runs(picks) {
+            { chunk in
+                for index in run {
+                    records.append(SpooledRecord(sequence: chunk.firstSequence + Int64(index), line: Array(chunk.lines!.line(index))))
+                }
+            }(queues[priority.rawValue].chunks[position])
+            setMarks(.claimed, of: run, chunkAt: position, priority, from: .pending)
         }
         claims += 1
         let batch = Batch(priority: priority, records: records, number: claims)
@@ -73,8 +75,9 @@ extension SpoolLedger {
     /// Puts claimed records back at their place, ready at `retryAt` (`nil`: at once). Records no longer claimed
     /// are left as they are.
     mutating func unclaim(_ batch: Batch, retryAt: Date?) {
-        for (position, index, _) in locate(batch) where queues[batch.priority.rawValue].chunks[position].mark(index) == .claimed {
-            setMark(.pending, of: index, chunkAt: position, batch.priority, retryAt: retryAt)
+        let claimed = locate(batch).filter { queues[batch.priority.rawValue].chunks[$0.chunk].mark($0.record) == .claimed }
+        for (position, run) in Self.runs(claimed.lazy.map { ($0.chunk, $0.record) }) {
+            setMarks(.pending, of: run, chunkAt: position, batch.priority, from: .claimed, retryAt: retryAt)
         }
     }
 

@@ -25,7 +25,7 @@ extension SpoolLedger {
             }
             let index = queues[letter.priority.rawValue].chunks[position].index(of: letter.sequence)
             guard queues[letter.priority.rawValue].chunks[position].mark(index) == .settled else { continue }
-            let change = setMark(.pending, of: index, chunkAt: position, letter.priority)
+            let change = setMarks(.pending, of: index..<(index + 1), chunkAt: position, letter.priority, from: .settled)
             changes.append(change)
             touched[letter.priority, default: []].insert(change.chunkID)
         }

@@ -10,11 +10,11 @@ extension SpoolLedger {
         var settled: [SpooledRecord] = []
         var touched: [PriorityClass: Set<Int64>] = [:]
         for batch in batches {
-            for (position, index, item) in locate(batch) {
-                guard queues[batch.priority.rawValue].chunks[position].mark(index) == .claimed else { continue }
-                let change = setMark(.settled, of: index, chunkAt: position, batch.priority)
+            let claimed = locate(batch).filter { queues[batch.priority.rawValue].chunks[$0.chunk].mark($0.record) == .claimed }
+            settled += claimed.map { batch.records[$0.item] }
+            for (position, run) in Self.runs(claimed.lazy.map { ($0.chunk, $0.record) }) {
+                let change = setMarks(.settled, of: run, chunkAt: position, batch.priority, from: .claimed)
                 changes.append(change)
-                settled.append(batch.records[item])
                 touched[batch.priority, default: []].insert(change.chunkID)
             }
         }

@@ -13,14 +13,13 @@ import Foundation
 ///   the next records may extend) and for recent chunks up to ``cacheBudget``; the others are read back from the
 ///   database when their turn comes.
 struct SpoolLedger: Sendable {
-    /// A mark as it was before a write changed it, to put back if the write fails.
+    /// Marks as they were before a write changed them, to put back if the write fails.
     struct Change: Sendable {
         var priority: PriorityClass
         var chunkID: Int64
-        /// The record, or `nil` for a whole chunk that had no marks.
-        var index: Int?
+        /// The records, all of which had `mark`; `nil` for a whole chunk that had no marks.
+        var records: Range<Int>?
         var mark: RecordMarks.Mark
-        var retryTime: Date?
     }
 
     var queues = [ClassQueue](repeating: ClassQueue(), count: PriorityClass.allCases.count)
@@ -97,48 +96,46 @@ struct SpoolLedger: Sendable {
 
     // MARK: Marks
 
-    /// Changes one record's mark, keeping the class's counts in step; returns the change, to undo it.
+    /// Changes the marks of a run of records, every one of them marked `previous`, keeping the class's counts in
+    /// step; returns the change, to undo it.
     ///
-    /// - Important: A record's size is read from the chunk's lines, which must be in memory unless the record
-    ///   goes between pending and claimed (sizes are not counted apart for those).
+    /// - Important: Sizes are read from the chunk's lines, which must be in memory unless the records go between
+    ///   pending and claimed (sizes are not counted apart for those).
     @discardableResult
-    mutating func setMark(
-        _ mark: RecordMarks.Mark, of index: Int, chunkAt position: Int, _ priority: PriorityClass, retryAt: Date? = nil
+    mutating func setMarks(
+        _ mark: RecordMarks.Mark, of records: Range<Int>, chunkAt position: Int, _ priority: PriorityClass,
+        from previous: RecordMarks.Mark, retryAt: Date? = nil
     ) -> Change {
-        // Values read first: a copy of the chunk alive while its marks change would copy them.
-        let (change, size) = Self.change(of: index, in: queues[priority.rawValue].chunks[position], priority)
-        let previous = change.mark
+        let p = priority.rawValue
+        let change = Change(priority: priority, chunkID: queues[p].chunks[position].id, records: records, mark: previous)
         guard previous != mark else { return change }
+        let bytes = previous == .settled || mark == .settled
+            ? { chunk in records.reduce(0) { $0 + chunk.accountedBytes(of: $1) } }(queues[p].chunks[position]) : 0
         switch previous {
-        case .pending: queues[priority.rawValue].pending -= 1
-        case .claimed: queues[priority.rawValue].claimed -= 1
-        case .settled: queues[priority.rawValue].bytes += size
+        case .pending: queues[p].pending -= records.count
+        case .claimed: queues[p].claimed -= records.count
+        case .settled: queues[p].bytes += bytes
         }
         switch mark {
-        case .pending: queues[priority.rawValue].pending += 1
-        case .claimed: queues[priority.rawValue].claimed += 1
-        case .settled: queues[priority.rawValue].bytes -= size
+        case .pending: queues[p].pending += records.count
+        case .claimed: queues[p].claimed += records.count
+        case .settled: queues[p].bytes -= bytes
         }
-        queues[priority.rawValue].chunks[position].withMarks { marks in
-            switch (previous, mark) {
-            case (.pending, .claimed): marks.claim(index)
-            case (.claimed, .pending): marks.unclaim(index, retryAt: retryAt)
-            case (_, .settled): marks.settle(index)
-            case (.settled, .pending): marks.unsettle(index)
-            case (.settled, .claimed):
-                marks.unsettle(index)
-                marks.claim(index)
-            case (.pending, .pending), (.claimed, .claimed): break
-            }
-        }
+        queues[p].chunks[position].withMarks { $0.change(records, from: previous, to: mark, retryAt: retryAt) }
         return change
     }
 
-    private static func change(of index: Int, in chunk: SpoolChunk, _ priority: PriorityClass) -> (Change, size: Int) {
-        let change = Change(
-            priority: priority, chunkID: chunk.id, index: index, mark: chunk.mark(index),
-            retryTime: chunk.marks?.retryTime(index))
-        return (change, chunk.accountedBytes(of: index))
+    /// Records given as (chunk position, index) pairs in order, as runs of consecutive records of one chunk.
+    static func runs(_ records: some Sequence<(chunk: Int, record: Int)>) -> [(chunk: Int, records: Range<Int>)] {
+        var runs: [(chunk: Int, records: Range<Int>)] = []
+        for (chunk, record) in records {
+            if let last = runs.last, last.chunk == chunk, last.records.upperBound == record {
+                runs[runs.count - 1].records = last.records.lowerBound..<(record + 1)
+            } else {
+                runs.append((chunk, record..<(record + 1)))
+            }
+        }
+        return runs
     }
 
     /// Settles every record of a chunk no delivery has touched, without needing its lines (an eviction).
@@ -147,24 +144,25 @@ struct SpoolLedger: Sendable {
         precondition(queues[priority.rawValue].chunks[position].isUntouched)
         queues[priority.rawValue].pending -= count
         queues[priority.rawValue].bytes -= bytes
-        queues[priority.rawValue].chunks[position].withMarks { marks in
-            for index in 0..<count { marks.settle(index) }
-        }
-        return Change(priority: priority, chunkID: id, index: nil, mark: .pending, retryTime: nil)
+        queues[priority.rawValue].chunks[position].withMarks { $0.change(0..<count, from: .pending, to: .settled) }
+        return Change(priority: priority, chunkID: id, records: nil, mark: .pending)
     }
 
-    /// Puts back what a failed write changed, newest change first.
+    /// Puts back what a failed write changed, newest change first (retry times of evicted records are not kept:
+    /// they are ready at once).
     mutating func revert(_ changes: [Change]) {
         for change in changes.reversed() {
             guard let position = position(of: change.chunkID, in: change.priority) else { continue }
-            guard let index = change.index else {
+            guard let records = change.records else {
                 let chunk = queues[change.priority.rawValue].chunks[position]
                 queues[change.priority.rawValue].chunks[position].marks = nil
                 queues[change.priority.rawValue].pending += chunk.count
                 queues[change.priority.rawValue].bytes += chunk.accountedBytes
                 continue
             }
-            setMark(change.mark, of: index, chunkAt: position, change.priority, retryAt: change.retryTime)
+            // The records are all marked as the change left them: the first one says how.
+            let now = queues[change.priority.rawValue].chunks[position].mark(records.lowerBound)
+            setMarks(change.mark, of: records, chunkAt: position, change.priority, from: now)
         }
     }
 

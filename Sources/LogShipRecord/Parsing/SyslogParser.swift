@@ -10,7 +10,7 @@ struct SyslogMessage: Hashable, Sendable {
     var identifier: String?
     var processID: String?
     var messageID: String?
-    var structuredData: [String: String] = [:]
+    var structuredData: RecordFields = [:]
     var message: String
 
     private static let facilityNames = [
@@ -26,11 +26,13 @@ struct SyslogMessage: Hashable, Sendable {
         record.priority = PriorityClass(severity: severity)
         record.message = message
         if let timestamp { record.timestamp = timestamp }
+        // In key order, so that each is appended.
+        record.fields.reserveCapacity(record.fields.count + 5 + structuredData.count)
         if let facility { record.fields["syslog_facility"] = Self.facilityNames[facility] }
-        if let identifier { record.fields["syslog_identifier"] = identifier }
-        if let processID { record.fields["syslog_pid"] = processID }
-        if let messageID { record.fields["syslog_msgid"] = messageID }
         if let hostname, hostname != localHostname { record.fields["syslog_hostname"] = hostname }
+        if let identifier { record.fields["syslog_identifier"] = identifier }
+        if let messageID { record.fields["syslog_msgid"] = messageID }
+        if let processID { record.fields["syslog_pid"] = processID }
         for (key, value) in structuredData { record.fields[key] = value }
     }
 }
@@ -38,7 +40,7 @@ struct SyslogMessage: Hashable, Sendable {
 enum SyslogParser {
     /// Parses a syslog message; `nil` when `bytes` does not start with a valid `<PRI>`.
     static func parse(_ bytes: ArraySlice<UInt8>, receivedAt: Timestamp) -> SyslogMessage? {
-        var scanner = ByteScanner(Array(bytes))
+        var scanner = ByteScanner(bytes)
         guard let priority = parsePriority(&scanner) else { return nil }
         let severity = Severity(rawValue: priority & 7)!
         let afterPriority = scanner.index
@@ -110,9 +112,9 @@ enum SyslogParser {
     }
 
     /// `-` or one or more `[SD-ID PARAM="VALUE" …]` elements; each parameter becomes a field `SD-ID.PARAM`.
-    private static func parseStructuredData(_ scanner: inout ByteScanner) -> [String: String]? {
+    private static func parseStructuredData(_ scanner: inout ByteScanner) -> RecordFields? {
         if scanner.skip(UInt8(ascii: "-")) { return [:] }
-        var fields: [String: String] = [:]
+        var fields: RecordFields = [:]
         guard scanner.peek() == UInt8(ascii: "[") else { return nil }
         while scanner.skip(UInt8(ascii: "[")) {
             guard let id = scanner.name(terminators: [UInt8(ascii: " "), UInt8(ascii: "]")]) else { return nil }
@@ -146,15 +148,21 @@ enum SyslogParser {
     private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         .map { Array($0.utf8) }
 
+    /// The month (1-12) whose abbreviation is next in `scanner`, or `nil`; consumes nothing.
+    private static func month(at scanner: ByteScanner) -> Int? {
+        guard let first = scanner.peek(), let second = scanner.peek(at: 1), let third = scanner.peek(at: 2) else {
+            return nil
+        }
+        return monthNames.firstIndex { $0[0] == first && $0[1] == second && $0[2] == third }.map { $0 + 1 }
+    }
+
     /// `Mmm dd hh:mm:ss [HOSTNAME ]TAG[PID]: MSG`. The host name is optional because local clients (`logger -u`
     /// without `--rfc3164`, glibc `syslog()`) leave it out: a first word that already ends the tag is the tag.
     private static func parseRFC3164(
         _ scanner: inout ByteScanner, severity: Severity, facility: Int, receivedAt: Timestamp
     ) -> SyslogMessage? {
         let start = scanner.index
-        guard scanner.bytes.count - start >= 16 else { return nil }
-        let monthBytes = Array(scanner.bytes[start..<start + 3])
-        guard let monthIndex = monthNames.firstIndex(of: monthBytes) else { return nil }
+        guard scanner.remainingCount >= 16, let month = month(at: scanner) else { return nil }
         scanner.seek(to: start + 3)
         guard scanner.skip(UInt8(ascii: " ")) else { return nil }
         _ = scanner.skip(UInt8(ascii: " "))  // day padded with a space ("Nov  1")
@@ -172,7 +180,7 @@ enum SyslogParser {
             scanner.skip(UInt8(ascii: " ")) || scanner.isAtEnd
         else { return nil }
 
-        let timestamp = inferYear(month: monthIndex + 1, day: day, hour: hour, minute: minute, second: second,
+        let timestamp = inferYear(month: month, day: day, hour: hour, minute: minute, second: second,
                                   receivedAt: receivedAt)
         var message = SyslogMessage(severity: severity, facility: facility, timestamp: timestamp, message: "")
 
@@ -206,17 +214,26 @@ enum SyslogParser {
     }
 
     /// RFC 3164 timestamps have no year: take the year that puts the message closest to its arrival.
+    ///
+    /// The year of arrival is tried first: within 180 days of the arrival it is the closest (another year's is at
+    /// least 364 days from it), which spares converting the other two for nearly every line.
     private static func inferYear(
         month: Int, day: Int, hour: Int, minute: Int, second: Int, receivedAt: Timestamp
     ) -> Timestamp? {
+        func distance(_ candidate: Timestamp) -> Int64 {
+            abs(candidate.microsecondsSinceEpoch - receivedAt.microsecondsSinceEpoch)
+        }
         let year = receivedAt.utcYear
-        let candidates = [year - 1, year, year + 1].compactMap {
-            Timestamp.local(year: $0, month: month, day: day, hour: hour, minute: minute, second: second)
+        var closest = Timestamp.local(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+        if let sameYear = closest, distance(sameYear) < 180 * 86_400 * 1_000_000 { return sameYear }
+        // Ties go to the earlier year, as they always have.
+        for (other, winsTies) in [(year - 1, true), (year + 1, false)] {
+            guard let candidate = Timestamp.local(year: other, month: month, day: day, hour: hour, minute: minute, second: second)
+            else { continue }
+            let closer = closest.map { winsTies ? distance(candidate) <= distance($0) : distance(candidate) < distance($0) }
+            if closer ?? true { closest = candidate }
         }
-        return candidates.min {
-            abs($0.microsecondsSinceEpoch - receivedAt.microsecondsSinceEpoch)
-                < abs($1.microsecondsSinceEpoch - receivedAt.microsecondsSinceEpoch)
-        }
+        return closest
     }
 
     // MARK: Helpers

@@ -1,21 +1,33 @@
 /// A cursor over bytes for the hand-written parsers: small, allocation-free, never traps on bad input.
+///
+/// It reads a slice in place; its indices are the slice's own.
 struct ByteScanner {
-    let bytes: [UInt8]
+    let bytes: ArraySlice<UInt8>
     private(set) var index: Int
 
-    init(_ bytes: [UInt8], index: Int = 0) {
+    init(_ bytes: ArraySlice<UInt8>) {
         self.bytes = bytes
-        self.index = index
+        index = bytes.startIndex
     }
 
-    var isAtEnd: Bool { index >= bytes.count }
+    init(_ bytes: [UInt8]) {
+        self.init(bytes[...])
+    }
 
-    var remaining: ArraySlice<UInt8> { bytes[min(index, bytes.count)...] }
+    var isAtEnd: Bool { index >= bytes.endIndex }
 
-    func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
+    var remaining: ArraySlice<UInt8> { bytes[min(index, bytes.endIndex)...] }
+
+    /// Bytes left from the cursor on.
+    var remainingCount: Int { max(bytes.endIndex - index, 0) }
+
+    func peek() -> UInt8? { index < bytes.endIndex ? bytes[index] : nil }
+
+    /// The byte `offset` places after the cursor, if there is one.
+    func peek(at offset: Int) -> UInt8? { index + offset < bytes.endIndex ? bytes[index + offset] : nil }
 
     mutating func next() -> UInt8? {
-        guard index < bytes.count else { return nil }
+        guard index < bytes.endIndex else { return nil }
         defer { index += 1 }
         return bytes[index]
     }

@@ -42,7 +42,7 @@ extension LogRecord: Decodable {
             source: source,
             message: try container.decode(String.self, forKey: .message),
             peer: peer,
-            fields: try container.decodeIfPresent([String: String].self, forKey: .fields) ?? [:],
+            fields: RecordFields(try container.decodeIfPresent([String: String].self, forKey: .fields) ?? [:]),
             truncated: try container.decodeIfPresent(Bool.self, forKey: .truncated) ?? false)
     }
 }

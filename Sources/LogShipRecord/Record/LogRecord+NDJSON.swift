@@ -21,7 +21,7 @@ extension LogRecord {
             }
         }
         if !fields.isEmpty {
-            writer.field("fields", object: fields.sorted { $0.key < $1.key })
+            writer.field("fields", object: fields)
         }
         if truncated {
             writer.field("truncated", bool: true)
@@ -63,11 +63,13 @@ struct JSONObjectWriter {
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
-    mutating func field(_ key: String, object pairs: [(key: String, value: String)]) {
+    mutating func field(_ key: String, object pairs: some Sequence<(key: String, value: String)>) {
         appendKey(key)
         bytes.append(UInt8(ascii: "{"))
-        for (index, pair) in pairs.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+        var isFirst = true
+        for pair in pairs {
+            if !isFirst { bytes.append(UInt8(ascii: ",")) }
+            isFirst = false
             Self.appendString(pair.key, to: &bytes)
             bytes.append(UInt8(ascii: ":"))
             Self.appendString(pair.value, to: &bytes)

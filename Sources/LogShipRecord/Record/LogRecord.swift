@@ -18,7 +18,7 @@ public struct LogRecord: Hashable, Sendable {
     /// The sender's identity; `nil` when the kernel gave none.
     public var peer: PeerCredentials?
     /// Extra key-value data: syslog tag and structured data, JSON fields, `logctl send --field`.
-    public var fields: [String: String]
+    public var fields: RecordFields
     /// Whether the message was cut at the size limit.
     public var truncated: Bool
 
@@ -30,7 +30,7 @@ public struct LogRecord: Hashable, Sendable {
         source: Source,
         message: String,
         peer: PeerCredentials? = nil,
-        fields: [String: String] = [:],
+        fields: RecordFields = [:],
         truncated: Bool = false
     ) {
         self.timestamp = timestamp

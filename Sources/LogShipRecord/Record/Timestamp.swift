@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 
 /// A point in time with microsecond precision, as records carry it on the wire.
 public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
@@ -117,15 +118,40 @@ extension Timestamp {
         else { return nil }
         let wall = CivilDate(year: year, month: month, day: day).daysSinceEpoch * 86_400
             + Int64(hour * 3600 + minute * 60 + second)
+        if let steady = steadyOffset.withLock({ $0 }), steady.contains(wall) {
+            return Timestamp(microsecondsSinceEpoch: (wall - steady.offset) * 1_000_000)
+        }
         let before = utcOffset(at: wall - 86_400)
         let after = utcOffset(at: wall + 86_400)
-        // No change of offset within a day either side: the only candidate (RFC 3164 parsing tries three years
-        // per line, so this is the common path).
-        if before == after { return Timestamp(microsecondsSinceEpoch: (wall - before) * 1_000_000) }
+        // No change of offset within a day either side: the only candidate (the common path).
+        if before == after {
+            steadyOffset.withLock { $0 = SteadyOffset(around: wall, offset: before) }
+            return Timestamp(microsecondsSinceEpoch: (wall - before) * 1_000_000)
+        }
         let consistent = [wall - before, wall - after].filter { wall - utcOffset(at: $0) == $0 }
         let seconds = consistent.min() ?? wall - before
         return Timestamp(microsecondsSinceEpoch: seconds * 1_000_000)
     }
+
+    /// A stretch of wall-clock time found to have one offset from UTC: the last one `local` met.
+    ///
+    /// The offsets a day either side of a wall time being equal, the zone is taken not to change between them
+    /// (which `local` assumes anyway); a later wall time that `local` would read from the same stretch, within
+    /// ten hours of it (the farthest a zone's offset can move an instant), gets the same answer without two calls
+    /// to `localtime_r`. Lines of a burst share their timestamps' hour, so this is nearly every line.
+    private struct SteadyOffset {
+        var around: Int64
+        var offset: Int64
+
+        init(around wall: Int64, offset: Int64) {
+            around = wall
+            self.offset = offset
+        }
+
+        func contains(_ wall: Int64) -> Bool { abs(wall - around) <= 36_000 }
+    }
+
+    private static let steadyOffset = Mutex<SteadyOffset?>(nil)
 
     /// The local zone's offset from UTC, in seconds, at `seconds` since the epoch.
     private static func utcOffset(at seconds: Int64) -> Int64 {

@@ -1,0 +1,90 @@
+/// A record's extra key-value data, kept sorted by key.
+///
+/// A record carries a handful of fields (a syslog tag and PID, a few structured-data parameters), and they are
+/// written in key order on the wire: a sorted array does both without hashing, and fields added in key order
+/// (as the parsers add theirs) are appended.
+public struct RecordFields: Hashable, Sendable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+    public typealias Element = (key: String, value: String)
+
+    /// Sorted by key; no key twice.
+    private var pairs: [Element]
+
+    public init() {
+        pairs = []
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init()
+        for (key, value) in elements { self[key] = value }
+    }
+
+    public init(_ dictionary: [String: String]) {
+        pairs = dictionary.map { ($0.key, $0.value) }.sorted { $0.key < $1.key }
+    }
+
+    /// The value for `key`; setting `nil` removes the field.
+    public subscript(key: String) -> String? {
+        get {
+            let index = insertionIndex(of: key)
+            return index < pairs.endIndex && pairs[index].key == key ? pairs[index].value : nil
+        }
+        set {
+            // Fields usually arrive in key order: the new key goes last.
+            if let last = pairs.last, last.key < key {
+                if let newValue { pairs.append((key, newValue)) }
+                return
+            }
+            let index = insertionIndex(of: key)
+            let exists = index < pairs.endIndex && pairs[index].key == key
+            switch (newValue, exists) {
+            case (let value?, true): pairs[index].value = value
+            case (let value?, false): pairs.insert((key, value), at: index)
+            case (nil, true): pairs.remove(at: index)
+            case (nil, false): break
+            }
+        }
+    }
+
+    public var isEmpty: Bool { pairs.isEmpty }
+    public var count: Int { pairs.count }
+
+    /// The fields in key order.
+    public func makeIterator() -> IndexingIterator<[Element]> {
+        pairs.makeIterator()
+    }
+
+    /// The fields as a dictionary.
+    public var dictionary: [String: String] {
+        Dictionary(uniqueKeysWithValues: pairs.map { ($0.key, $0.value) })
+    }
+
+    /// Makes room for `count` fields in all.
+    public mutating func reserveCapacity(_ count: Int) {
+        pairs.reserveCapacity(count)
+    }
+
+    public var description: String { dictionary.description }
+
+    public static func == (lhs: RecordFields, rhs: RecordFields) -> Bool {
+        lhs.pairs.elementsEqual(rhs.pairs) { $0.key == $1.key && $0.value == $1.value }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(pairs.count)
+        for (key, value) in pairs {
+            hasher.combine(key)
+            hasher.combine(value)
+        }
+    }
+
+    /// The index of the first pair whose key is not less than `key`.
+    private func insertionIndex(of key: String) -> Int {
+        var low = pairs.startIndex
+        var high = pairs.endIndex
+        while low < high {
+            let middle = (low + high) / 2
+            if pairs[middle].key < key { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}
