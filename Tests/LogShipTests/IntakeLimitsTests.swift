@@ -69,6 +69,10 @@ struct IntakeLimitsTests {
             try ChildProcess("/usr/bin/socat", ["-u", "UNIX-CONNECT:\(streamPath)", "/dev/null"])
         }
         defer { for holder in holders { holder.signal(SIGKILL) } }
+        // A refused connection is open for a moment in the daemon; its holder exits once it is closed. With the
+        // four refused ones gone, what the daemon holds is what it serves.
+        try await eventually(within: .seconds(60)) { holders.count { !$0.isRunning } == 4 }
+        #expect(holders.count { !$0.isRunning } == 4, "four processes beyond the global cap were closed")
         try await eventually(within: .seconds(60)) { try Self.openDescriptors(of: daemon.pid) == beforeHolders + 16 }
         #expect(try Self.openDescriptors(of: daemon.pid) == beforeHolders + 16, "the global cap holds at 64")
 

@@ -40,6 +40,20 @@ struct RecordEncodingTests {
         #expect(decoded == record)
     }
 
+    @Test("the widest records fit the room the encoder sizes for them: every key and number at its longest, strings plain or all escapes",
+          arguments: ["", "p", String(decoding: (0..<32).map { UInt8($0) }, as: UTF8.self)])
+    func widestRecord(text: String) throws {
+        var fields = RecordFields()
+        for index in 0..<20 { fields["\(text)\(index)"] = text }
+        let record = LogRecord(
+            timestamp: Timestamp(rfc3339: "9999-12-31T23:59:59.999999Z")!, priority: .warning, severity: .debug,
+            host: text, source: .datagram, message: String(repeating: text, count: 10),
+            peer: PeerCredentials(pid: Int32.min, uid: .max, gid: .max, comm: text), fields: fields, truncated: true)
+        // The test build checks every store against the room sized: an overrun traps here.
+        let line = record.ndjsonLine
+        #expect(try JSONDecoder().decode(LogRecord.self, from: Data(line)) == record)
+    }
+
     @Test("unknown values are left out")
     func absentKeys() {
         let record = LogRecord(

@@ -33,25 +33,32 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends ``rfc3339`` to `bytes` without making a string: the NDJSON encoder writes one per record.
+    /// Appends ``rfc3339`` to `bytes` without making a string.
     func appendRFC3339(to bytes: inout [UInt8]) {
+        let fields = utcFields
+        bytes.appendPadded(fields.year, width: 4)
+        bytes.append(UInt8(ascii: "-"))
+        bytes.appendPadded(fields.month, width: 2)
+        bytes.append(UInt8(ascii: "-"))
+        bytes.appendPadded(fields.day, width: 2)
+        bytes.append(UInt8(ascii: "T"))
+        bytes.appendPadded(fields.hour, width: 2)
+        bytes.append(UInt8(ascii: ":"))
+        bytes.appendPadded(fields.minute, width: 2)
+        bytes.append(UInt8(ascii: ":"))
+        bytes.appendPadded(fields.second, width: 2)
+        bytes.append(UInt8(ascii: "."))
+        bytes.appendPadded(fields.microsecond, width: 6)
+        bytes.append(UInt8(ascii: "Z"))
+    }
+
+    /// The calendar date and time in UTC: what RFC 3339 writes (years 0000–9999, as every timestamp is).
+    var utcFields: (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, microsecond: Int) {
         let (seconds, micros) = microsecondsSinceEpoch.floorDivided(by: 1_000_000)
         let (days, secondOfDay) = seconds.floorDivided(by: 86_400)
         let date = CivilDate(daysSinceEpoch: days)
-        bytes.appendPadded(date.year, width: 4)
-        bytes.append(UInt8(ascii: "-"))
-        bytes.appendPadded(date.month, width: 2)
-        bytes.append(UInt8(ascii: "-"))
-        bytes.appendPadded(date.day, width: 2)
-        bytes.append(UInt8(ascii: "T"))
-        bytes.appendPadded(Int(secondOfDay / 3600), width: 2)
-        bytes.append(UInt8(ascii: ":"))
-        bytes.appendPadded(Int(secondOfDay / 60 % 60), width: 2)
-        bytes.append(UInt8(ascii: ":"))
-        bytes.appendPadded(Int(secondOfDay % 60), width: 2)
-        bytes.append(UInt8(ascii: "."))
-        bytes.appendPadded(Int(micros), width: 6)
-        bytes.append(UInt8(ascii: "Z"))
+        return (date.year, date.month, date.day, Int(secondOfDay / 3600), Int(secondOfDay / 60 % 60),
+                Int(secondOfDay % 60), Int(micros))
     }
 
     public var description: String { rfc3339 }

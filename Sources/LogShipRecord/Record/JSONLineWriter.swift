@@ -1,0 +1,178 @@
+/// Writes one JSON object into memory the caller sized for it, escaping strings as RFC 8259 requires.
+///
+/// The NDJSON line of every record is written here, so it works on raw memory: a byte is a store, a string that
+/// needs no escape (nearly all) is one copy.
+///
+/// - Important: The buffer must hold what is written: the fixed parts plus ``encodedSizeBound(of:)`` of every
+///   string.
+struct JSONLineWriter {
+    private let buffer: UnsafeMutableBufferPointer<UInt8>
+    /// Bytes written so far.
+    private(set) var count = 0
+    private var isFirst = true
+
+    /// The most bytes `string` takes inside the quotes: its own length when nothing in it needs escaping (nearly
+    /// always), six per byte otherwise (`\u001f`).
+    static func encodedSizeBound(of string: String) -> Int {
+        var string = string
+        return string.withUTF8 { utf8 in utf8.contains(where: needsEscape) ? 6 * utf8.count : utf8.count }
+    }
+
+    private static func needsEscape(_ code: UInt8) -> Bool {
+        code < 0x20 || code == UInt8(ascii: "\"") || code == UInt8(ascii: "\\")
+    }
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+        self.buffer = buffer
+        byte(UInt8(ascii: "{"))
+    }
+
+    /// Closes the object; returns the bytes written.
+    mutating func finish() -> Int {
+        byte(UInt8(ascii: "}"))
+        return count
+    }
+
+    mutating func field(_ key: StaticString, string value: String) {
+        self.key(key)
+        string(value)
+    }
+
+    mutating func field(_ key: StaticString, rawString value: StaticString) {
+        self.key(key)
+        byte(UInt8(ascii: "\""))
+        copy(UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+        byte(UInt8(ascii: "\""))
+    }
+
+    mutating func field(_ key: StaticString, integer value: Int) {
+        self.key(key)
+        integer(value)
+    }
+
+    mutating func field(_ key: StaticString, timestamp: Timestamp) {
+        self.key(key)
+        let fields = timestamp.utcFields
+        byte(UInt8(ascii: "\""))
+        digits(of: fields.year, width: 4)
+        byte(UInt8(ascii: "-"))
+        digits(of: fields.month, width: 2)
+        byte(UInt8(ascii: "-"))
+        digits(of: fields.day, width: 2)
+        byte(UInt8(ascii: "T"))
+        digits(of: fields.hour, width: 2)
+        byte(UInt8(ascii: ":"))
+        digits(of: fields.minute, width: 2)
+        byte(UInt8(ascii: ":"))
+        digits(of: fields.second, width: 2)
+        byte(UInt8(ascii: "."))
+        digits(of: fields.microsecond, width: 6)
+        byte(UInt8(ascii: "Z"))
+        byte(UInt8(ascii: "\""))
+    }
+
+    mutating func field(_ key: StaticString, bool value: Bool) {
+        self.key(key)
+        copy(value ? "true" : "false")
+    }
+
+    mutating func field(_ key: StaticString, object pairs: some Sequence<(key: String, value: String)>) {
+        self.key(key)
+        byte(UInt8(ascii: "{"))
+        var isFirstPair = true
+        for pair in pairs {
+            if !isFirstPair { byte(UInt8(ascii: ",")) }
+            isFirstPair = false
+            string(pair.key)
+            byte(UInt8(ascii: ":"))
+            string(pair.value)
+        }
+        byte(UInt8(ascii: "}"))
+    }
+
+    // MARK: Parts
+
+    private mutating func key(_ key: StaticString) {
+        if !isFirst { byte(UInt8(ascii: ",")) }
+        isFirst = false
+        byte(UInt8(ascii: "\""))
+        copy(key)
+        byte(UInt8(ascii: "\""))
+        byte(UInt8(ascii: ":"))
+    }
+
+    private mutating func byte(_ value: UInt8) {
+        buffer[count] = value
+        count += 1
+    }
+
+    private mutating func copy(_ text: StaticString) {
+        copy(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    private mutating func copy(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        assert(count + bytes.count <= buffer.count, "the line outgrew the room sized for it")
+        (buffer.baseAddress! + count).update(from: source.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        count += bytes.count
+    }
+
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    /// A JSON string: copied whole unless a byte needs escaping.
+    private mutating func string(_ value: String) {
+        byte(UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { utf8 in
+            guard utf8.contains(where: Self.needsEscape) else {
+                copy(UnsafeRawBufferPointer(utf8))
+                return
+            }
+            for code in utf8 { escaped(code) }
+        }
+        byte(UInt8(ascii: "\""))
+    }
+
+    private mutating func escaped(_ code: UInt8) {
+        switch code {
+        case UInt8(ascii: "\""): copy("\\\"")
+        case UInt8(ascii: "\\"): copy("\\\\")
+        case UInt8(ascii: "\n"): copy("\\n")
+        case UInt8(ascii: "\r"): copy("\\r")
+        case UInt8(ascii: "\t"): copy("\\t")
+        case 0..<0x20:
+            copy("\\u00")
+            byte(Self.hexDigits.utf8Start[Int(code >> 4)])
+            byte(Self.hexDigits.utf8Start[Int(code & 0xF)])
+        default: byte(code)
+        }
+    }
+
+    /// `value` in decimal.
+    private mutating func integer(_ value: Int) {
+        if value < 0 { byte(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var width = 1
+        var scale: UInt = 10
+        while width < 20, magnitude >= scale {
+            width += 1
+            guard scale <= UInt.max / 10 else { break }
+            scale *= 10
+        }
+        for position in stride(from: width - 1, through: 0, by: -1) {
+            buffer[count + position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        }
+        count += width
+    }
+
+    /// `value` (not negative) in decimal with leading zeros to exactly `width` digits.
+    private mutating func digits(of value: Int, width: Int) {
+        var remaining = value
+        for position in stride(from: width - 1, through: 0, by: -1) {
+            buffer[count + position] = UInt8(ascii: "0") + UInt8(remaining % 10)
+            remaining /= 10
+        }
+        count += width
+    }
+}
