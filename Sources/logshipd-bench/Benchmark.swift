@@ -17,8 +17,12 @@ struct BenchmarkUsageError: Error, CustomStringConvertible {
 struct Benchmark {
     static func main() async throws {
         // `logshipd-bench journal` runs only the journal comparison, `logshipd-bench formats` only the formats',
-        // `logshipd-bench peers` the comparison with syslog-ng, `logshipd-bench peer SHIPPER N` one run of it.
+        // `logshipd-bench peers` the comparison with syslog-ng, `logshipd-bench peer SHIPPER N` one run of it,
+        // `logshipd-bench intake-cost` what a socket line costs before the spool.
         switch CommandLine.arguments.dropFirst().first {
+        case "intake-cost":
+            IntakeCost.run()
+            return
         case "journal":
             try await printJournalRates()
             return

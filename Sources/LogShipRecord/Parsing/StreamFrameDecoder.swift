@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 
 /// Splits a stream into record frames: ended by a newline or a NUL byte, or RFC 6587 octet-counted (`LEN <PRI>…`).
@@ -51,12 +54,12 @@ package struct StreamFrameDecoder: ByteToMessageDecoder {
         while true {
             switch state {
             case .skippingLine:
-                guard let end = buffer.readableBytesView.firstIndex(where: Self.endsRecord) else {
+                guard let offset = Self.recordEnd(in: buffer, from: 0) else {
                     buffer.moveReaderIndex(to: buffer.writerIndex)
                     return nil
                 }
-                endedWithNUL = buffer.getInteger(at: end, as: UInt8.self) == 0
-                buffer.moveReaderIndex(to: end + 1)
+                endedWithNUL = buffer.getInteger(at: buffer.readerIndex + offset, as: UInt8.self) == 0
+                buffer.moveReaderIndex(forwardBy: offset + 1)
                 state = .framing
             case .skippingBytes(let remaining):
                 let skipped = min(remaining, buffer.readableBytes)
@@ -123,17 +126,15 @@ package struct StreamFrameDecoder: ByteToMessageDecoder {
     }
 
     private mutating func newlineFrame(_ buffer: inout ByteBuffer, atEnd: Bool) -> Frame? {
-        let view = buffer.readableBytesView
-        let searchStart = view.startIndex + scannedBytes
-        if let end = view[searchStart...].firstIndex(where: Self.endsRecord) {
+        if let length = Self.recordEnd(in: buffer, from: scannedBytes) {
             scannedBytes = 0
-            endedWithNUL = view[end] == 0
-            let length = end - view.startIndex
+            endedWithNUL = buffer.getInteger(at: buffer.readerIndex + length, as: UInt8.self) == 0
             let kept = min(length, maximumRecordBytes)
             let bytes = buffer.readBytes(length: kept)!
             buffer.moveReaderIndex(forwardBy: length - kept + 1)
             return Frame(bytes: bytes, truncated: length > kept)
         }
+        let view = buffer.readableBytesView
         if view.count > maximumRecordBytes {
             scannedBytes = 0
             state = .skippingLine
@@ -147,9 +148,18 @@ package struct StreamFrameDecoder: ByteToMessageDecoder {
         return nil
     }
 
-    /// A newline or a NUL.
-    private static func endsRecord(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: "\n") || byte == 0
+    /// Where the first newline or NUL is among the readable bytes of `buffer`, looking from `start` on: its
+    /// offset from the reader index. Searched with `memchr`, which takes many bytes at a time.
+    private static func recordEnd(in buffer: ByteBuffer, from start: Int) -> Int? {
+        buffer.withUnsafeReadableBytes { bytes -> Int? in
+            guard start < bytes.count, let base = bytes.baseAddress else { return nil }
+            let from = base + start
+            let newline = memchr(from, Int32(UInt8(ascii: "\n")), bytes.count - start)
+            // A NUL ends a record only before the newline.
+            let span = newline.map { UnsafeRawPointer($0) - UnsafeRawPointer(from) } ?? bytes.count - start
+            let end = memchr(from, 0, span) ?? newline
+            return end.map { start + (UnsafeRawPointer($0) - UnsafeRawPointer(from)) }
+        }
     }
 }
 

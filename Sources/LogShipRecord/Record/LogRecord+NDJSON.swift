@@ -5,37 +5,37 @@ extension LogRecord {
     /// `gid`, `comm`, `fields`, `truncated`); keys whose value is unknown are left out, and `truncated` appears only
     /// when true. Field keys are sorted so equal records encode to equal bytes.
     public var ndjsonLine: [UInt8] {
-        // The longest line without its strings' contents is 211 bytes (every key, a negative pid, the largest
-        // uid and gid, `truncated`); each field adds six bytes of quotes and punctuation.
-        var capacity = 256 + JSONLineWriter.encodedSizeBound(of: host) + JSONLineWriter.encodedSizeBound(of: message)
-            + (peer?.comm.map(JSONLineWriter.encodedSizeBound(of:)) ?? 0)
-        for (key, value) in fields {
-            capacity += 6 + JSONLineWriter.encodedSizeBound(of: key) + JSONLineWriter.encodedSizeBound(of: value)
+        // Room for the longest line these strings can make: without their contents at most 211 bytes (every key,
+        // a negative pid, the largest uid and gid, `truncated`), each field six more bytes of quotes and
+        // punctuation, and six bytes per byte of every string (`\u001f`). Only the line itself is kept: it is
+        // written into memory of its own and copied out, which costs less than looking for escapes twice (or
+        // than a closure over `self`, which copies the record).
+        var strings = host.utf8.count + message.utf8.count + (peer?.comm?.utf8.count ?? 0)
+        for (key, value) in fields { strings += 1 + key.utf8.count + value.utf8.count }
+        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 256 + 6 * strings)
+        defer { buffer.deallocate() }
+        var writer = JSONLineWriter(buffer)
+        writer.field("timestamp", timestamp: timestamp)
+        writer.field("priority", rawString: priority.staticName)
+        writer.field("severity", integer: severity.rawValue)
+        writer.field("host", string: host)
+        writer.field("source", rawString: source.staticName)
+        writer.field("message", string: message)
+        if let peer {
+            writer.field("pid", integer: Int(peer.pid))
+            writer.field("uid", integer: Int(peer.uid))
+            writer.field("gid", integer: Int(peer.gid))
+            if let comm = peer.comm {
+                writer.field("comm", string: comm)
+            }
         }
-        return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
-            var writer = JSONLineWriter(buffer)
-            writer.field("timestamp", timestamp: timestamp)
-            writer.field("priority", rawString: priority.staticName)
-            writer.field("severity", integer: severity.rawValue)
-            writer.field("host", string: host)
-            writer.field("source", rawString: source.staticName)
-            writer.field("message", string: message)
-            if let peer {
-                writer.field("pid", integer: Int(peer.pid))
-                writer.field("uid", integer: Int(peer.uid))
-                writer.field("gid", integer: Int(peer.gid))
-                if let comm = peer.comm {
-                    writer.field("comm", string: comm)
-                }
-            }
-            if !fields.isEmpty {
-                writer.field("fields", object: fields)
-            }
-            if truncated {
-                writer.field("truncated", bool: true)
-            }
-            count = writer.finish()
+        if !fields.isEmpty {
+            writer.field("fields", object: fields)
         }
+        if truncated {
+            writer.field("truncated", bool: true)
+        }
+        return Array(buffer[..<writer.finish()])
     }
 }
 
