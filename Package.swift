@@ -34,6 +34,7 @@ let package = Package(
         .target(name: "CUnixSocket"),
         .systemLibrary(name: "CFuzzerDriver"),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CMalloc"),
         // The record and how bytes become one: small and free of I/O, so that the fuzzer builds it alone.
         .target(
             name: "LogShipRecord",
@@ -44,6 +45,7 @@ let package = Package(
         .target(
             name: "LogShip",
             dependencies: [
+                "CMalloc",
                 "CSystemd",
                 "CUnixSocket",
                 "LogShipRecord",

@@ -18,10 +18,17 @@ struct Benchmark {
     static func main() async throws {
         // `logshipd-bench journal` runs only the journal comparison, `logshipd-bench formats` only the formats',
         // `logshipd-bench peers` the comparison with syslog-ng, `logshipd-bench peer SHIPPER N` one run of it,
-        // `logshipd-bench intake-cost` what a socket line costs before the spool.
+        // `logshipd-bench intake-cost` what a socket line costs before the spool, `logshipd-bench target N` one of
+        // the scenarios without a peer.
         switch CommandLine.arguments.dropFirst().first {
         case "intake-cost":
             IntakeCost.run()
+            return
+        case "target":
+            guard let number = CommandLine.arguments.dropFirst(2).first.flatMap({ Int($0) }) else {
+                throw BenchmarkUsageError("usage: logshipd-bench target 4|5|6")
+            }
+            try await TargetScenarios.runOnce(number)
             return
         case "journal":
             try await printJournalRates()

@@ -38,6 +38,22 @@ enum TargetScenarios {
         return rows
     }
 
+    /// One of the scenarios alone, numbered as in the issue (4 intake, 5 crash latency, 6 memory), printed as it
+    /// goes into BENCHMARKS.md: `logshipd-bench target 6`.
+    static func runOnce(_ number: Int) async throws {
+        switch number {
+        case 4: print(String(format: "4 intake alone: %.0f lines/s", try await intakeRate()))
+        case 5:
+            let latency = try await crashLatency(backlog: 100_000, crashes: 20, receiverDelay: .milliseconds(50))
+            print(String(format: "5 crash latency: p50 %.0f ms, p99 %.0f ms", latency.p50, latency.p99))
+        case 6:
+            let memory = try await memory(pending: 1_000_000)
+            print(String(format: "6 memory: %.1f MiB idle, %.1f MiB peak with 1 000 000 pending, %.1f MiB after draining",
+                         memory.idle, memory.peak, memory.drained))
+        default: throw BenchmarkUsageError("no target scenario \(number); there are 4 to 6")
+        }
+    }
+
     /// A logshipd child process with its sockets, spool and configuration in a fresh directory.
     struct Daemon {
         var directory: String

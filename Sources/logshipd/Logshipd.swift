@@ -18,6 +18,7 @@ struct Logshipd: AsyncParsableCommand {
     var checkConfig = false
 
     func run() async throws {
+        MallocTuning.applyForDaemon()
         // The default file may be absent (environment and defaults then apply); a named one must exist.
         let path = config == "/etc/logshipd/logshipd.yaml" && !FileManager.default.fileExists(atPath: config)
             ? nil : config

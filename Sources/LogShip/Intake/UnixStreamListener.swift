@@ -17,6 +17,11 @@ final class UnixStreamListener: Sendable {
     /// A connection: the frames of each read together, and the bytes to answer with.
     typealias Connection = NIOAsyncChannel<[Frame], ByteBuffer>
 
+    /// A connection reads ahead of its handler by at most two reads (each up to 64 KiB of frames): a client
+    /// writing faster than the spool commits waits in its socket, not in the daemon's memory.
+    private static let connectionConfiguration = Connection.Configuration(
+        backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2))
+
     /// How many connections the listener serves at once.
     struct Limits: Sendable {
         var maximum: Int
@@ -73,7 +78,9 @@ final class UnixStreamListener: Sendable {
                 try channel.pipeline.syncOperations.addHandler(FrameBatcher())
                 // Read comm now: a short-lived client (logger) may be gone by the time its data is read.
                 let peer = PeerCredentials(credentials)
-                return (try accepted.admit(channel) { try Connection(wrappingChannelSynchronously: channel) }, peer)
+                return (try accepted.admit(channel) {
+                    try Connection(wrappingChannelSynchronously: channel, configuration: Self.connectionConfiguration)
+                }, peer)
             }
         }
         let bootstrap = ServerBootstrap(group: group).serverChannelOption(.backlog, value: 256)

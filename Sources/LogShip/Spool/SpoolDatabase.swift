@@ -17,7 +17,7 @@ final class SpoolDatabase: Sendable {
     /// How long claims wait after acknowledgements failed to commit (their records are pending again).
     static let claimPauseAfterFailedAcknowledgement: TimeInterval = 5
     /// Lines kept in memory beyond the chunks delivery is working on and each class's newest chunk.
-    static let cacheBudget = 4 << 20
+    static let cacheBudget = 1 << 20
 
     let path: String
     let database: DatabasePool
@@ -36,11 +36,16 @@ final class SpoolDatabase: Sendable {
         do {
             var configuration = Configuration()
             configuration.label = "logshipd.spool"
+            // Reads are rare (chunks whose lines are not kept, status, dead letters): two connections suffice.
+            configuration.maximumReaderCount = 2
             // Checkpoint the WAL before it outgrows half the free-space margin, and shrink it back after.
             let walLimit = max(minimumFreeDiskBytes / 2, 64 << 10)
             configuration.prepareDatabase { db in
                 // FULL: a commit is on disk when it returns, which is what `logctl send` is told.
                 try db.execute(sql: "PRAGMA synchronous = FULL")
+                // Chunks are written once and read once, in overflow pages streamed through: a page cache larger
+                // than the b-tree's inner pages holds nothing worth keeping (SQLite's default is 2 MiB a connection).
+                try db.execute(sql: "PRAGMA cache_size = -512")
                 let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = \(max(16, min(1000, walLimit / pageSize)))")
                 try db.execute(sql: "PRAGMA journal_size_limit = \(walLimit)")

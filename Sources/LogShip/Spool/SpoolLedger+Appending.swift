@@ -19,8 +19,9 @@ extension SpoolLedger {
         case needsLines(PriorityClass, chunkID: Int64)
     }
 
-    /// The largest blob a new chunk gets; a larger commit is split.
-    static let maximumChunkBytes = 1 << 20
+    /// The largest blob a new chunk gets; a larger commit is split. Small enough that the chunks kept in memory
+    /// for delivery stay a few MiB, large enough that a busy commit writes a few rows.
+    static let maximumChunkBytes = 256 << 10
     /// A class's newest chunk smaller than this takes the class's next records instead of a new chunk being
     /// written, so that records arriving one at a time do not make a chunk each.
     static let extendBelowBytes = 32 << 10

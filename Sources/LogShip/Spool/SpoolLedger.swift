@@ -237,7 +237,7 @@ struct SpoolLedger: Sendable {
     }
 
     /// Chunks at the head of each class whose lines are kept: the next claims read them.
-    static let keptHeadChunks = 4
+    static let keptHeadChunks = 2
 
     /// Drops lines of chunks delivery is not working on while more than ``cacheBudget`` is held, newest first,
     /// sparing each class's newest chunk (the next records may extend it) and the chunks at its head.

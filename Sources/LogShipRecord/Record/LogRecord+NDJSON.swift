@@ -35,7 +35,7 @@ extension LogRecord {
         if truncated {
             writer.field("truncated", bool: true)
         }
-        return Array(buffer[..<writer.finish()])
+        return Array(UnsafeBufferPointer(rebasing: buffer[..<writer.finish()]))
     }
 }
 

@@ -1,0 +1,29 @@
+import CMalloc
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How the daemon asks glibc's allocator to hold memory: a long-running process with a few busy threads, whose
+/// records pass through large short-lived buffers (a read, a chunk of lines, a request body).
+public enum MallocTuning {
+    /// Two arenas instead of eight per core, and blocks of 256 KiB and more mapped apart (returned to the system
+    /// when freed) instead of a threshold that glibc raises as it goes. Measured with 1 000 000 records arriving
+    /// while the remote was down (`logshipd-bench target 6`, two runs each): a peak of 47.2 and 47.8 MiB, against
+    /// 51.4 and 53.3 with glibc's defaults. A threshold of 64 or 128 KiB saves a little more memory but maps and
+    /// unmaps the buffers of every request: 20% more CPU per line in the batched comparison; at 256 KiB it costs
+    /// nothing measurable.
+    ///
+    /// Settings an operator gives in the environment (`MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`) are kept.
+    public static func applyForDaemon() {
+        let environment = ProcessEnvironment()
+        if environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, 2) }
+        if environment["MALLOC_MMAP_THRESHOLD_"] == nil { _ = mallopt(M_MMAP_THRESHOLD, 256 << 10) }
+    }
+}
+
+/// The process environment, read without Foundation.
+private struct ProcessEnvironment {
+    subscript(name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+}
