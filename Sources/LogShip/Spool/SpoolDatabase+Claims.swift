@@ -18,6 +18,7 @@ extension SpoolDatabase {
             }
             guard case .needsLines(let id) = step else {
                 guard case .done(let result) = step else { preconditionFailure("unreachable") }
+                if case .batch = result { prefetch(priority) }
                 return result
             }
             reads += 1
@@ -26,6 +27,20 @@ extension SpoolDatabase {
             guard ledger.withLock({ $0.attach(lines, toChunk: id, of: priority) }) else {
                 throw SpoolError.storage("chunk \(id) of the spool is damaged: its lines do not match its count")
             }
+        }
+    }
+
+    /// Reads, in the background, the lines of the next chunk of `priority` the coming claims will need, so that a
+    /// claim seldom waits for the database behind a long backlog.
+    private func prefetch(_ priority: PriorityClass) {
+        guard let id = ledger.withLock({ $0.chunkToPrefetch(priority) }),
+            prefetching.withLock({ $0.insert(id).inserted })
+        else { return }
+        Task {
+            defer { _ = prefetching.withLock { $0.remove(id) } }
+            // A failed read is the claim's to meet and report, when it gets there.
+            guard let lines = try? await database.read({ db in try Self.lines(ofChunk: id, db) }) else { return }
+            ledger.withLock { _ = $0.attach(lines, toChunk: id, of: priority) }
         }
     }
 

@@ -28,6 +28,8 @@ final class SpoolDatabase: Sendable {
     let pageSize: Int
     let logger: Logger
     let ledger: Mutex<SpoolLedger>
+    /// Chunks whose lines a background read is fetching.
+    let prefetching = Mutex<Set<Int64>>([])
 
     static func open(
         path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: Int, logger: Logger

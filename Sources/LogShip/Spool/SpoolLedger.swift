@@ -236,23 +236,43 @@ struct SpoolLedger: Sendable {
         return true
     }
 
-    /// Chunks at the head of each class whose lines are kept: the next claims read them.
+    /// Chunks no delivery has touched yet, at the head of each class, whose lines are kept: the next claims read
+    /// them.
     static let keptHeadChunks = 2
 
     /// Drops lines of chunks delivery is not working on while more than ``cacheBudget`` is held, newest first,
-    /// sparing each class's newest chunk (the next records may extend it) and the chunks at its head.
+    /// sparing each class's newest chunk (the next records may extend it) and the first untouched chunks at its
+    /// head (the next claims take them).
     private mutating func trimCache() {
         guard cachedBytes > cacheBudget else { return }
         for priority in PriorityClass.allCases {
+            // Positions only: a copy of the queue held while a chunk changes would copy the whole queue.
+            let head = { chunks in chunks.firstIndex(where: \.isUntouched).map { $0 + Self.keptHeadChunks } ?? chunks.endIndex }(
+                queues[priority.rawValue].chunks)
             var position = queues[priority.rawValue].chunks.endIndex - 1
-            while position > Self.keptHeadChunks, cachedBytes > cacheBudget {
+            while position > head, cachedBytes > cacheBudget {
                 position -= 1
-                let chunk = queues[priority.rawValue].chunks[position]
-                guard chunk.isUntouched, let lines = chunk.lines else { continue }
+                guard queues[priority.rawValue].chunks[position].isUntouched,
+                    let lines = queues[priority.rawValue].chunks[position].lines
+                else { continue }
                 queues[priority.rawValue].chunks[position].lines = nil
                 cachedBytes -= lines.bytes.count
             }
             if cachedBytes <= cacheBudget { return }
         }
+    }
+
+    /// The first chunk of `priority` with pending records whose lines are not in memory, within the first
+    /// ``keptHeadChunks`` untouched chunks: what the next claims will need read.
+    func chunkToPrefetch(_ priority: PriorityClass) -> Int64? {
+        var untouched = 0
+        for chunk in queues[priority.rawValue].chunks where chunk.pendingCount > 0 {
+            if chunk.lines == nil { return chunk.id }
+            if chunk.isUntouched {
+                untouched += 1
+                if untouched == Self.keptHeadChunks { return nil }
+            }
+        }
+        return nil
     }
 }
