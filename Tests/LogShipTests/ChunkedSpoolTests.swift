@@ -9,7 +9,9 @@ import LogShipTestKit
 /// read back when lines are not kept in memory.
 @Suite("SQLite spool chunks")
 struct ChunkedSpoolTests {
-    func open(_ path: String, cacheBudget: Int = SpoolDatabase.cacheBudget, maximumBytes: Int = 1 << 30) async throws -> SQLiteSpool {
+    func open(
+        _ path: String, cacheBudget: SpoolLedger.CacheBudget = SpoolDatabase.cacheBudget, maximumBytes: Int = 1 << 30
+    ) async throws -> SQLiteSpool {
         try await SQLiteSpool.open(
             path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: 0, cacheBudget: cacheBudget, logger: .test)
     }
@@ -68,7 +70,7 @@ struct ChunkedSpoolTests {
     @Test("chunks whose lines are not kept in memory are read back in order when their turn comes")
     func linesReadBack() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"
-        let spool = try await open(path, cacheBudget: 0)
+        let spool = try await open(path, cacheBudget: .init(delivering: 0, stalled: 0))
         // Forty chunks of 100 records: past the budget, only the head and the newest chunk keep their lines.
         for chunk in 0..<40 {
             _ = try await spool.append((0..<100).map { entry(.info, "c\(chunk)-\($0)", padding: 2000) })
@@ -82,6 +84,24 @@ struct ChunkedSpoolTests {
         #expect(claimed == (0..<40).flatMap { chunk in (0..<100).map { "c\(chunk)-\($0)" } })
         #expect(await spool.statistics().bytes == 0)
         await spool.close()
+    }
+
+    @Test("lines of a backlog are kept while acknowledgements come in, and let go once they stop")
+    func cacheFollowsDelivery() {
+        var ledger = SpoolLedger(cacheBudget: .init(delivering: 1 << 20, stalled: 0))
+        let start = Date(timeIntervalSince1970: 1_795_255_200)
+        func chunk(_ number: Int64) -> ChunkWrites {
+            var writes = ChunkWrites()
+            writes.insertions = [ChunkWrites.Insertion(
+                id: number, priority: .info, firstSequence: number * 100,
+                lines: ChunkLines((0..<100).map { entry(.info, "c\(number)-\($0)", padding: 1000) }))]
+            return writes
+        }
+        ledger.lastAcknowledged = start
+        for number in Int64(1)...8 { ledger.apply(chunk(number), now: start.addingTimeInterval(1)) }
+        #expect(ledger.cachedBytes > 7 * 100 * 1000, "delivering: the backlog's lines stay in memory")
+        ledger.apply(chunk(9), now: start.addingTimeInterval(SpoolLedger.deliveringWindow + 1))
+        #expect(ledger.cachedBytes < 4 * 101 * 1010, "stalled: only the head chunks and the newest keep theirs")
     }
 
     @Test("an eviction that needs part of a chunk not in memory reads its lines and evicts only what it needs")

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The lines of one spool chunk held in memory: the blob as stored (each NDJSON line followed by a newline) and
 /// where each line starts in it.
 ///
@@ -15,14 +19,27 @@ struct ChunkLines: Sendable {
     init(blob: [UInt8]) {
         bytes = blob
         starts = []
-        var start = 0
-        while start < bytes.count {
-            starts.append(Int32(start))
-            guard let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
-                bytes.append(UInt8(ascii: "\n"))
-                break
+        let ends = blob.withUnsafeBytes { raw -> [Int] in
+            // memchr: a chunk read back holds hundreds of lines, found many bytes at a time.
+            var ends: [Int] = []
+            guard let base = raw.baseAddress else { return ends }
+            var start = 0
+            while start < raw.count, let newline = memchr(base + start, Int32(UInt8(ascii: "\n")), raw.count - start) {
+                let end = UnsafeRawPointer(newline) - base
+                ends.append(end)
+                start = end + 1
             }
-            start = newline + 1
+            return ends
+        }
+        starts.reserveCapacity(ends.count + 1)
+        var start = 0
+        for end in ends {
+            starts.append(Int32(start))
+            start = end + 1
+        }
+        if start < bytes.count {
+            starts.append(Int32(start))
+            bytes.append(UInt8(ascii: "\n"))
         }
     }
 

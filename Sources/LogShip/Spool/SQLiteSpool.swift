@@ -47,7 +47,8 @@ public final class SQLiteSpool: Spool {
     /// - Parameter cacheBudget: Bytes of lines kept in memory beyond the chunks delivery works on (tests make it
     ///   small to have chunks read back).
     static func open(
-        path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: Int, logger: Logger
+        path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: SpoolLedger.CacheBudget,
+        logger: Logger
     ) async throws -> SQLiteSpool {
         let store = try await SpoolDatabase.open(
             path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDiskBytes, cacheBudget: cacheBudget,

