@@ -186,4 +186,24 @@ struct RecordParserTests {
             #expect(record.ndjsonLine.first == UInt8(ascii: "{"))
         }
     }
+
+    @Test("thousands of structured-data parameters, given in reverse order, all arrive sorted; the last of a repeated one wins")
+    func manyParameters() {
+        let parameters = (0..<8_000).reversed().map { String(format: "p%05d=\"%d\"", $0, $0) }.joined(separator: " ")
+        let line = "<14>1 2026-11-21T10:00:00Z host app - - [x \(parameters) p00007=\"again\"] body"
+        let record = parse(line)
+        #expect(record.fields.count == 8_000 + 3)  // and syslog_facility, syslog_hostname, syslog_identifier
+        let keys = record.fields.map(\.key)
+        #expect(keys == keys.sorted())
+        #expect(record.fields["x.p00007"] == "again" && record.fields["x.p07999"] == "7999")
+    }
+
+    @Test("merging fields keeps key order, and the fields merged in win")
+    func mergeFields() {
+        var fields: RecordFields = ["b": "1", "d": "1", "f": "1"]
+        fields.merge(["a": "2", "d": "2", "g": "2"])
+        #expect(fields.map(\.key) == ["a", "b", "d", "f", "g"])
+        #expect(fields["d"] == "2" && fields["b"] == "1")
+        #expect(RecordFields([("k", "1"), ("j", "x"), ("k", "2")]).map { "\($0.key)=\($0.value)" } == ["j=x", "k=2"])
+    }
 }

@@ -88,6 +88,8 @@ public final class LogReceiver: Sendable {
         public var requests = 0
         public var inFlight = 0
         public var maximumInFlight = 0
+        /// Connections accepted since start.
+        public var connections = 0
     }
 
     private static let maximumBodyBytes = 256 << 20
@@ -160,6 +162,7 @@ public final class LogReceiver: Sendable {
     }
 
     private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {
+        counters.withLock { $0.connections += 1 }
         do {
             try await connection.executeThenClose { parts, writer in
                 var head: HTTPRequestHead?

@@ -55,14 +55,19 @@ public final class HTTPUploader: Uploader {
         var basicPassword: SecretFile?
         var client: UploadClient
 
+        /// - Parameter current: The settings in use, whose client is kept when the URL and TLS are unchanged.
         /// - Throws: ``ConfigurationError`` for a URL that is not http(s) with a host, or TLS settings NIOSSL
         ///   refuses (the loader has checked both).
-        init(_ configuration: Configuration, eventLoop: any EventLoop) throws {
+        init(_ configuration: Configuration, replacing current: Settings? = nil, eventLoop: any EventLoop) throws {
             self.configuration = configuration
             encoder = configuration.format.encoder
             url = Self.url(configuration.url, defaultPath: encoder.defaultPath)
             bearerToken = configuration.bearerTokenFile.map(SecretFile.init(path:))
             basicPassword = configuration.basicAuthentication.map { SecretFile(path: $0.passwordFile) }
+            if let current, current.sharesConnections(with: url, configuration) {
+                client = current.client
+                return
+            }
             guard let endpoint = UploadEndpoint(url: url, connectHost: configuration.connectHost) else {
                 throw ConfigurationError("upload.url: not an http:// or https:// URL with a host")
             }
@@ -70,6 +75,17 @@ public final class HTTPUploader: Uploader {
                 client = try UploadClient(endpoint: endpoint, tls: configuration.tls, eventLoop: eventLoop)
             } catch {
                 throw ConfigurationError("tls: \(error)")
+            }
+        }
+
+        /// Whether a request to `url` with `configuration` may use these settings' connections: same address,
+        /// same TLS.
+        func sharesConnections(with url: String, _ configuration: Configuration) -> Bool {
+            guard url == self.url, configuration.connectHost == self.configuration.connectHost else { return false }
+            switch (configuration.tls, self.configuration.tls) {
+            case (nil, nil): return true
+            case (let new?, let old?): return new.bestEffortEquals(old)
+            default: return false
             }
         }
 
@@ -98,17 +114,18 @@ public final class HTTPUploader: Uploader {
         settings = Mutex(try Settings(configuration, eventLoop: eventLoop))
     }
 
-    /// Uses `configuration` from the next request on (a reload); requests in flight finish as they began, and
-    /// the old connections close once they have.
+    /// Uses `configuration` from the next request on (a reload). The connections are kept unless the URL or TLS
+    /// changed; then requests that began with the old settings finish on the old ones, which close after.
     ///
     /// - Throws: ``ConfigurationError`` for a URL or TLS settings that cannot be used; nothing changes then.
     public func update(_ configuration: Configuration) throws {
-        let settings = try Settings(configuration, eventLoop: eventLoop)
-        let old = self.settings.withLock { current in
-            defer { current = settings }
+        // Built outside the lock (a TLS context may read the trust store); reloads come one at a time.
+        let new = try Settings(configuration, replacing: settings.withLock { $0 }, eventLoop: eventLoop)
+        let old = settings.withLock { current in
+            defer { current = new }
             return current
         }
-        old.client.shutdown()
+        if old.client !== new.client { old.client.retire() }
     }
 
     /// Closes the connections; uploads fail from then on.

@@ -25,6 +25,9 @@ final class UploadClient: Sendable {
 
     private struct Pool {
         var idle: [any Channel] = []
+        /// Replaced by a client for other settings: requests that started with this one still run, each on a
+        /// connection closed after it.
+        var isRetired = false
         var isShutDown = false
     }
 
@@ -71,10 +74,23 @@ final class UploadClient: Sendable {
     func shutdown() {
         eventLoop.execute {
             self.pool.value.isShutDown = true
-            let idle = self.pool.value.idle
-            self.pool.value.idle = []
-            for channel in idle { channel.close(promise: nil) }
+            self.closeIdle()
         }
+    }
+
+    /// Closes the idle connections and keeps none from now on, but still serves requests: for a client replaced
+    /// by one with new settings, which requests that began with the old settings may still reach.
+    func retire() {
+        eventLoop.execute {
+            self.pool.value.isRetired = true
+            self.closeIdle()
+        }
+    }
+
+    private func closeIdle() {
+        let idle = pool.value.idle
+        pool.value.idle = []
+        for channel in idle { channel.close(promise: nil) }
     }
 
     private struct Request: Sendable {
@@ -173,7 +189,7 @@ final class UploadClient: Sendable {
     }
 
     private func release(_ channel: any Channel, keepAlive: Bool) {
-        guard keepAlive, channel.isActive, !pool.value.isShutDown else {
+        guard keepAlive, channel.isActive, !pool.value.isShutDown, !pool.value.isRetired else {
             channel.close(promise: nil)
             return
         }

@@ -20,11 +20,16 @@ struct UploadEndpoint: Sendable {
             scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
         else { return nil }
         usesTLS = scheme == "https"
-        self.host = host
-        self.connectHost = connectHost ?? host
+        // URLComponents keeps the brackets of an IPv6 literal; the address is what connects and what TLS checks.
+        self.host = Self.unbracketed(host)
+        self.connectHost = Self.unbracketed(connectHost ?? host)
         port = components.port ?? (usesTLS ? 443 : 80)
         let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         target = components.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
+    }
+
+    private static func unbracketed(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
     /// The `Host` header: the name, bracketed if an IPv6 address, and the port unless the scheme's own.

@@ -61,7 +61,8 @@ struct SpoolChunk: Sendable {
 
     /// Marks for changing, created all pending on first use.
     mutating func withMarks<T>(_ body: (inout RecordMarks) -> T) -> T {
-        var current = marks ?? RecordMarks(count: count)
+        // Taken out, not copied: the marks' arrays stay uniquely referenced, so they change in place.
+        var current = marks.take() ?? RecordMarks(count: count)
         defer { marks = current }
         return body(&current)
     }

@@ -12,6 +12,7 @@ extension SpoolDatabase {
     func claim(_ priority: PriorityClass, limits: BatchLimits) async throws -> ClaimResult {
         try checkOpen()
         var reads = 0
+        var missing: Set<Int64> = []
         while true {
             let step = ledger.withLock {
                 $0.claim(priority, limits: limits, now: Date(), stoppingAtMissingLines: reads >= Self.chunkReadsPerClaim)
@@ -22,8 +23,14 @@ extension SpoolDatabase {
                 return result
             }
             reads += 1
-            // Gone meanwhile (evicted): the next claim looks again without it.
-            guard let lines = try await database.read({ db in try Self.lines(ofChunk: id, db) }) else { continue }
+            guard let lines = try await database.read({ db in try Self.lines(ofChunk: id, db) }) else {
+                // Evicted meanwhile (its deletion may commit a moment before the ledger hears of it): the next
+                // claim looks again without it. Missing twice while the ledger holds it: the row is gone.
+                guard missing.insert(id).inserted else {
+                    throw SpoolError.storage("chunk \(id) of the spool is missing from the database")
+                }
+                continue
+            }
             guard ledger.withLock({ $0.attach(lines, toChunk: id, of: priority) }) else {
                 throw SpoolError.storage("chunk \(id) of the spool is damaged: its lines do not match its count")
             }

@@ -182,7 +182,17 @@ struct SpoolLedger: Sendable {
 
     /// The position of the chunk with `id` in its class's queue.
     func position(of id: Int64, in priority: PriorityClass) -> Int? {
-        queues[priority.rawValue].chunks.firstIndex { $0.id == id }
+        // Chunk ids grow with the sequences of their class but for requeued dead letters: a binary search finds
+        // nearly all, a scan the rest.
+        let chunks = queues[priority.rawValue].chunks
+        var low = chunks.startIndex
+        var high = chunks.endIndex
+        while low < high {
+            let middle = (low + high) / 2
+            if chunks[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        if low < chunks.endIndex, chunks[low].id == id { return low }
+        return chunks.firstIndex { $0.id == id }
     }
 
     // MARK: Structure

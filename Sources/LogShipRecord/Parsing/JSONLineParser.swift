@@ -43,15 +43,19 @@ enum JSONLineParser {
         }
         record.message = message
 
+        // Collected, then sorted once: an object may hold thousands of keys. Entries of "fields" win over
+        // top-level keys of the same name; a value with no text form (null, an array, an object) sets nothing.
         let reserved: Set<String> = ["message", "msg", "priority", "severity", "timestamp", "fields"]
+        var collected: [String: String] = [:]
         for (key, value) in object where !reserved.contains(key) {
-            record.fields[key] = value.text
+            collected[key] = value.text
         }
         if case .object(let fields)? = object["fields"] {
             for (key, value) in fields {
-                record.fields[key] = value.text
+                collected[key] = value.text
             }
         }
+        record.fields.merge(RecordFields(collected))
     }
 
     private static func timestamp(from value: JSONValue) -> Timestamp? {

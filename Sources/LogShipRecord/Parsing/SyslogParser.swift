@@ -33,7 +33,7 @@ struct SyslogMessage: Hashable, Sendable {
         if let identifier { record.fields["syslog_identifier"] = identifier }
         if let messageID { record.fields["syslog_msgid"] = messageID }
         if let processID { record.fields["syslog_pid"] = processID }
-        for (key, value) in structuredData { record.fields[key] = value }
+        record.fields.merge(structuredData)
     }
 }
 
@@ -57,7 +57,7 @@ enum SyslogParser {
         scanner.seek(to: afterPriority)
         // No header after the PRI: the sd-daemon form (`<3>text`, one digit 0-7, no facility), or a client that
         // sends only `<PRI>message` (Python's SysLogHandler), whose facility is kept.
-        let facility = priority > 7 || afterPriority > 3 ? priority >> 3 : nil
+        let facility = priority > 7 || afterPriority - bytes.startIndex > 3 ? priority >> 3 : nil
         return SyslogMessage(severity: severity, facility: facility, message: text(scanner.remaining))
     }
 
@@ -114,7 +114,8 @@ enum SyslogParser {
     /// `-` or one or more `[SD-ID PARAM="VALUE" …]` elements; each parameter becomes a field `SD-ID.PARAM`.
     private static func parseStructuredData(_ scanner: inout ByteScanner) -> RecordFields? {
         if scanner.skip(UInt8(ascii: "-")) { return [:] }
-        var fields: RecordFields = [:]
+        // Collected, then sorted once: a line may carry thousands of parameters in any order.
+        var fields: [(String, String)] = []
         guard scanner.peek() == UInt8(ascii: "[") else { return nil }
         while scanner.skip(UInt8(ascii: "[")) {
             guard let id = scanner.name(terminators: [UInt8(ascii: " "), UInt8(ascii: "]")]) else { return nil }
@@ -136,11 +137,11 @@ enum SyslogParser {
                     }
                     value.append(byte)
                 }
-                fields["\(text(id)).\(text(parameter))"] = String(decoding: value, as: UTF8.self)
+                fields.append(("\(text(id)).\(text(parameter))", String(decoding: value, as: UTF8.self)))
             }
             guard scanner.skip(UInt8(ascii: "]")) else { return nil }
         }
-        return fields
+        return RecordFields(fields)
     }
 
     // MARK: RFC 3164

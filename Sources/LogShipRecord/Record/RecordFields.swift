@@ -14,12 +14,59 @@ public struct RecordFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     }
 
     public init(dictionaryLiteral elements: (String, String)...) {
-        self.init()
-        for (key, value) in elements { self[key] = value }
+        self.init(elements)
     }
 
     public init(_ dictionary: [String: String]) {
         pairs = dictionary.map { ($0.key, $0.value) }.sorted { $0.key < $1.key }
+    }
+
+    /// Fields in any order, sorted once; of a key given twice, the later value is kept.
+    public init(_ elements: some Sequence<(String, String)>) {
+        var sorted = Array(elements.enumerated())
+        sorted.sort { $0.element.0 < $1.element.0 || ($0.element.0 == $1.element.0 && $0.offset < $1.offset) }
+        pairs = []
+        pairs.reserveCapacity(sorted.count)
+        for (_, (key, value)) in sorted {
+            if let last = pairs.last, last.key == key {
+                pairs[pairs.count - 1].value = value
+            } else {
+                pairs.append((key, value))
+            }
+        }
+    }
+
+    /// Adds `other`'s fields, whose values win over these for a key both have: one pass over both, however
+    /// many there are (setting them one by one costs a move of the later ones each).
+    public mutating func merge(_ other: RecordFields) {
+        guard !other.isEmpty else { return }
+        guard !isEmpty else {
+            self = other
+            return
+        }
+        var merged: [Element] = []
+        merged.reserveCapacity(pairs.count + other.pairs.count)
+        var mine = pairs.makeIterator(), theirs = other.pairs.makeIterator()
+        var left = mine.next(), right = theirs.next()
+        while let l = left, let r = right {
+            if l.key < r.key {
+                merged.append(l)
+                left = mine.next()
+            } else {
+                if l.key == r.key { left = mine.next() }
+                merged.append(r)
+                right = theirs.next()
+            }
+        }
+        while let l = left {
+            merged.append(l)
+            left = mine.next()
+        }
+        while let r = right {
+            merged.append(r)
+            right = theirs.next()
+        }
+        pairs = merged
     }
 
     /// The value for `key`; setting `nil` removes the field.

@@ -1,0 +1,57 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Testing
+
+import LogShipRecord
+import LogShipTestKit
+@testable import LogShip
+
+/// The keep-alive POST client under the uploader, against the real receiver on loopback.
+@Suite("Upload client")
+struct UploadClientTests {
+    func client(_ receiver: TestReceiver) throws -> UploadClient {
+        try UploadClient(
+            endpoint: #require(UploadEndpoint(url: receiver.url)), tls: nil,
+            eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+    }
+
+    /// POSTs one record, as the daemon encodes it, with `message`.
+    func post(_ client: UploadClient, _ message: String) async throws -> UploadResponse {
+        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/")
+        head.headers.add(name: "Content-Type", value: "application/x-ndjson")
+        let record = LogRecord(
+            timestamp: Timestamp(rfc3339: "2026-11-22T10:00:00Z")!, priority: .info, severity: .informational,
+            host: "web-1", source: .socket, message: message)
+        var body = ByteBuffer(bytes: record.ndjsonLine)
+        body.writeString("\n")
+        return try await client.post(head, body: body, timeout: .seconds(30), excerptLimit: 64)
+    }
+
+    @Test("requests share a kept-alive connection; the answer's status and the start of its body come back")
+    func keepAlive() async throws {
+        let receiver = try await TestReceiver()
+        let client = try client(receiver)
+        for index in 0..<3 {
+            let response = try await post(client, "m\(index)")
+            #expect(response.status == 200 && String(decoding: response.excerpt, as: UTF8.self).hasPrefix("logctl receive"))
+        }
+        #expect(receiver.records.map(\.message) == ["m0", "m1", "m2"])
+        #expect(receiver.receiver.statistics.connections == 1, "one connection for three requests")
+        client.shutdown()
+    }
+
+    @Test("a retired client still serves the requests that reach it, each on a connection of its own; a shut-down one refuses")
+    func retired() async throws {
+        let receiver = try await TestReceiver()
+        let client = try client(receiver)
+        _ = try await post(client, "before")
+        client.retire()
+        #expect(try await post(client, "after one").status == 200)
+        #expect(try await post(client, "after two").status == 200)
+        #expect(receiver.receiver.statistics.connections == 3, "no connection is kept once retired")
+        client.shutdown()
+        await #expect(throws: UploadClientError.shutDown) { _ = try await post(client, "refused") }
+        #expect(receiver.records.map(\.message) == ["before", "after one", "after two"])
+    }
+}
