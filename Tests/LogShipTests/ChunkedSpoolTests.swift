@@ -104,6 +104,47 @@ struct ChunkedSpoolTests {
         #expect(ledger.cachedBytes < 4 * 101 * 1010, "stalled: only the head chunks and the newest keep theirs")
     }
 
+    @Test("a requeue changes nothing a claim could take until its writes have committed")
+    func requeueMarksAfterCommit() {
+        var ledger = SpoolLedger(cacheBudget: .init(delivering: 1 << 20, stalled: 1 << 20))
+        var insertion = ChunkWrites()
+        insertion.insertions = [ChunkWrites.Insertion(
+            id: 1, priority: .info, firstSequence: 10, lines: ChunkLines((0..<3).map { entry(.info, "i\($0)") }))]
+        ledger.apply(insertion)
+        ledger.setMarks(.settled, of: 1..<2, chunkAt: 0, .info, from: .pending)  // i1 became a dead letter
+
+        let (writes, changes) = ledger.requeue([.init(priority: .info, sequence: 11, line: Array("i1".utf8))])
+        #expect(writes.settledRuns[1] == [], "the row loses its settled run")
+        #expect(ledger.statistics().pending[.info] == 2, "planned, not yet pending")
+        #expect(ledger.queues[PriorityClass.info.rawValue].chunks[0].mark(1) == .settled)
+
+        ledger.markRequeued(changes)
+        #expect(ledger.statistics().pending[.info] == 3)
+        #expect(ledger.queues[PriorityClass.info.rawValue].chunks[0].mark(1) == .pending)
+    }
+
+    @Test("when the disk is what is short, an eviction empties whole chunks: records evicted from a kept chunk free no disk")
+    func diskShortEvictsWholeChunks() throws {
+        var ledger = SpoolLedger(cacheBudget: .init(delivering: 1 << 20, stalled: 1 << 20))
+        var insertion = ChunkWrites()
+        insertion.insertions = [ChunkWrites.Insertion(
+            id: 1, priority: .debug, firstSequence: 0,
+            lines: ChunkLines((0..<10).map { entry(.debug, "d\($0)", padding: 1000) }))]
+        ledger.apply(insertion)
+        ledger.setMarks(.settled, of: 0..<1, chunkAt: 0, .debug, from: .pending)  // touched: d0 was delivered
+
+        let newcomer = SpoolAppend(entries: [entry(.error, "e0", padding: 1000)])
+        guard case .plan(let budgetShort) = ledger.planAppend([newcomer], maximumBytes: ledger.bytes + 500, diskRoom: 1 << 30)
+        else { Issue.record("planned no append"); return }
+        #expect(budgetShort.receipts == [AppendReceipt(accepted: 1, evicted: 1)], "the budget: one record makes room")
+        ledger.revert(budgetShort.changes)
+
+        guard case .plan(let diskShort) = ledger.planAppend([newcomer], maximumBytes: 1 << 30, diskRoom: 500)
+        else { Issue.record("planned no append"); return }
+        #expect(diskShort.receipts == [AppendReceipt(accepted: 1, evicted: 9)], "the disk: the chunk's nine pending go")
+        #expect(diskShort.writes.deletions.map(\.id) == [1], "and its row is deleted")
+    }
+
     @Test("an eviction that needs part of a chunk not in memory reads its lines and evicts only what it needs")
     func partialEvictionReadsLines() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"

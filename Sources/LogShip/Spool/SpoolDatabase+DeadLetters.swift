@@ -39,10 +39,13 @@ extension SpoolDatabase {
             }
             guard !letters.isEmpty else { return (0, []) }
             let (writes, changes) = self.ledger.withLock { $0.requeue(letters) }
-            try self.commit(writes, reverting: changes, db) { db in
+            try self.commit(writes, reverting: [], db) { db in
                 try Self.execute("DELETE FROM dead_letter WHERE id IN", ids: ids, db)
             }
-            self.ledger.withLock { $0.deadLetters -= letters.count }
+            self.ledger.withLock {
+                $0.markRequeued(changes)
+                $0.deadLetters -= letters.count
+            }
             return (letters.count, Set(letters.map(\.priority)))
         }
     }

@@ -48,15 +48,18 @@ extension SpoolLedger {
             for entry in group.entries {
                 var room = min(maximumBytes - total, diskRoom)
                 if entry.accountedBytes > room {
-                    switch evict(bytes: entry.accountedBytes - room, for: entry.priority) {
+                    let need = Need(
+                        budget: max(0, entry.accountedBytes - (maximumBytes - total)),
+                        disk: max(0, entry.accountedBytes - diskRoom))
+                    switch evict(need, for: entry.priority) {
                     case .needsLines(let priority, let id):
                         revert(plan.changes)
                         return .needsLines(priority, chunkID: id)
                     case .evicted(let changes, let count, let freed):
                         plan.changes += changes
                         receipt.evicted += count
-                        total -= freed
-                        diskRoom += freed
+                        total -= freed.budget
+                        diskRoom += freed.disk
                         room = min(maximumBytes - total, diskRoom)
                     case .impossible:
                         break
@@ -127,43 +130,57 @@ extension SpoolLedger {
         return entries[..<end]
     }
 
+    /// Bytes an eviction must free: of the budget (records' accounted bytes) and of the disk. The disk gets back
+    /// only what deleted chunk rows held: records evicted from a chunk that keeps others stay in its blob.
+    private struct Need {
+        var budget: Int
+        var disk: Int
+
+        func isMet(by freed: Need) -> Bool { freed.budget >= budget && freed.disk >= disk }
+    }
+
     private enum Eviction {
-        case evicted([Change], count: Int, freed: Int)
+        case evicted([Change], count: Int, freed: Need)
         /// Even every record the policy allows would not free enough: nothing is evicted.
         case impossible
         case needsLines(PriorityClass, Int64)
     }
 
-    /// Settles the oldest pending records of the classes ``EvictionPolicy`` allows for `priority` until `needed`
-    /// bytes are freed; settles nothing when they cannot free that much, since the newcomer would not fit anyway.
+    /// Settles the oldest pending records of the classes ``EvictionPolicy`` allows for `priority` until `need` is
+    /// met; settles nothing when it cannot be, since the newcomer would not fit anyway.
     ///
-    /// A chunk no delivery has touched goes whole when all of it is needed, without its lines; otherwise its
-    /// records are counted one by one, which needs its lines.
-    private mutating func evict(bytes needed: Int, for priority: PriorityClass) -> Eviction {
+    /// A chunk no delivery has touched goes whole when all of it is needed, or when the disk needs room, without
+    /// its lines; otherwise its records are counted one by one, which needs its lines. While the disk needs room,
+    /// every pending record of a chunk goes: only a chunk left with no record to deliver is deleted.
+    private mutating func evict(_ need: Need, for priority: PriorityClass) -> Eviction {
         var victims: [(priority: PriorityClass, position: Int, index: Int?)] = []
-        var freed = 0
+        var freed = Need(budget: 0, disk: 0)
         var count = 0
         search: for victimClass in EvictionPolicy.victims(for: priority) {
             let chunks = queues[victimClass.rawValue].chunks
             for position in chunks.indices where chunks[position].pendingCount > 0 {
                 let chunk = chunks[position]
-                if chunk.isUntouched && needed - freed >= chunk.accountedBytes {
+                if chunk.isUntouched && (need.budget - freed.budget >= chunk.accountedBytes || need.disk > freed.disk) {
                     victims.append((victimClass, position, nil))
-                    freed += chunk.accountedBytes
+                    freed.budget += chunk.accountedBytes
+                    freed.disk += chunk.blobBytes
                     count += chunk.count
-                    if freed >= needed { break search }
+                    if need.isMet(by: freed) { break search }
                     continue
                 }
                 guard chunk.lines != nil else { return .needsLines(victimClass, chunk.id) }
                 for index in 0..<chunk.count where chunk.mark(index) == .pending {
                     victims.append((victimClass, position, index))
-                    freed += chunk.accountedBytes(of: index)
+                    freed.budget += chunk.accountedBytes(of: index)
                     count += 1
-                    if freed >= needed { break search }
+                    if need.isMet(by: freed) { break search }
                 }
+                // Every pending record went; with none claimed, the chunk's row is deleted.
+                if chunk.claimedCount == 0 { freed.disk += chunk.blobBytes }
+                if need.isMet(by: freed) { break search }
             }
         }
-        guard freed >= needed else { return .impossible }
+        guard need.isMet(by: freed) else { return .impossible }
         var changes: [Change] = []
         for victimClass in Set(victims.map(\.priority)) {
             let ofClass = victims.filter { $0.priority == victimClass }

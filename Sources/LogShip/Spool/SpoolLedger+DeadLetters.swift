@@ -6,31 +6,47 @@ extension SpoolLedger {
         var line: [UInt8]
     }
 
-    /// Puts dead letters back at their place in their class: pending again in their chunk if it is still stored
-    /// (other records of it wait), or in a chunk of their own otherwise.
+    /// Plans putting dead letters back at their place in their class: pending again in their chunk if it is
+    /// still stored (other records of it wait), or in a chunk of their own otherwise.
     ///
-    /// - Returns: The writes, and the changes to ``revert(_:)`` should they fail to commit.
-    mutating func requeue(_ letters: [RequeuedLetter]) -> (writes: ChunkWrites, changes: [Change]) {
+    /// Nothing changes here: the plan is made on a copy, and ``markRequeued(_:)`` makes the records pending once
+    /// the writes have committed. Marked pending before, a claim could take them while the commit might yet fail.
+    ///
+    /// - Returns: The writes, and the records to mark pending once they commit.
+    func requeue(_ letters: [RequeuedLetter]) -> (writes: ChunkWrites, changes: [Change]) {
+        // Copying costs the class's chunk array and the marks of the chunks touched; requeues are rare.
+        var plan = self
         var changes: [Change] = []
         var touched: [PriorityClass: Set<Int64>] = [:]
         var insertions: [ChunkWrites.Insertion] = []
         var nextID = nextChunkID
         for letter in letters {
-            guard let position = queues[letter.priority.rawValue].chunkIndex(containing: letter.sequence) else {
+            guard let position = plan.queues[letter.priority.rawValue].chunkIndex(containing: letter.sequence) else {
                 insertions.append(ChunkWrites.Insertion(
                     id: nextID, priority: letter.priority, firstSequence: letter.sequence,
                     lines: ChunkLines([SpoolEntry(priority: letter.priority, line: letter.line)])))
                 nextID += 1
                 continue
             }
-            let index = queues[letter.priority.rawValue].chunks[position].index(of: letter.sequence)
-            guard queues[letter.priority.rawValue].chunks[position].mark(index) == .settled else { continue }
-            let change = setMarks(.pending, of: index..<(index + 1), chunkAt: position, letter.priority, from: .settled)
+            let index = plan.queues[letter.priority.rawValue].chunks[position].index(of: letter.sequence)
+            guard plan.queues[letter.priority.rawValue].chunks[position].mark(index) == .settled else { continue }
+            let change = plan.setMarks(.pending, of: index..<(index + 1), chunkAt: position, letter.priority, from: .settled)
             changes.append(change)
             touched[letter.priority, default: []].insert(change.chunkID)
         }
-        var writes = writes(settling: touched)
+        var writes = plan.writes(settling: touched)
         writes.insertions = insertions
         return (writes, changes)
+    }
+
+    /// Marks pending the records a committed ``requeue(_:)`` put back. They are still settled: only settling
+    /// writes change settled records, and those run one at a time.
+    mutating func markRequeued(_ changes: [Change]) {
+        for change in changes {
+            guard let records = change.records, let position = position(of: change.chunkID, in: change.priority) else {
+                continue
+            }
+            setMarks(.pending, of: records, chunkAt: position, change.priority, from: .settled)
+        }
     }
 }
