@@ -220,7 +220,9 @@ enum PeerComparison {
             ## Against the targets
 
             Scenarios 1–3 from the table above; 4–6 measured in the same run, logshipd alone (release binary, durable
-            spool). Targets from the issue that set them; ratios are the ones that count.
+            spool), 4 and 5 \(TargetScenarios.runs) times each: median (min–max). Crash latency runs from `logctl send`
+            returning (the record is committed) to the receiver reading the request's head. Targets from the issue
+            that set them; ratios are the ones that count.
 
             | scenario | measured | target | met |
             |---|---|---|---|

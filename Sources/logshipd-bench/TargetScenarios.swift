@@ -13,21 +13,30 @@ enum TargetScenarios {
         var met: Bool
     }
 
+    /// How often the short scenarios (intake, crash latency) run; their median counts, with min–max beside.
+    static let runs = 3
+
     /// Runs them all; `peerBatchedRate` is syslog-ng's median of the batched scenario in the same run.
     static func run(peerBatchedRate: Double?) async throws -> [Row] {
         var rows: [Row] = []
-        let intake = try await intakeRate()
-        let multiple = peerBatchedRate.map { intake / $0 }
+        var intake: [Double] = []
+        for _ in 0..<runs { intake.append(try await intakeRate()) }
+        let multiple = peerBatchedRate.map { PeerComparison.median(intake) / $0 }
         rows.append(Row(
             scenario: "4 intake alone: 4 stream writers and a datagram writer, 220 000 lines, remote down",
-            measured: String(format: "%.0f lines/s", intake) + (multiple.map { String(format: " (%.2f× syslog-ng's batched delivery)", $0) } ?? ""),
+            measured: PeerComparison.summary(intake) + " lines/s"
+                + (multiple.map { String(format: " (%.2f× syslog-ng's batched delivery)", $0) } ?? ""),
             target: "≥ 3× syslog-ng's batched rate", met: (multiple ?? 0) >= 3))
 
-        let latency = try await crashLatency(backlog: 100_000, crashes: 20, receiverDelay: .milliseconds(50))
+        var latencies: [(p50: Double, p99: Double)] = []
+        for _ in 0..<runs {
+            latencies.append(try await crashLatency(backlog: 100_000, crashes: 20, receiverDelay: .milliseconds(50)))
+        }
+        let p99 = PeerComparison.median(latencies.map(\.p99))
         rows.append(Row(
             scenario: "5 crash latency: 20 crash records one by one behind 100 000 pending, receiver at 50 ms",
-            measured: String(format: "p50 %.0f ms, p99 %.0f ms", latency.p50, latency.p99),
-            target: "p99 ≤ 110 ms", met: latency.p99 <= 110))
+            measured: "p50 \(PeerComparison.summary(latencies.map(\.p50))) ms, p99 \(PeerComparison.summary(latencies.map(\.p99))) ms",
+            target: "p99 ≤ 110 ms", met: p99 <= 110))
 
         let memory = try await memory(pending: 1_000_000)
         rows.append(Row(
@@ -148,12 +157,13 @@ enum TargetScenarios {
         for index in 0..<crashes {
             let message = "crash report \(index)"
             let control = "\(daemon.directory)/control.sock"
-            // From before the send, as logctl sends it: the figure can only err long.
-            let sent = ContinuousClock.now
             let response = try await offloaded {
                 try ControlClient(path: control).send(
                     ControlRequest(command: .send, records: [Submission(message: message, priority: "crash")]))
             }
+            // From the send returning, as the issue defines it: the record is committed then. The arrival is
+            // stamped by the receiver's own thread, so waiting for it below adds nothing.
+            let sent = ContinuousClock.now
             guard response.ok else { throw WaitTimeout(description: "crash record refused: \(response.error ?? "?")") }
             try await receiver.waitUntil(within: .seconds(120)) { requests in
                 requests.contains { $0.records.contains { $0.message == message } }
