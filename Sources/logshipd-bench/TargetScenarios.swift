@@ -176,7 +176,8 @@ enum TargetScenarios {
         return (sorted[sorted.count / 2], sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)])
     }
 
-    /// VmRSS idle, VmHWM once `pending` records wait with the remote down, and VmRSS after they were delivered.
+    /// VmRSS idle, VmHWM once `pending` records wait with the remote down, and VmRSS a second after the spool
+    /// has emptied.
     static func memory(pending: Int) async throws -> (idle: Double, peak: Double, drained: Double) {
         let port = try unusedPort()
         let daemon = try await Daemon.start(url: "http://127.0.0.1:\(port)/ingest", retryMax: "1s")
@@ -191,6 +192,13 @@ enum TargetScenarios {
         let receiver = try await TestReceiver(port: port, behavior: behavior)
         try await receiver.waitFor(records: pending, within: .seconds(900))
         try await eventually(within: .seconds(60)) { try await daemon.status().delivered >= pending }
+        // Drained: every acknowledgement committed and the spool empty. Then, as for the idle figure, a second to
+        // settle, in which the daemon gives freed memory back.
+        try await eventually(within: .seconds(60)) {
+            let status = try await daemon.status()
+            return status.claimed == 0 && status.pending.values.allSatisfy { $0 == 0 }
+        }
+        try await Task.sleep(for: .seconds(1))
         let drained = try residentMiB(daemon.process.pid, field: "VmRSS:")
         try await daemon.stop()
         return (idle, peak, drained)

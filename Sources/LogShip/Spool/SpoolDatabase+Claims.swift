@@ -56,7 +56,11 @@ extension SpoolDatabase {
         try await settlingWrite { db in
             let (writes, changes, _) = self.ledger.withLock { $0.settle(batches) }
             try self.commit(writes, reverting: changes, db)
-            self.ledger.withLock { $0.lastAcknowledged = Date() }
+            let emptied = self.ledger.withLock { ledger in
+                ledger.lastAcknowledged = Date()
+                return ledger.holdsNoRecords
+            }
+            if emptied { MallocTuning.releaseFreeMemory() }
         }
     }
 

@@ -58,6 +58,9 @@ struct SpoolLedger: Sendable {
 
     var bytes: Int { queues.reduce(0) { $0 + $1.bytes } }
 
+    /// Whether no record is pending or claimed (dead letters aside).
+    var holdsNoRecords: Bool { queues.allSatisfy { $0.pending == 0 && $0.claimed == 0 } }
+
     func statistics() -> SpoolStatistics {
         var statistics = SpoolStatistics()
         for priority in PriorityClass.allCases {
