@@ -17,30 +17,23 @@ struct ChunkLines: Sendable {
     ///
     /// A blob that does not end with a newline (never written so) keeps its last bytes as a last line.
     init(blob: [UInt8]) {
-        bytes = blob
-        starts = []
-        let ends = blob.withUnsafeBytes { raw -> [Int] in
+        var starts: [Int32] = []
+        let end = blob.withUnsafeBytes { raw -> Int in
             // memchr: a chunk read back holds hundreds of lines, found many bytes at a time.
-            var ends: [Int] = []
-            guard let base = raw.baseAddress else { return ends }
+            guard let base = raw.baseAddress else { return 0 }
             var start = 0
             while start < raw.count, let newline = memchr(base + start, Int32(UInt8(ascii: "\n")), raw.count - start) {
-                let end = UnsafeRawPointer(newline) - base
-                ends.append(end)
-                start = end + 1
+                starts.append(Int32(start))
+                start = UnsafeRawPointer(newline) - base + 1
             }
-            return ends
+            return start
         }
-        starts.reserveCapacity(ends.count + 1)
-        var start = 0
-        for end in ends {
-            starts.append(Int32(start))
-            start = end + 1
-        }
-        if start < bytes.count {
-            starts.append(Int32(start))
+        bytes = blob
+        if end < bytes.count {
+            starts.append(Int32(end))
             bytes.append(UInt8(ascii: "\n"))
         }
+        self.starts = starts
     }
 
     /// The lines of `entries`, in order.

@@ -30,9 +30,23 @@ struct ClassQueue: Sendable {
         return low
     }
 
+    /// The index of the chunk with `id`, if the queue holds it.
+    func index(ofChunk id: Int64) -> Int? {
+        // Chunk ids grow with the sequences of their class but for requeued dead letters: a binary search finds
+        // nearly all, a scan the rest.
+        var low = chunks.startIndex
+        var high = chunks.endIndex
+        while low < high {
+            let middle = (low + high) / 2
+            if chunks[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        if low < chunks.endIndex, chunks[low].id == id { return low }
+        return chunks.firstIndex { $0.id == id }
+    }
+
     /// Removes the chunk with `id`; returns it.
     mutating func remove(chunkID id: Int64) -> SpoolChunk? {
-        guard let index = chunks.firstIndex(where: { $0.id == id }) else { return nil }
+        guard let index = index(ofChunk: id) else { return nil }
         return chunks.remove(at: index)
     }
 }

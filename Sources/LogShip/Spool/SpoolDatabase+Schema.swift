@@ -79,12 +79,12 @@ extension SpoolDatabase {
             var bytes = 0
             func flush() throws {
                 guard !entries.isEmpty else { return }
-                let lines = ChunkLines(entries)
-                try db.execute(
-                    sql: "INSERT INTO chunk (id, priority, first_sequence, count, lines) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [nextID, priority.rawValue, sequence, lines.count, Data(lines.bytes)])
+                var writes = ChunkWrites()
+                writes.insertions = [ChunkWrites.Insertion(
+                    id: nextID, priority: priority, firstSequence: sequence, lines: ChunkLines(entries))]
+                try execute(writes, db)
                 nextID += 1
-                sequence += Int64(lines.count)
+                sequence += Int64(entries.count)
                 entries = []
                 bytes = 0
             }
@@ -116,9 +116,7 @@ extension SpoolDatabase {
         var chunks: [(PriorityClass, SpoolChunk)] = []
         while let row = try rows.next() {
             guard let priority = PriorityClass(rawValue: row[1]) else { continue }
-            let id: Int64 = row[0]
-            chunks.append((priority, SpoolChunk(id: id, firstSequence: row[2], count: row[3], blobBytes: row[4], lines: nil)))
-            ledger.nextChunkID = max(ledger.nextChunkID, id + 1)
+            chunks.append((priority, SpoolChunk(id: row[0], firstSequence: row[2], count: row[3], blobBytes: row[4], lines: nil)))
         }
         for (priority, chunk) in chunks {
             var chunk = chunk

@@ -185,17 +185,7 @@ struct SpoolLedger: Sendable {
 
     /// The position of the chunk with `id` in its class's queue.
     func position(of id: Int64, in priority: PriorityClass) -> Int? {
-        // Chunk ids grow with the sequences of their class but for requeued dead letters: a binary search finds
-        // nearly all, a scan the rest.
-        let chunks = queues[priority.rawValue].chunks
-        var low = chunks.startIndex
-        var high = chunks.endIndex
-        while low < high {
-            let middle = (low + high) / 2
-            if chunks[middle].id < id { low = middle + 1 } else { high = middle }
-        }
-        if low < chunks.endIndex, chunks[low].id == id { return low }
-        return chunks.firstIndex { $0.id == id }
+        queues[priority.rawValue].index(ofChunk: id)
     }
 
     // MARK: Structure
@@ -242,7 +232,6 @@ struct SpoolLedger: Sendable {
             queues[priority].nextSequence = max(queues[priority].nextSequence, queues[priority].chunks[position].endSequence)
         }
         for (id, priority) in writes.deletions {
-            // Settled chunks are nearly always at the front: the search is short.
             guard let removed = queues[priority.rawValue].remove(chunkID: id) else { continue }
             cachedBytes -= removed.lines?.bytes.count ?? 0
         }

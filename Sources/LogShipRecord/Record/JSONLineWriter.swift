@@ -66,22 +66,8 @@ struct JSONLineWriter {
 
     mutating func field(_ key: StaticString, timestamp: Timestamp) {
         self.key(key)
-        let fields = timestamp.utcFields
         byte(UInt8(ascii: "\""))
-        digits(of: fields.year, width: 4)
-        byte(UInt8(ascii: "-"))
-        digits(of: fields.month, width: 2)
-        byte(UInt8(ascii: "-"))
-        digits(of: fields.day, width: 2)
-        byte(UInt8(ascii: "T"))
-        digits(of: fields.hour, width: 2)
-        byte(UInt8(ascii: ":"))
-        digits(of: fields.minute, width: 2)
-        byte(UInt8(ascii: ":"))
-        digits(of: fields.second, width: 2)
-        byte(UInt8(ascii: "."))
-        digits(of: fields.microsecond, width: 6)
-        byte(UInt8(ascii: "Z"))
+        count += timestamp.writeRFC3339(into: UnsafeMutableBufferPointer(rebasing: buffer[count...]))
         byte(UInt8(ascii: "\""))
     }
 
@@ -176,16 +162,6 @@ struct JSONLineWriter {
         for position in stride(from: width - 1, through: 0, by: -1) {
             buffer[count + position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
             magnitude /= 10
-        }
-        count += width
-    }
-
-    /// `value` (not negative) in decimal with leading zeros to exactly `width` digits.
-    private mutating func digits(of value: Int, width: Int) {
-        var remaining = value
-        for position in stride(from: width - 1, through: 0, by: -1) {
-            buffer[count + position] = UInt8(ascii: "0") + UInt8(remaining % 10)
-            remaining /= 10
         }
         count += width
     }

@@ -40,7 +40,8 @@ extension LogRecord {
 }
 
 extension PriorityClass {
-    /// ``description`` as a static string, for the encoder.
+    /// The class's name as a static string: the encoder copies it without making a string, and ``description``
+    /// is made from it.
     var staticName: StaticString {
         switch self {
         case .crash: "crash"

@@ -61,15 +61,7 @@ public enum PriorityClass: Int, CaseIterable, Comparable, Hashable, Sendable, Cu
         }
     }
 
-    public var description: String {
-        switch self {
-        case .crash: "crash"
-        case .error: "error"
-        case .warning: "warning"
-        case .info: "info"
-        case .debug: "debug"
-        }
-    }
+    public var description: String { staticName.description }
 
     public static func < (lhs: PriorityClass, rhs: PriorityClass) -> Bool {
         lhs.rawValue < rhs.rawValue

@@ -18,7 +18,7 @@ public struct RecordFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     }
 
     public init(_ dictionary: [String: String]) {
-        pairs = dictionary.map { ($0.key, $0.value) }.sorted { $0.key < $1.key }
+        self.init(dictionary.lazy.map { ($0.key, $0.value) })
     }
 
     /// Fields in any order, sorted once; of a key given twice, the later value is kept.
