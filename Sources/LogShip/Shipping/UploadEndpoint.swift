@@ -6,13 +6,16 @@ import NIOSSL
 /// Where uploads go: the parts of the configured URL a connection and a request need.
 struct UploadEndpoint: Sendable {
     /// The host the URL names: the request's `Host` and, unless it is an IP address, the TLS server name.
-    var host: String
+    let host: String
     /// The host to connect to: the URL's, or the one `tls.server_name` moved it to.
-    var connectHost: String
-    var port: Int
+    let connectHost: String
+    let port: Int
     /// The path and query to request.
-    var target: String
-    var usesTLS: Bool
+    let target: String
+    let usesTLS: Bool
+    /// The `Host` header: the name, bracketed if an IPv6 address, and the port unless the scheme's own. Made once:
+    /// every request sends it.
+    let hostHeader: String
 
     /// - Parameter connectHost: Where to connect instead of the URL's host (with `tls.server_name`).
     init?(url: String, connectHost: String? = nil) {
@@ -26,16 +29,12 @@ struct UploadEndpoint: Sendable {
         port = components.port ?? (usesTLS ? 443 : 80)
         let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         target = components.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
+        let name = self.host.utf8.contains(UInt8(ascii: ":")) ? "[\(self.host)]" : self.host
+        hostHeader = port == (usesTLS ? 443 : 80) ? name : "\(name):\(port)"
     }
 
     private static func unbracketed(_ host: String) -> String {
         host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-    }
-
-    /// The `Host` header: the name, bracketed if an IPv6 address, and the port unless the scheme's own.
-    var hostHeader: String {
-        let name = host.contains(":") ? "[\(host)]" : host
-        return port == (usesTLS ? 443 : 80) ? name : "\(name):\(port)"
     }
 
     /// The name TLS sends (SNI) and checks the certificate against; `nil` for an IP address, which the
