@@ -26,7 +26,7 @@ struct ReloadService: Service {
 
     func run() async throws {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             for await _ in hangups {
                 await reload()
             }

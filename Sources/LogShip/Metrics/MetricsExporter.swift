@@ -21,8 +21,8 @@ final class MetricsExporter: Sendable {
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
         requestDurations = registry.makeDurationHistogram(
-            name: "logshipd_upload_request_duration_seconds", buckets: Self.durationBuckets,
-            help: "How long upload requests took, answered or failed.")
+            descriptor: Self.metric("logshipd_upload_request_duration_seconds", "How long upload requests took, answered or failed."),
+            buckets: Self.durationBuckets)
         let totals: [(String, String, @Sendable (DaemonStatus) -> Int)] = [
             ("logshipd_records_received_total", "Records received from all inputs.", { $0.received }),
             ("logshipd_records_truncated_total", "Records cut at the size limit.", { $0.truncated }),
@@ -33,7 +33,7 @@ final class MetricsExporter: Sendable {
             ("logshipd_requests_total", "Upload requests sent.", { $0.requests }),
             ("logshipd_requests_failed_total", "Upload requests that failed.", { $0.failedRequests }),
         ]
-        counters = totals.map { name, help, total in (registry.makeCounter(name: name, help: help), total) }
+        counters = totals.map { name, help, total in (registry.makeCounter(descriptor: Self.metric(name, help)), total) }
         exported = Mutex(Array(repeating: 0, count: totals.count))
 
         var gauges: [(Gauge, @Sendable (DaemonStatus) -> Double)] = []
@@ -41,12 +41,14 @@ final class MetricsExporter: Sendable {
             let name = priority.description
             gauges.append((
                 registry.makeGauge(
-                    name: "logshipd_records_pending", labels: [("class", name)], help: "Unclaimed records in the spool."),
+                    descriptor: Self.metric("logshipd_records_pending", "Unclaimed records in the spool."),
+                    labels: [("class", name)]),
                 { Double($0.pending[name] ?? 0) }))
             gauges.append((
                 registry.makeGauge(
-                    name: "logshipd_oldest_pending_age_seconds", labels: [("class", name)],
-                    help: "Age of the oldest record of the class in the spool."),
+                    descriptor: Self.metric(
+                        "logshipd_oldest_pending_age_seconds", "Age of the oldest record of the class in the spool."),
+                    labels: [("class", name)]),
                 { $0.oldestPendingAgeSeconds[name] ?? 0 }))
         }
         let singles: [(String, String, @Sendable (DaemonStatus) -> Double)] = [
@@ -63,9 +65,14 @@ final class MetricsExporter: Sendable {
             ("logshipd_uptime_seconds", "Seconds since logshipd started.", { $0.uptimeSeconds }),
         ]
         for (name, help, value) in singles {
-            gauges.append((registry.makeGauge(name: name, help: help), value))
+            gauges.append((registry.makeGauge(descriptor: Self.metric(name, help)), value))
         }
         self.gauges = gauges
+    }
+
+    /// A metric whose whole name, unit suffix included, is `name`: the descriptor joins its non-empty parts.
+    private static func metric(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 
     /// Records one upload request's duration.
