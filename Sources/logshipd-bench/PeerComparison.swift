@@ -26,7 +26,9 @@ enum PeerComparison {
         var peakRSSMiB: Double
     }
 
-    static let runs = 3
+    /// Runs per shipper and scenario. Five, not the three the issue asks at least: syslog-ng's rate moves by a
+    /// third between runs on a shared machine, and its median decides the ratios.
+    static let runs = 5
 
     static let scenarios = [
         Scenario(title: "1 batched (500/POST), 200 000 lines", lines: 200_000, batch: 500, receiverDelay: .zero),

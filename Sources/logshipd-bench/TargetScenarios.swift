@@ -14,7 +14,7 @@ enum TargetScenarios {
     }
 
     /// How often the short scenarios (intake, crash latency) run; their median counts, with min–max beside.
-    static let runs = 3
+    static let runs = 5
 
     /// Runs them all; `peerBatchedRate` is syslog-ng's median of the batched scenario in the same run.
     static func run(peerBatchedRate: Double?) async throws -> [Row] {
