@@ -16,7 +16,7 @@ public enum MallocTuning {
     /// (`logshipd-bench target 4` on a 2-core VM, runs interleaved) took a median of 245 000 lines/s with eight
     /// (204 000–286 000 over 8 runs) against 208 000 with two (180 000–238 000 over 6); the batched delivery
     /// scenario (`peer logshipd 1`) 5.4–5.7 µs CPU per line against 6.1–6.5. The price is memory held in more
-    /// arenas: 48.9–51.1 MiB peak with 1 000 000 records pending (`target 6`, 8 runs) against 46.0–47.8 with two.
+    /// arenas: 48.9–53.1 MiB peak with 1 000 000 records pending (`target 6`, 10 runs) against 46.0–47.8 with two.
     ///
     /// A threshold of 64 or 128 KiB saves a little more memory but maps and unmaps the buffers of every request:
     /// 20% more CPU per line in the batched comparison; at 256 KiB it costs nothing measurable.
