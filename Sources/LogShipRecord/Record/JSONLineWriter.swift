@@ -122,15 +122,23 @@ struct JSONLineWriter {
     /// A JSON string: copied whole unless a byte needs escaping.
     private mutating func string(_ value: String) {
         byte(UInt8(ascii: "\""))
-        var value = value
-        value.withUTF8 { utf8 in
-            guard Self.needsEscape(utf8) else {
-                copy(UnsafeRawBufferPointer(utf8))
-                return
-            }
-            for code in utf8 { escaped(code) }
+        // A native string lends its bytes without the retain and release of the `var` that `withUTF8` needs;
+        // a foreign one (none on Linux) is made contiguous first.
+        let written: Void? = value.utf8.withContiguousStorageIfAvailable { write(utf8: $0) }
+        if written == nil {
+            var contiguous = value
+            contiguous.withUTF8 { write(utf8: $0) }
         }
         byte(UInt8(ascii: "\""))
+    }
+
+    /// String contents, escaped where needed.
+    private mutating func write(utf8: UnsafeBufferPointer<UInt8>) {
+        guard Self.needsEscape(utf8) else {
+            copy(UnsafeRawBufferPointer(utf8))
+            return
+        }
+        for code in utf8 { escaped(code) }
     }
 
     private mutating func escaped(_ code: UInt8) {
