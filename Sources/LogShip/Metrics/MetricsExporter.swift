@@ -21,7 +21,8 @@ final class MetricsExporter: Sendable {
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
         requestDurations = registry.makeDurationHistogram(
-            descriptor: Self.metric("logshipd_upload_request_duration_seconds", "How long upload requests took, answered or failed."),
+            descriptor: Self.metric(
+                "logshipd_upload_request_duration_seconds", "How long upload requests took, answered or failed."),
             buckets: Self.durationBuckets)
         let totals: [(String, String, @Sendable (DaemonStatus) -> Int)] = [
             ("logshipd_records_received_total", "Records received from all inputs.", { $0.received }),
@@ -33,7 +34,9 @@ final class MetricsExporter: Sendable {
             ("logshipd_requests_total", "Upload requests sent.", { $0.requests }),
             ("logshipd_requests_failed_total", "Upload requests that failed.", { $0.failedRequests }),
         ]
-        counters = totals.map { name, help, total in (registry.makeCounter(descriptor: Self.metric(name, help)), total) }
+        counters = totals.map { name, help, total in
+            (registry.makeCounter(descriptor: Self.metric(name, help)), total)
+        }
         exported = Mutex(Array(repeating: 0, count: totals.count))
 
         var gauges: [(Gauge, @Sendable (DaemonStatus) -> Double)] = []
