@@ -30,24 +30,27 @@ public struct RecordParser: Sendable {
         }
         content = content.trimmingLineEnding()
 
-        var record = LogRecord(
-            timestamp: receivedAt,
-            priority: .info,
-            severity: .informational,
-            host: hostname,
-            source: source,
-            message: "",
-            peer: peer,
-            truncated: frame.truncated)
-
         if content.first == UInt8(ascii: "{"), let object = JSONLineParser.parseObject(content) {
+            var record = plain("", source: source, peer: peer, receivedAt: receivedAt, truncated: frame.truncated)
             JSONLineParser.apply(object, rawLine: content, to: &record)
-        } else if let syslog = SyslogParser.parse(content, receivedAt: receivedAt) {
-            syslog.apply(to: &record, localHostname: hostname)
-        } else {
-            record.message = String(decoding: content, as: UTF8.self)
+            return record
         }
-        return record
+        if let syslog = SyslogParser.parse(content, receivedAt: receivedAt) {
+            return syslog.record(
+                localHostname: hostname, source: source, peer: peer, receivedAt: receivedAt, truncated: frame.truncated)
+        }
+        return plain(
+            String(decoding: content, as: UTF8.self), source: source, peer: peer, receivedAt: receivedAt,
+            truncated: frame.truncated)
+    }
+
+    /// A record with `message` and nothing read from the payload: stamped when it arrived, informational.
+    private func plain(
+        _ message: String, source: LogRecord.Source, peer: PeerCredentials?, receivedAt: Timestamp, truncated: Bool
+    ) -> LogRecord {
+        LogRecord(
+            timestamp: receivedAt, priority: .info, severity: .informational, host: hostname, source: source,
+            message: message, peer: peer, truncated: truncated)
     }
 }
 

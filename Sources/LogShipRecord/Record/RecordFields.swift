@@ -14,6 +14,11 @@ public struct RecordFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     }
 
     public init(dictionaryLiteral elements: (String, String)...) {
+        // `[:]`, the default of every record's fields, skips the sort.
+        guard !elements.isEmpty else {
+            self.init()
+            return
+        }
         self.init(elements)
     }
 
