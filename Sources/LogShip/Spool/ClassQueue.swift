@@ -21,27 +21,28 @@ struct ClassQueue: Sendable {
 
     /// Where a chunk starting at `sequence` goes: the index of the first chunk starting after it.
     func insertionIndex(for sequence: Int64) -> Int {
-        var low = chunks.startIndex
-        var high = chunks.endIndex
-        while low < high {
-            let middle = (low + high) / 2
-            if chunks[middle].firstSequence <= sequence { low = middle + 1 } else { high = middle }
-        }
-        return low
+        partitionIndex { $0.firstSequence <= sequence }
     }
 
     /// The index of the chunk with `id`, if the queue holds it.
     func index(ofChunk id: Int64) -> Int? {
         // Chunk ids grow with the sequences of their class but for requeued dead letters: a binary search finds
         // nearly all, a scan the rest.
+        let index = partitionIndex { $0.id < id }
+        if index < chunks.endIndex, chunks[index].id == id { return index }
+        return chunks.firstIndex { $0.id == id }
+    }
+
+    /// The index of the first chunk for which `isBefore` is false, by binary search: `isBefore` must hold for a
+    /// prefix of the chunks and for none after it.
+    private func partitionIndex(_ isBefore: (SpoolChunk) -> Bool) -> Int {
         var low = chunks.startIndex
         var high = chunks.endIndex
         while low < high {
             let middle = (low + high) / 2
-            if chunks[middle].id < id { low = middle + 1 } else { high = middle }
+            if isBefore(chunks[middle]) { low = middle + 1 } else { high = middle }
         }
-        if low < chunks.endIndex, chunks[low].id == id { return low }
-        return chunks.firstIndex { $0.id == id }
+        return low
     }
 
     /// Removes the chunk with `id`; returns it.
