@@ -1,4 +1,5 @@
 import Foundation
+import LogShip
 
 /// The real `logshipd` binary with its sockets, configuration and spool in one directory.
 public enum LogshipdProcess {
@@ -43,5 +44,12 @@ public enum LogshipdProcess {
         let daemon = try ChildProcess(Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"])
         try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: "\(directory)/control.sock") }
         return daemon
+    }
+
+    /// The status of the daemon on `directory`'s control socket, as `logctl status --json` prints it.
+    public static func status(directory: String) async throws -> DaemonStatus {
+        let result = try await run(Binaries.logctl, ["status", "--json", "--socket", "\(directory)/control.sock"])
+        guard result.status == 0 else { throw CommandFailed("logctl status", result) }
+        return try JSONDecoder().decode(DaemonStatus.self, from: Data(result.standardOutput.utf8))
     }
 }

@@ -155,22 +155,45 @@ private final class RequestLog: Sendable {
     }
 }
 
-/// A loopback port nothing listens on at the moment of asking: for a remote that is down, to be started later.
-public func unusedPort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+/// A loopback port held for a remote that is down now and started later: bound, never listening, so that a
+/// connection to it is refused, and so that no other socket of the machine picks it meanwhile.
+///
+/// It sets `SO_REUSEADDR`, as ``TestReceiver`` does: a receiver can bind the port while it is still held, and then
+/// ``release()`` it without a moment in which another socket could take it.
+public final class PortReservation: Sendable {
+    public let port: Int
+    private let held: Mutex<Int32?>
+
+    public init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw WaitTimeout(description: "no socket: \(String(cString: strerror(errno)))") }
+        var reuse: Int32 = 1
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size)) == 0
+            && withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                    bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+                }
+            }
+        guard bound else {
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            throw WaitTimeout(description: "no free port: \(reason)")
         }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        held = Mutex(descriptor)
     }
-    guard bound else { throw WaitTimeout(description: "no free port: \(String(cString: strerror(errno)))") }
-    return Int(UInt16(bigEndian: address.sin_port))
+
+    /// Lets the port go, once whatever was to listen there does (or is about to bind it itself).
+    public func release() {
+        if let descriptor = held.withLock({ $0.take() }) { close(descriptor) }
+    }
+
+    deinit { release() }
 }
 
 /// Whether something accepts TCP connections on loopback `port`: for waiting until a server started as a child

@@ -6,7 +6,8 @@ import LogShipLogging
 
 // Logs COUNT records through LogShipLogging to SOCKET (logshipd's datagram ingest socket), every 1000th a crash
 // report, each with its index as metadata; then waits up to 60 s for the buffer to empty and prints one line:
-// `sent=… dropped=… waiting=… slowest_call_us=…`, the last the longest time one logging call took.
+// `sent=… dropped=… waiting=… slowest_call_us=… calls_over_50ms=…`: the longest time one logging call took, and
+// how many took 50 ms or more.
 // With PAUSE_AT it stops after that many records, says `paused` on stderr, and goes on at SIGUSR1 (so that a test
 // can restart the daemon at a known point).
 //
@@ -37,6 +38,7 @@ func microseconds() -> Int {
 }
 
 var slowest = 0
+var callsOver50ms = 0
 for index in 0..<count {
     if index == pauseAt {
         _ = "paused\n".withCString { write(2, $0, strlen($0)) }
@@ -49,10 +51,12 @@ for index in 0..<count {
     } else {
         logger.info("order \(index) shipped", metadata: ["index": "\(index)"])
     }
-    slowest = max(slowest, microseconds() - start)
+    let took = microseconds() - start
+    slowest = max(slowest, took)
+    if took >= 50_000 { callsOver50ms += 1 }
     // At most about 4 000 records a second: a busy service, and a run long enough to restart the daemon in.
     if index % 4 == 3 { usleep(1000) }
 }
 _ = sink.flush(timeoutSeconds: 60)
 let statistics = sink.currentStatistics
-print("sent=\(statistics.sent) dropped=\(statistics.dropped) waiting=\(statistics.waiting) slowest_call_us=\(slowest)")
+print("sent=\(statistics.sent) dropped=\(statistics.dropped) waiting=\(statistics.waiting) slowest_call_us=\(slowest) calls_over_50ms=\(callsOver50ms)")

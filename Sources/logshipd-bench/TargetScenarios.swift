@@ -179,8 +179,8 @@ enum TargetScenarios {
     /// VmRSS idle, VmHWM once `pending` records wait with the remote down, and VmRSS a second after the spool
     /// has emptied.
     static func memory(pending: Int) async throws -> (idle: Double, peak: Double, drained: Double) {
-        let port = try unusedPort()
-        let daemon = try await Daemon.start(url: "http://127.0.0.1:\(port)/ingest", retryMax: "1s")
+        let reserved = try PortReservation()
+        let daemon = try await Daemon.start(url: "http://127.0.0.1:\(reserved.port)/ingest", retryMax: "1s")
         // What it holds once started and settled: part of the measurement, not synchronisation.
         try await Task.sleep(for: .seconds(1))
         let idle = try residentMiB(daemon.process.pid, field: "VmRSS:")
@@ -189,7 +189,8 @@ enum TargetScenarios {
         let peak = try residentMiB(daemon.process.pid, field: "VmHWM:")
         var behavior = LogReceiver.Behavior()
         behavior.decodesRecords = false
-        let receiver = try await TestReceiver(port: port, behavior: behavior)
+        let receiver = try await TestReceiver(port: reserved.port, behavior: behavior)
+        reserved.release()
         try await receiver.waitFor(records: pending, within: .seconds(900))
         try await eventually(within: .seconds(60)) { try await daemon.status().delivered >= pending }
         // Drained: every acknowledgement committed and the spool empty. Then, as for the idle figure, a second to

@@ -71,8 +71,9 @@ struct ConcurrentOperationTests {
         let log = CompletionLog()
         let operations = (0..<5).map { GateOperation(value: $0, completion: log.record) }
         operations.forEach(queue.addOperation)
-        try await waitUntil { operations.filter(\.isExecuting).count == 2 }
-        #expect(operations.filter { $0.started.withLock { $0 } }.count == 2)
+        // `main()` runs a little after the state reads executing, so wait for what is set last.
+        try await waitUntil { operations.count { $0.started.withLock { $0 } } == 2 }
+        #expect(operations.filter(\.isExecuting).count == 2)
 
         operations[0].open()
         try await log.waitFor(1)

@@ -23,10 +23,10 @@ struct DurabilityTests {
 
     @Test("receiver down for 30 s while 20 000 mixed records arrive: all arrive, crash and error first")
     func outage() async throws {
-        let port = try unusedPort()
+        let reserved = try PortReservation()
         let placeholder = try await TestReceiver()
         let daemon = try await Self.start(receiver: placeholder) {
-            $0.upload.url = "http://127.0.0.1:\(port)/ingest"
+            $0.upload.url = "http://127.0.0.1:\(reserved.port)/ingest"
             $0.upload.retryMax = .seconds(2)
             $0.batch.maxRecords = 200
         }
@@ -45,7 +45,8 @@ struct DurabilityTests {
 
         // The outage itself: the remote stays away for 30 seconds.
         try await Task.sleep(until: outageEnds)
-        let receiver = try await TestReceiver(port: port)
+        let receiver = try await TestReceiver(port: reserved.port)
+        reserved.release()
         try await receiver.waitFor(records: 20_000, within: .seconds(120))
 
         // Claim order, as the daemon numbered its batches (arrival order also depends on thread scheduling).
@@ -158,10 +159,10 @@ struct DurabilityTests {
 
     @Test("a spool of a few MB flooded with debug records keeps a later crash record; evictions are counted")
     func floodedSpool() async throws {
-        let port = try unusedPort()
+        let reserved = try PortReservation()
         let placeholder = try await TestReceiver()
         let daemon = try await Self.start(receiver: placeholder) {
-            $0.upload.url = "http://127.0.0.1:\(port)/ingest"
+            $0.upload.url = "http://127.0.0.1:\(reserved.port)/ingest"
             $0.upload.retryMax = .milliseconds(500)
             $0.spool.maxBytes = 2 << 20
         }
@@ -174,7 +175,8 @@ struct DurabilityTests {
         let evicted = try await daemon.status().evicted
         #expect(evicted > 10_000, "a 2 MiB spool holds a few thousand of these")
 
-        let receiver = try await TestReceiver(port: port)
+        let receiver = try await TestReceiver(port: reserved.port)
+        reserved.release()
         try await receiver.waitUntil(within: .seconds(60)) { requests in
             requests.flatMap(\.records).contains { $0.message == "the crash" }
         }

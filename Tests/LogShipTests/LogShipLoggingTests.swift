@@ -39,14 +39,15 @@ struct LogShipLoggingTests {
         let directory = try TemporaryDirectory.make()
         let sink = LogShipSink(socketPath: "\(directory)/ingest.dgram", capacity: 100)
         let logger = Logger(label: "burst") { LogShipLogHandler(label: $0, sink: sink) }
-        var slowest = Duration.zero
+        var slowCalls = 0
         for index in 0..<1000 {
             let start = ContinuousClock.now
             logger.info("burst \(index)")
-            slowest = max(slowest, ContinuousClock.now - start)
+            if ContinuousClock.now - start >= .milliseconds(50) { slowCalls += 1 }
         }
-        // Generous: a call that waited for the daemon would take the sender's pause of 50 ms to 2 s, every time.
-        #expect(slowest < .milliseconds(250), "a call took \(slowest)")
+        // A call that waited for the daemon would take the sender's pause of 50 ms to 2 s, for each of the 900
+        // records the buffer has no room for; a few slow calls are the machine preempting this thread.
+        #expect(slowCalls <= 10, "\(slowCalls) calls took 50 ms or more")
         #expect(sink.currentStatistics == .init(sent: 0, dropped: 900, waiting: 100))
 
         let daemon = try await TestDaemon.start(receiver: try await TestReceiver(), directory: directory)
@@ -81,15 +82,18 @@ struct LogShipLoggingTests {
         try activator.start(configuration: configuration, errorLog: errorLog)
         let result = try await program.wait(within: .seconds(120))
         #expect(result.status == 0, "\(result.standardError)")
-        // sent=… dropped=… waiting=… slowest_call_us=…
+        // sent=… dropped=… waiting=… slowest_call_us=… calls_over_50ms=…
         let figures = Dictionary(uniqueKeysWithValues: result.standardOutput.split(whereSeparator: \.isWhitespace).compactMap { pair in
             let parts = pair.split(separator: "=")
             return parts.count == 2 ? (String(parts[0]), Int(parts[1]) ?? -1) : nil
         })
         #expect(figures["sent"] == 10_000 && figures["dropped"] == 0 && figures["waiting"] == 0, "\(result.standardOutput)")
         let slowest = try #require(figures["slowest_call_us"])
-        print("logship-logging-example: slowest logging call \(slowest) µs")
-        #expect(slowest < 250_000, "no call waits for the daemon")
+        let slowCalls = try #require(figures["calls_over_50ms"])
+        print("logship-logging-example: slowest logging call \(slowest) µs, \(slowCalls) calls of 50 ms or more")
+        // A call that waited for the stopped daemon would take the sender's pause of 50 ms to 2 s, for every record
+        // logged meanwhile; a few slow calls are the machine preempting the program.
+        #expect(slowCalls <= 10, "no call waits for the daemon")
 
         try await receiver.waitFor(records: 10_000)
         #expect(try await activator.stop() == 0)

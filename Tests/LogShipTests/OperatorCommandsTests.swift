@@ -12,7 +12,9 @@ struct OperatorCommandsTests {
 
     @Test("logctl pause stops requests while intake goes on; resume drains them, crash first")
     func pauseAndResume() async throws {
-        let daemon = try await TestDaemon.start()
+        // One slot: on resume the queue starts exactly one operation, which must be the crash's. With two, both
+        // classes start together and either may claim first.
+        let daemon = try await TestDaemon.start { $0.upload.maxInFlight = 1 }
         let paused = try await logctl(["pause"], socket: daemon.controlPath)
         #expect(paused.status == 0 && paused.standardOutput == "uploads paused\n", "\(paused.standardError)")
         try await daemon.send(count: 300, priority: "info", prefix: "waiting")

@@ -7,13 +7,6 @@ import Testing
 /// openssl: the real logshipd binary, reloaded with SIGHUP as an operator would.
 @Suite("TLS and credentials")
 struct TLSTests {
-    /// logshipd's status over its control socket, as `logctl status --json` prints it.
-    static func status(_ directory: String) async throws -> DaemonStatus {
-        let result = try await run(Binaries.logctl, ["status", "--json", "--socket", "\(directory)/control.sock"])
-        guard result.status == 0 else { throw CommandFailed("logctl status", result) }
-        return try JSONDecoder().decode(DaemonStatus.self, from: Data(result.standardOutput.utf8))
-    }
-
     static func send(_ messages: [String], _ directory: String) async throws {
         let result = try await run(
             Binaries.logctl, ["send", "--socket", "\(directory)/control.sock"],
@@ -24,8 +17,8 @@ struct TLSTests {
     /// Waits until the daemon has failed `count` more requests than `since`, with nothing delivered or
     /// dead-lettered; returns the status then.
     static func failures(_ count: Int, since: Int, _ directory: String) async throws -> DaemonStatus {
-        try await eventually { try await status(directory).failedRequests >= since + count }
-        return try await status(directory)
+        try await eventually { try await LogshipdProcess.status(directory: directory).failedRequests >= since + count }
+        return try await LogshipdProcess.status(directory: directory)
     }
 
     @Test("tls.ca_file: an unknown CA is refused, retried and named in the log; a reload that trusts it delivers")
@@ -56,7 +49,7 @@ struct TLSTests {
         daemon.signal(SIGHUP)
         try await receiver.waitFor(records: 5)
         #expect(Set(receiver.records.map(\.message)) == Set((0..<5).map { "over tls \($0)" }))
-        #expect(try await Self.status(directory).deadLettered == 0)
+        #expect(try await LogshipdProcess.status(directory: directory).deadLettered == 0)
         daemon.signal(SIGTERM)
         #expect(try await daemon.wait().status == 0)
     }
@@ -89,7 +82,7 @@ struct TLSTests {
         try configure(client: rogue)
         daemon.signal(SIGHUP)
         try await waitUntil { daemon.standardErrorSoFar.contains("configuration reloaded") }
-        let reloadedAt = try await Self.status(directory).failedRequests
+        let reloadedAt = try await LogshipdProcess.status(directory: directory).failedRequests
         let withRogue = try await Self.failures(2, since: reloadedAt, directory)
         #expect(withRogue.delivered == 0 && withRogue.deadLettered == 0)
         #expect(receiver.records.isEmpty, "the receiver accepted no record from an unverified client")
@@ -97,7 +90,7 @@ struct TLSTests {
         try configure(client: client)
         daemon.signal(SIGHUP)
         try await receiver.waitFor(records: 2)
-        #expect(try await Self.status(directory).deadLettered == 0)
+        #expect(try await LogshipdProcess.status(directory: directory).deadLettered == 0)
         daemon.signal(SIGTERM)
         #expect(try await daemon.wait().status == 0)
     }

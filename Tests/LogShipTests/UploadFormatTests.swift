@@ -141,7 +141,10 @@ struct UploadFormatTests {
     @Test("journal format: systemd-journal-remote stores every record, read back with journalctl")
     func journalRemote() async throws {
         let directory = try TemporaryDirectory.make()
-        let port = try unusedPort()
+        // systemd-journal-remote binds the port itself, so it is let go just before.
+        let reserved = try PortReservation()
+        let port = reserved.port
+        reserved.release()
         let remote = try ChildProcess(
             "/lib/systemd/systemd-journal-remote",
             ["--listen-http=127.0.0.1:\(port)", "--output=\(directory)/remote.journal", "--split-mode=none"])
