@@ -17,8 +17,9 @@ public enum MallocTuning {
     /// eight (204 000–286 000 over 8 runs) against 208 000 with two (180 000–238 000 over 6); four gave 235 000,
     /// sixteen (glibc's default there) 260 000. The batched delivery scenario (`peer logshipd 1`) took 5.4–5.7 µs
     /// CPU per line against 6.1–6.5. The price is memory held in more arenas: 48.9–53.1 MiB peak with 1 000 000
-    /// records pending (`target 6`, 10 runs, `make bench`'s included) against 46.0–47.8 with two, which puts the
-    /// peak above issue 11's 48 MiB target; it was chosen for the cost per record.
+    /// records pending (`target 6`, 10 runs, `make bench`'s included) against 46.0–47.8 with two, which put the
+    /// peak above issue 11's 48 MiB target; it was chosen for the cost per record. Those runs loaded the Swift
+    /// runtime as shared libraries; the release builds of `make` link it in, and measured 43.9–48.0 MiB.
     ///
     /// A threshold of 64 or 128 KiB saves a little more memory but maps and unmaps the buffers of every request:
     /// 20% more CPU per line in the batched comparison; at 256 KiB it costs nothing measurable.
