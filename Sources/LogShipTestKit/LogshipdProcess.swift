@@ -46,9 +46,14 @@ public enum LogshipdProcess {
         return daemon
     }
 
-    /// The status of the daemon on `directory`'s control socket, as `logctl status --json` prints it.
+    /// The status of the daemon configured in `directory`, as `logctl status --json` prints it.
     public static func status(directory: String) async throws -> DaemonStatus {
-        let result = try await run(Binaries.logctl, ["status", "--json", "--socket", "\(directory)/control.sock"])
+        try await status(socket: "\(directory)/control.sock")
+    }
+
+    /// The status of the daemon listening on the control socket `socket`, as `logctl status --json` prints it.
+    public static func status(socket: String) async throws -> DaemonStatus {
+        let result = try await run(Binaries.logctl, ["status", "--json", "--socket", socket])
         guard result.status == 0 else { throw CommandFailed("logctl status", result) }
         return try JSONDecoder().decode(DaemonStatus.self, from: Data(result.standardOutput.utf8))
     }

@@ -52,8 +52,7 @@ struct MetricsTests {
         #expect(response.headers.first(name: "Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
         let samples = try Self.samples(String(buffer: body))
 
-        let result = try await run(Binaries.logctl, ["status", "--json", "--socket", daemon.controlPath])
-        let status = try JSONDecoder().decode(DaemonStatus.self, from: Data(result.standardOutput.utf8))
+        let status = try await LogshipdProcess.status(socket: daemon.controlPath)
         #expect(samples["logshipd_records_received_total"] == Double(status.received))
         #expect(samples["logshipd_records_delivered_total"] == Double(status.delivered))
         #expect(samples["logshipd_records_dead_lettered_total"] == Double(status.deadLettered))
