@@ -89,8 +89,8 @@ struct HostileRemoteTests {
         defer { gate.open() }
         let receiver = try await TestReceiver(behavior: .init(decide: { _, _ in 401 }, holdBody: { _ in await gate.wait() }))
         let uploader = try HTTPUploader(
-            // Long enough for the 401 head to arrive on a loaded machine; the body never does.
-            configuration: .init(url: receiver.url, timeout: .seconds(5)),
+            // Long enough for the 401 head to arrive on a loaded machine; the body never does, so the call ends here.
+            configuration: .init(url: receiver.url, timeout: .seconds(10)),
             eventLoop: MultiThreadedEventLoopGroup.singleton.next())
         await #expect {
             try await uploader.upload(Payload(lines: [Array("{}".utf8)], batchNumber: 1))
@@ -179,8 +179,10 @@ struct HostileRemoteTests {
             return status.claimed == 0 && status.pending["error"] == 10
         }
 
-        try await spoolFile.write { db in try db.execute(sql: "UPDATE fault SET active = 0") }
+        // The remote first, the disk second: the other way round, a 400 answered in between would dead-letter
+        // records that the remote is about to take.
         faulty.withLock { $0 = false }
+        try await spoolFile.write { db in try db.execute(sql: "UPDATE fault SET active = 0") }
         try await eventually(within: .seconds(60)) {
             let status = try await daemon.status()
             return status.claimed == 0 && status.pending.values.reduce(0, +) == 0

@@ -204,8 +204,11 @@ struct IngestIntegrationTests {
             try await Task.sleep(until: tick)
             try await offloaded { try slow.write([byte]) }
         }
+        // Each connection's records are stored on their own: the huge and the random one may come after the others.
         try await daemon.receiver.waitUntil { requests in
-            requests.flatMap(\.records).contains { $0.message == "slow but complete" }
+            let records = requests.flatMap(\.records)
+            return records.count >= 5 && records.contains { $0.message == "slow but complete" }
+                && records.contains { $0.message.hasPrefix("xxxx") }
         }
 
         let records = daemon.receiver.records

@@ -108,16 +108,22 @@ struct JournalTests {
             ("COREDUMP_CMDLINE", Array("/usr/bin/worker --serve".utf8)),
             ("_SYSTEMD_UNIT", Array("systemd-coredump@0-1-0.service".utf8)), ("COREDUMP", core),
         ])
-        try await journal.append(JournalFiles.entries(10_000, from: Self.t0) { "chatter \($0)" } + [coredump])
+        try await journal.append(JournalFiles.entries(10_000, from: Self.t0) { "chatter \($0)" })
 
         // Requests are held until the crash record is in the spool: the moment to look at is "both slots busy
-        // with chatter, the rest of it waiting", whatever this machine's speed.
+        // with chatter, the rest of it waiting", whatever this machine's speed. The coredump is written only once
+        // that is so; written with the chatter, it could reach the spool before the second slot had claimed, and
+        // be held in it.
         let gate = Gate()
         let receiver = try await TestReceiver(behavior: .init(hold: { _ in await gate.wait() }))
         let daemon = try await Self.start(reading: journalPath, receiver: receiver) {
             $0.batch.maxRecords = 100
             $0.upload.timeout = .seconds(600)
         }
+        try await receiver.waitUntil(within: .seconds(60)) { $0.count == 2 }
+        let held = receiver.records.count
+        try await eventually(within: .seconds(60)) { try await daemon.status().pending["info"] == 10_000 - held }
+        try await journal.append([coredump])
         try await eventually(within: .seconds(60)) { try await daemon.status().pending["crash"] == 1 }
         let pendingInfo = try await daemon.status().pending["info"] ?? 0
         gate.open()

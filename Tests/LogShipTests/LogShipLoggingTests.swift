@@ -77,6 +77,10 @@ struct LogShipLoggingTests {
         // the program logs the other 6 000.
         let program = try ChildProcess(example, [activator.datagramPath, "10000", "4000"])
         try await waitUntil { program.standardErrorSoFar.contains("paused") }
+        // The program does not wait for the daemon (its records wait in the socket), so that says nothing about
+        // whether logshipd handles SIGTERM yet; a status answer does: the control socket is served only once the
+        // service group, which traps the signal, runs.
+        _ = try await LogshipdProcess.status(socket: activator.controlPath)
         #expect(try await activator.stop() == 0)
         program.signal(SIGUSR1)
         try activator.start(configuration: configuration, errorLog: errorLog)
