@@ -138,18 +138,29 @@ struct UploadFormatTests {
         #expect(receiver.requests.map(\.malformedLines) == [1, 1])
     }
 
+    /// Starts systemd-journal-remote on a free loopback port. It binds the port itself, so the reservation is let
+    /// go just before; should another socket of this busy process take the port in that moment, it tries another.
+    static func startJournalRemote(writingTo output: String) async throws -> (ChildProcess, Int) {
+        for attempt in 1...3 {
+            let reserved = try PortReservation()
+            let port = reserved.port
+            reserved.release()
+            let remote = try ChildProcess(
+                "/lib/systemd/systemd-journal-remote",
+                ["--listen-http=127.0.0.1:\(port)", "--output=\(output)", "--split-mode=none"])
+            try await waitUntil { acceptsConnections(port: port) || !remote.isRunning }
+            if remote.isRunning || attempt == 3 || !remote.standardErrorSoFar.contains("in use") {
+                return (remote, port)
+            }
+        }
+        preconditionFailure("unreachable")
+    }
+
     @Test("journal format: systemd-journal-remote stores every record, read back with journalctl")
     func journalRemote() async throws {
         let directory = try TemporaryDirectory.make()
-        // systemd-journal-remote binds the port itself, so it is let go just before.
-        let reserved = try PortReservation()
-        let port = reserved.port
-        reserved.release()
-        let remote = try ChildProcess(
-            "/lib/systemd/systemd-journal-remote",
-            ["--listen-http=127.0.0.1:\(port)", "--output=\(directory)/remote.journal", "--split-mode=none"])
+        let (remote, port) = try await Self.startJournalRemote(writingTo: "\(directory)/remote.journal")
         defer { remote.signal(SIGTERM) }
-        try await waitUntil { acceptsConnections(port: port) || !remote.isRunning }
         #expect(remote.isRunning, "systemd-journal-remote: \(remote.standardErrorSoFar)")
 
         let receiver = try await TestReceiver()
