@@ -1,5 +1,4 @@
 import CMalloc
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,29 +30,20 @@ public enum MallocTuning {
         if environment["MALLOC_MMAP_THRESHOLD_"] == nil { _ = mallopt(M_MMAP_THRESHOLD, 256 << 10) }
     }
 
-    /// The least time between two ``releaseFreeMemory()`` calls that trim: a spool that empties after every
-    /// request (records arriving one at a time) must not trim after every request.
-    static let releaseInterval: Duration = .seconds(10)
-    private static let lastRelease = Mutex<ContinuousClock.Instant?>(nil)
+    /// Trims at most once per 10 s: a spool that empties after every request (records arriving one at a time)
+    /// must not trim after every request. An emptying within the 10 s is trimmed for at their end, so memory a
+    /// drained backlog went through is given back even when an earlier, small emptying trimmed just before.
+    static let freeMemoryRelease = ThrottledRelease(interval: .seconds(10)) { _ = malloc_trim(0) }
 
-    /// Gives the pages glibc holds free back to the system (`malloc_trim`), at most once per
-    /// ``releaseInterval``; called when the spool has emptied.
+    /// Gives the pages glibc holds free back to the system (`malloc_trim`), now or at the end of the throttle's
+    /// interval; called when the spool has emptied.
     ///
     /// glibc returns only the top of each arena by itself, so the memory a drained backlog went through stays
     /// resident: measured after 1 000 000 records were delivered (`logshipd-bench target 6`), 69 MiB resident, of
     /// which 34 MiB anonymous; after `malloc_trim(0)`, 43 MiB and 8.6 MiB. Runs in a background task: trimming
     /// walks every arena under its lock.
-    ///
-    /// - Returns: Whether a trim was started (false within the interval of the last one).
-    @discardableResult
-    static func releaseFreeMemory(now: ContinuousClock.Instant = .now) -> Bool {
-        let due = lastRelease.withLock { last in
-            if let last, now - last < releaseInterval { return false }
-            last = now
-            return true
-        }
-        if due { Task.detached(priority: .background) { _ = malloc_trim(0) } }
-        return due
+    static func releaseFreeMemory() {
+        freeMemoryRelease.request()
     }
 }
 
