@@ -46,6 +46,22 @@ public enum LogshipdProcess {
         return daemon
     }
 
+    /// Waits until `receiver` has seen `requests` requests, those from sequence `firstHeld` on held unanswered, and
+    /// the daemon in `directory` claims exactly their records (the answered ones are acknowledged): the moment at
+    /// which a `kill -9` leaves exactly the held records in flight, however slow the machine. Returns their count.
+    public static func waitUntilOnlyHeldClaimed(
+        directory: String, receiver: TestReceiver, requests: Int, firstHeld: Int
+    ) async throws -> Int {
+        let held: @Sendable () -> Int = {
+            receiver.requests.filter { $0.sequence >= firstHeld }.reduce(0) { $0 + $1.records.count }
+        }
+        try await eventually(within: .seconds(60)) {
+            guard receiver.requests.count == requests else { return false }
+            return try await status(directory: directory).claimed == held()
+        }
+        return held()
+    }
+
     /// The status of the daemon configured in `directory`, as `logctl status --json` prints it.
     public static func status(directory: String) async throws -> DaemonStatus {
         try await status(socket: "\(directory)/control.sock")

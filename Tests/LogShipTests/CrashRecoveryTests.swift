@@ -22,9 +22,6 @@ struct CrashRecoveryTests {
         // 50 senders of 1 000 lines each, five at a time; the daemon dies while they run, at a moment the test
         // knows: both slots hold a request and the four answered ones are acknowledged (none of their records is
         // still claimed), so exactly the held records are in flight, however slow this machine is.
-        let held: @Sendable () -> Int = {
-            receiver.requests.filter { $0.sequence >= 4 }.reduce(0) { $0 + $1.records.count }
-        }
         var heldAtKill = 0
         var acknowledged: [Int] = []
         var failed: [Int] = []
@@ -46,11 +43,8 @@ struct CrashRecoveryTests {
             while let (sender, status) = try await group.next() {
                 if status == 0 { acknowledged.append(sender) } else { failed.append(sender) }
                 if !killed && acknowledged.count >= 20 {
-                    try await eventually(within: .seconds(60)) {
-                        guard receiver.requests.count == 6 else { return false }
-                        return try await LogshipdProcess.status(directory: directory).claimed == held()
-                    }
-                    heldAtKill = held()
+                    heldAtKill = try await LogshipdProcess.waitUntilOnlyHeldClaimed(
+                        directory: directory, receiver: receiver, requests: 6, firstHeld: 4)
                     daemon.signal(SIGKILL)
                     killed = true
                 }

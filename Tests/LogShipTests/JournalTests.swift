@@ -46,14 +46,8 @@ struct JournalTests {
             journal: ["enabled: true", "directory: \(journalPath)", "start_at: head"])
         let first = try await LogshipdProcess.start(directory: directory)
         try await waitUntil(within: .seconds(60)) { first.standardErrorSoFar.contains("reading paused") }
-        let held: @Sendable () -> Int = {
-            receiver.requests.filter { $0.sequence >= 4 }.reduce(0) { $0 + $1.records.count }
-        }
-        try await eventually {
-            guard receiver.requests.count == 6 else { return false }
-            return try await LogshipdProcess.status(directory: directory).claimed == held()
-        }
-        let heldAtKill = held()
+        let heldAtKill = try await LogshipdProcess.waitUntilOnlyHeldClaimed(
+            directory: directory, receiver: receiver, requests: 6, firstHeld: 4)
         first.signal(SIGKILL)
         _ = try await first.wait()
         let beforeRestart = receiver.records.count

@@ -141,7 +141,8 @@ struct UploadFormatTests {
     /// Starts systemd-journal-remote on a free loopback port. It binds the port itself, so the reservation is let
     /// go just before; should another socket of this busy process take the port in that moment, it tries another.
     static func startJournalRemote(writingTo output: String) async throws -> (ChildProcess, Int) {
-        for attempt in 1...3 {
+        var attempts = 1
+        while true {
             let reserved = try PortReservation()
             let port = reserved.port
             reserved.release()
@@ -149,11 +150,11 @@ struct UploadFormatTests {
                 "/lib/systemd/systemd-journal-remote",
                 ["--listen-http=127.0.0.1:\(port)", "--output=\(output)", "--split-mode=none"])
             try await waitUntil { acceptsConnections(port: port) || !remote.isRunning }
-            if remote.isRunning || attempt == 3 || !remote.standardErrorSoFar.contains("in use") {
+            if remote.isRunning || attempts == 3 || !remote.standardErrorSoFar.contains("in use") {
                 return (remote, port)
             }
+            attempts += 1
         }
-        preconditionFailure("unreachable")
     }
 
     @Test("journal format: systemd-journal-remote stores every record, read back with journalctl")

@@ -31,7 +31,7 @@ public enum MallocTuning {
     }
 
     /// Trims at most once per 10 s: a spool that empties after every request (records arriving one at a time)
-    /// must not trim after every request. An emptying within the 10 s is trimmed for at their end, so memory a
+    /// must not trim after every request. An emptying within those 10 s gets its trim at their end, so the memory a
     /// drained backlog went through is given back even when an earlier, small emptying trimmed just before.
     static let freeMemoryRelease = ThrottledRelease(interval: .seconds(10)) { _ = malloc_trim(0) }
 

@@ -15,7 +15,7 @@ final class ThrottledRelease: Sendable {
 
     private struct State {
         var lastRelease: ContinuousClock.Instant?
-        var deferredRelease: ContinuousClock.Instant?
+        var isDeferred = false
     }
 
     private let interval: Duration
@@ -34,35 +34,27 @@ final class ThrottledRelease: Sendable {
     @discardableResult
     func request() -> Outcome {
         let now = ContinuousClock.now
-        let outcome = state.withLock { state -> Outcome in
-            if state.deferredRelease != nil { return .joined }
-            if let last = state.lastRelease, now - last < interval {
-                state.deferredRelease = last + interval
-                return .deferred
+        let due = state.withLock { state -> ContinuousClock.Instant? in
+            guard !state.isDeferred else { return nil }
+            guard let last = state.lastRelease, now - last < interval else {
+                state.lastRelease = now
+                return now
             }
-            state.lastRelease = now
-            return .started
+            state.isDeferred = true
+            return last + interval
         }
-        let release = self.release
-        switch outcome {
-        case .started:
-            Task.detached(priority: .background) { release() }
-        case .deferred:
-            Task.detached(priority: .background) { [self] in await runDeferred() }
-        case .joined:
-            break
+        guard let due else { return .joined }
+        Task.detached(priority: .background) { [self] in
+            if due > now {
+                // Not a synchronisation: the release waits out the interval on purpose.
+                try? await Task.sleep(until: due, clock: .continuous)
+                state.withLock { state in
+                    state.lastRelease = .now
+                    state.isDeferred = false
+                }
+            }
+            release()
         }
-        return outcome
-    }
-
-    private func runDeferred() async {
-        guard let due = state.withLock({ $0.deferredRelease }) else { return }
-        // Not a synchronisation: the release waits out the interval on purpose.
-        try? await Task.sleep(until: due, clock: .continuous)
-        state.withLock { state in
-            state.lastRelease = .now
-            state.deferredRelease = nil
-        }
-        release()
+        return due > now ? .deferred : .started
     }
 }
