@@ -4,8 +4,8 @@ import LogShip
 /// The real `logshipd` binary with its sockets, configuration and spool in one directory.
 public enum LogshipdProcess {
     /// Writes `logshipd.yaml` in `directory` for a daemon posting to `url`; `ingest`, `upload`, `spoolKeys` and
-    /// `journal` add keys to their sections (the journal stays off without any), `sections` adds whole sections
-    /// (`["tls": ["ca_file: …"]]`).
+    /// `journal` add keys to their sections (the journal stays off without any, the datagram socket without a
+    /// `datagram:` key in `ingest`), `sections` adds whole sections (`["tls": ["ca_file: …"]]`).
     ///
     /// - Returns: The configuration's path.
     @discardableResult
@@ -14,7 +14,8 @@ public enum LogshipdProcess {
         spoolKeys: [String] = [], journal: [String] = [], sections: [String: [String]] = [:]
     ) throws -> String {
         let path = "\(directory)/logshipd.yaml"
-        let ingestKeys = (["stream: \(directory)/ingest.sock", "datagram: \"\"", "control: \(directory)/control.sock"] + ingest)
+        let datagramOff = ingest.contains { $0.hasPrefix("datagram:") } ? [] : ["datagram: \"\""]
+        let ingestKeys = (["stream: \(directory)/ingest.sock", "control: \(directory)/control.sock"] + datagramOff + ingest)
             .map { "  \($0)" }.joined(separator: "\n")
         let uploadKeys = (["url: \(url)", "retry_max: 1s"] + upload).map { "  \($0)" }.joined(separator: "\n")
         let spoolSection = (["path: \(spool ?? "\(directory)/spool.db")", "min_free_disk: 0"] + spoolKeys)

@@ -159,6 +159,36 @@ struct IngestIntegrationTests {
         try await daemon.stop()
     }
 
+    @Test("datagrams of two live senders read in one go keep each sender's pid and comm")
+    func sendersInOneRead() async throws {
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        let datagramPath = "\(directory)/ingest.dgram"
+        try LogshipdProcess.configure(directory: directory, url: receiver.url, ingest: ["datagram: \(datagramPath)"])
+        let daemon = try await LogshipdProcess.start(directory: directory)
+        defer { daemon.signal(SIGKILL) }
+
+        // Stopped, the daemon reads nothing: all three datagrams wait in the socket and are read together after.
+        daemon.signal(SIGSTOP)
+        try await offloaded { try UnixClient(path: datagramPath, type: .datagram).write("<14>first from the test") }
+        let perl = try ChildProcess("/usr/bin/perl", [
+            "-MSocket", "-e",
+            #"socket(my $s, PF_UNIX, SOCK_DGRAM, 0) or die; send($s, "<14>from perl", 0, pack_sockaddr_un($ARGV[0])) or die; print STDERR "sent\n"; sleep 120"#,
+            datagramPath,
+        ])
+        defer { perl.signal(SIGKILL) }
+        try await waitUntil(within: .seconds(30)) { perl.standardErrorSoFar.contains("sent") }
+        try await offloaded { try UnixClient(path: datagramPath, type: .datagram).write("<14>second from the test") }
+        daemon.signal(SIGCONT)
+
+        try await receiver.waitFor(records: 3)
+        let ownComm = try String(contentsOfFile: "/proc/self/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
+        let peers = Dictionary(uniqueKeysWithValues: receiver.records.map { ($0.message, $0.peer) })
+        #expect(peers["first from the test"] == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid(), comm: ownComm))
+        #expect(peers["from perl"] == PeerCredentials(pid: perl.pid, uid: getuid(), gid: getgid(), comm: "perl"))
+        #expect(peers["second from the test"] == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid(), comm: ownComm))
+    }
+
     @Test("a raw sd-daemon line, as socat sends it, arrives as an error record")
     func socatLine() async throws {
         let daemon = try await TestDaemon.start()

@@ -86,15 +86,31 @@ struct UnixDatagramSocket: Sendable {
             if descriptors[1].revents != 0 { return nil }
 
             var datagrams: [Datagram] = []
-            while datagrams.count < limit, let datagram = try receiveOne(into: &buffer) {
+            var senders = SenderNames()
+            while datagrams.count < limit, let datagram = try receiveOne(into: &buffer, senders: &senders) {
                 datagrams.append(datagram)
             }
             if !datagrams.isEmpty { return datagrams }
         }
     }
 
+    /// The names of the processes that sent the datagrams of one read, each read from `/proc` once.
+    ///
+    /// A busy sender fills a read with datagrams of one pid, and opening `/proc/<pid>/comm` for each of them cost
+    /// more than the rest of the datagram. Within one read, a millisecond at most, no pid is freed and reused.
+    private struct SenderNames {
+        private var last: (pid: Int32, name: String?)?
+
+        mutating func name(of pid: Int32) -> String? {
+            if let last, last.pid == pid { return last.name }
+            let name = PeerCredentials.processName(of: pid)
+            last = (pid, name)
+            return name
+        }
+    }
+
     /// Reads one queued datagram without blocking; `nil` when none is queued.
-    private func receiveOne(into buffer: inout [UInt8]) throws -> Datagram? {
+    private func receiveOne(into buffer: inout [UInt8], senders: inout SenderNames) throws -> Datagram? {
         var credentials = cunixsocket_credentials()
         var hasCredentials: Int32 = 0
         let length = buffer.withUnsafeMutableBytes { bytes in
@@ -108,7 +124,11 @@ struct UnixDatagramSocket: Sendable {
         return Datagram(
             frame: Frame(bytes: Array(buffer[..<kept]), truncated: length > kept),
             // Read comm at once: a sender like `logger` exits right after sending.
-            peer: hasCredentials != 0 ? PeerCredentials(credentials) : nil)
+            peer: hasCredentials != 0
+                ? PeerCredentials(
+                    pid: credentials.pid, uid: credentials.uid, gid: credentials.gid,
+                    comm: senders.name(of: credentials.pid))
+                : nil)
     }
 
     /// Makes a blocked or later ``receive(limit:)`` return at once.
