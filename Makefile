@@ -11,14 +11,15 @@ RECEIVER ?= 127.0.0.1:8514
 #
 # What an idle daemon holds resident is mostly its own executable's pages, so the link is made for that (about
 # 11 MiB less, see scripts/order-file.sh): lld, because it packs relative relocations (`-z pack-relative-relocs`:
-# the loader reads 22 KiB of them instead of 2.6 MiB) and orders functions; our functions left out of the dynamic
-# symbol table (nothing looks them up; the static runtime's are hidden already); and every function in a section
-# of its own, laid out in the order scripts/logshipd.order gives, so that the code a running daemon uses shares
-# pages.
+# the loader reads 22 KiB of them instead of 2.6 MiB; the binary then needs glibc 2.36, Debian 12) and orders
+# functions; our functions left out of the dynamic symbol table (nothing looks them up, the static runtime's are
+# hidden already; only dladdr-based stack traces lose their names, the symbol table and debug information stay);
+# and every Swift function in a section of its own, laid out in the order scripts/logshipd.order gives, so that
+# the code a running daemon uses shares pages.
 ORDER_FILE = $(CURDIR)/scripts/logshipd.order
 RELEASE = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic \
-	-Xlinker --symbol-ordering-file=$(ORDER_FILE) -Xlinker --no-warn-symbol-ordering
+	$(if $(wildcard $(ORDER_FILE)),-Xlinker --symbol-ordering-file=$(ORDER_FILE) -Xlinker --no-warn-symbol-ordering)
 
 .PHONY: deps test-deps build run test bench fuzz fuzz-build install order-file clean
 

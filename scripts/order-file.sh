@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Writes scripts/logshipd.order: the functions a running logshipd executes, for the release link to put together.
 #
-# Release builds put every function in a section of its own and link with lld's --symbol-ordering-file (RELEASE in
-# the Makefile), so that the code the daemon runs sits at the start of .text instead of scattered over its 24 MiB.
+# Release builds put every Swift function in a section of its own and link with lld's --symbol-ordering-file
+# (RELEASE in the Makefile), so that the code the daemon runs sits at the start of .text instead of scattered over
+# its 24 MiB.
 # The kernel maps an executable's file pages in runs of 64 KiB around each page touched (fault-around): scattered
 # code costs its whole neighbourhood in resident memory and page cache, about 6 MiB of an idle daemon.
 #
-# The list comes from the release logshipd under callgrind: first what starting and waiting runs, then what
-# delivering adds (socket lines and a crash record, to a local `logctl receive`), so that an idle daemon maps only
-# the first part. A stale list is never wrong, only less effective (the link skips names it does not find):
+# The list comes from the release logshipd under callgrind, run as the packaged service runs (journal input on,
+# systemd notifications with a watchdog): first what starting and waiting runs, then what delivering adds (socket
+# lines and a crash record, to a local `logctl receive`), so that an idle daemon maps only the first part. A stale list is never wrong, only less effective (the link skips names it does not find):
 # regenerate it after large changes with `make order-file`.
 #
 # Needs BIN_PATH (the release build's bin directory) and valgrind.
@@ -20,10 +21,12 @@ LINES=2000
 
 work=$(mktemp -d /tmp/logshipd-order.XXXXXX)
 receiver=""
+notifications=""
 daemon=""
 cleanup() {
   [ -n "$daemon" ] && kill "$daemon" 2>/dev/null || true
   [ -n "$receiver" ] && kill "$receiver" 2>/dev/null || true
+  [ -n "$notifications" ] && kill "$notifications" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -46,6 +49,14 @@ receiver=$!
 wait_for 10 grep -q "listening on" "$work/receiver.log"
 url=$(grep -o "http://[^ ]*" "$work/receiver.log")
 
+# What systemd gives the packaged service, so that its idle work is recorded too: a notification socket with a
+# watchdog (every second here), and the journal input on.
+socat -u UNIX-RECV:"$work/notify.sock" - > "$work/notifications" &
+notifications=$!
+wait_for 10 test -S "$work/notify.sock"
+
+NOTIFY_SOCKET="$work/notify.sock" WATCHDOG_USEC=2000000 \
+LOGSHIPD_JOURNAL_ENABLED=true \
 LOGSHIPD_INGEST_STREAM="$work/ingest.sock" \
 LOGSHIPD_INGEST_DATAGRAM="$work/ingest.dgram" \
 LOGSHIPD_INGEST_CONTROL="$work/control.sock" \
@@ -55,16 +66,20 @@ LOGSHIPD_UPLOAD_URL="$url" \
   "$work/logshipd" --config config/logshipd.yaml > "$work/daemon.log" 2>&1 &
 daemon=$!
 
+running() { kill -0 "$daemon" 2> /dev/null || { echo "order-file: logshipd ended:" >&2; cat "$work/daemon.log" >&2; exit 1; }; }
 status() { "$BIN_PATH/logctl" status --socket "$work/control.sock" --json 2> /dev/null; }
 delivered() { status | sed -n 's/^ *"delivered" *: *\([0-9]*\).*/\1/p'; }
-# Whether at least $1 records were delivered.
-delivered_at_least() { [ "$(delivered)" -ge "$1" ] 2> /dev/null; }
+# Whether at least $1 records were delivered; ends the script if the daemon has died.
+delivered_at_least() { running; [ "$(delivered)" -ge "$1" ] 2> /dev/null; }
+# Whether the daemon answers and has sent `$1` to systemd since start; ends the script if it has died.
+notified() { running; status > /dev/null && grep -q "$1" "$work/notifications"; }
+# Whether callgrind has finished writing the dump file $1.
+dumped() { grep -q '^totals:' "$1" 2> /dev/null; }
 
-# Started and waiting: the first part.
-wait_for 120 eval "status > /dev/null"
-sleep 1
-callgrind_control --dump=started "$daemon" > /dev/null
-wait_for 30 eval "ls \"$work\"/callgrind.out.* > /dev/null 2>&1"
+# Started and waiting: the first part, once a watchdog ping shows the periodic work has run.
+wait_for 120 notified WATCHDOG=1
+timeout 60 callgrind_control --dump=started "$daemon" > /dev/null
+wait_for 60 dumped "$work/callgrind.out.1"
 
 # Delivering: the second part.
 for i in $(seq 1 "$LINES"); do echo "<14>order-file: line $i of $LINES"; done \
@@ -73,7 +88,8 @@ for i in $(seq 1 "$LINES"); do echo "<14>order-file: line $i of $LINES"; done \
 wait_for 300 delivered_at_least $((LINES + 1))
 
 kill -TERM "$daemon"
-wait "$daemon" || true
+wait_for 60 dumped "$work/callgrind.out"
+wait "$daemon" || { echo "order-file: logshipd did not stop cleanly:" >&2; cat "$work/daemon.log" >&2; exit 1; }
 daemon=""
 
 # The functions of the logshipd image that have a cost in one callgrind dump, by name. The format names an
@@ -91,11 +107,10 @@ functions() {
     /^cob=\(/ { named($0, images); next }
     /^fn=\(/ { name = named($0, fns); if (image ~ /\/logshipd$/) { sub(/'\''[0-9]+$/, "", name); print name }; next }
     /^cfn=\(/ { named($0, fns); next }
-  ' "$1" | sort -u
+  ' "$1" | grep -v '^0x\|^(below main)$' | sort -u
 }
 
-started=$(ls "$work"/callgrind.out.* | head -n 1)
-functions "$started" > "$work/started"
+functions "$work/callgrind.out.1" > "$work/started"
 functions "$work/callgrind.out" | comm -23 - "$work/started" > "$work/delivering"
 cat "$work/started" "$work/delivering" > scripts/logshipd.order
 echo "order-file: scripts/logshipd.order lists $(wc -l < "$work/started") functions run to start and wait," \

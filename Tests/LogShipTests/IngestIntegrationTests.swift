@@ -170,23 +170,43 @@ struct IngestIntegrationTests {
 
         // Stopped, the daemon reads nothing: all three datagrams wait in the socket and are read together after.
         daemon.signal(SIGSTOP)
+        try await waitUntil(within: .seconds(30)) { Self.isStopped(daemon.pid) }
         try await offloaded { try UnixClient(path: datagramPath, type: .datagram).write("<14>first from the test") }
+        // Perl sends, then lives until this process ends (or is killed below), so its comm stays readable.
         let perl = try ChildProcess("/usr/bin/perl", [
             "-MSocket", "-e",
-            #"socket(my $s, PF_UNIX, SOCK_DGRAM, 0) or die; send($s, "<14>from perl", 0, pack_sockaddr_un($ARGV[0])) or die; print STDERR "sent\n"; sleep 120"#,
+            #"socket(my $s, PF_UNIX, SOCK_DGRAM, 0) or die; send($s, "<14>from perl", 0, pack_sockaddr_un($ARGV[0])) or die; print STDERR "sent\n"; my $p = getppid(); sleep 1 while getppid() == $p"#,
             datagramPath,
         ])
         defer { perl.signal(SIGKILL) }
-        try await waitUntil(within: .seconds(30)) { perl.standardErrorSoFar.contains("sent") }
+        try await waitUntil(within: .seconds(30)) { perl.standardErrorSoFar.contains("sent") || !perl.isRunning }
+        try #require(perl.standardErrorSoFar.contains("sent"), "perl: \(perl.standardErrorSoFar)")
         try await offloaded { try UnixClient(path: datagramPath, type: .datagram).write("<14>second from the test") }
         daemon.signal(SIGCONT)
 
         try await receiver.waitFor(records: 3)
+        let records = receiver.records
+        // One read: the daemon stamps every datagram of a read with the same time.
+        #expect(Set(records.map(\.timestamp)).count == 1, "\(records.map(\.timestamp))")
         let ownComm = try String(contentsOfFile: "/proc/self/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
-        let peers = Dictionary(uniqueKeysWithValues: receiver.records.map { ($0.message, $0.peer) })
+        let peers = Dictionary(records.map { ($0.message, $0.peer) }, uniquingKeysWith: { first, _ in first })
         #expect(peers["first from the test"] == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid(), comm: ownComm))
         #expect(peers["from perl"] == PeerCredentials(pid: perl.pid, uid: getuid(), gid: getgid(), comm: "perl"))
         #expect(peers["second from the test"] == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid(), comm: ownComm))
+    }
+
+    /// Whether every thread of `pid` is stopped (`T` in /proc): a SIGSTOP has taken effect.
+    private static func isStopped(_ pid: pid_t) -> Bool {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return false }
+        return tasks.allSatisfy { task in
+            // A thread that has ended since the listing holds nothing up.
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8) else {
+                return true
+            }
+            // The command name may hold spaces; the state follows its closing parenthesis.
+            guard let nameEnd = stat.lastIndex(of: ")") else { return false }
+            return stat[stat.index(after: nameEnd)...].split(separator: " ").first == "T"
+        }
     }
 
     @Test("a raw sd-daemon line, as socat sends it, arrives as an error record")
