@@ -78,9 +78,20 @@ enum PeerComparison {
             table.append(row)
             let rateRatio = median(ours.map(\.linesPerSecond)) / median(peer.map(\.linesPerSecond))
             let cpuRatio = median(ours.map(\.cpuMicrosecondsPerLine)) / median(peer.map(\.cpuMicrosecondsPerLine))
+            var measured = String(format: "%.2f× syslog-ng's lines/s", rateRatio)
+            if target.cpu != nil { measured += String(format: ", %.2f× its CPU per line", cpuRatio) }
+            if scenario.receiverDelay > .zero {
+                // With two requests in flight and the same batch limit, no shipper delivers more than this; the
+                // target is within reach only while the peer stays below it by the ratio asked for.
+                let ceiling = Double(2 * scenario.batch) / scenario.receiverDelay.seconds
+                measured += String(
+                    format: " (two requests of %d per %.0f ms allow at most %.0f lines/s: %.2f× syslog-ng's rate)",
+                    scenario.batch, scenario.receiverDelay.seconds * 1000, ceiling,
+                    ceiling / median(peer.map(\.linesPerSecond)))
+            }
             outcome.targets.append(TargetScenarios.Row(
                 scenario: scenario.title,
-                measured: String(format: "%.2f× syslog-ng's lines/s", rateRatio) + (target.cpu == nil ? "" : String(format: ", %.2f× its CPU per line", cpuRatio)),
+                measured: measured,
                 target: String(format: "≥ %.1f×", target.rate) + (target.cpu.map { String(format: ", CPU ≤ %.1f×", $0) } ?? ""),
                 met: rateRatio >= target.rate && target.cpu.map { cpuRatio <= $0 } ?? true))
             if scenario.batch == 500 && scenario.receiverDelay == .zero { outcome.peerBatchedRate = median(peer.map(\.linesPerSecond)) }
