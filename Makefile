@@ -20,8 +20,9 @@ ORDER_FILE = $(CURDIR)/scripts/logshipd.order
 RELEASE = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic \
 	$(if $(wildcard $(ORDER_FILE)),-Xlinker --symbol-ordering-file=$(ORDER_FILE) -Xlinker --no-warn-symbol-ordering)
+RELEASE_BIN = $$($(SWIFT) build $(RELEASE) --show-bin-path)
 
-.PHONY: deps test-deps build run test bench fuzz fuzz-build install order-file clean
+.PHONY: deps test-deps build release run test bench fuzz fuzz-build install order-file clean
 
 deps:
 	@scripts/install-deps.sh
@@ -32,6 +33,12 @@ test-deps:
 
 build: deps
 	$(SWIFT) build
+
+# The release daemon and logctl, which bench, install and order-file use, built by product: building every product
+# of the graph links GRDB's dynamic library, which lld refuses with the static Foundation.
+release: deps
+	$(SWIFT) build $(RELEASE) --product logshipd
+	$(SWIFT) build $(RELEASE) --product logctl
 
 # Starts `logctl receive` on $(RECEIVER) and logshipd in the foreground with config/logshipd.yaml; Ctrl-C stops both.
 run: build
@@ -68,31 +75,25 @@ fuzz: fuzz-build
 
 # Throughput and latency figures, with syslog-ng side by side (installed from Debian when missing; it starts no
 # system daemon without systemd); builds release binaries, writes BENCHMARKS.md.
-bench: deps
+bench: release
 	@command -v syslog-ng >/dev/null 2>&1 && [ -f /usr/lib/syslog-ng/3.38/libhttp.so ] || { \
 		echo "bench: installing syslog-ng-core and syslog-ng-mod-http, the peer it compares with" >&2; \
 		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y --no-install-recommends syslog-ng-core syslog-ng-mod-http >/dev/null; }
-	$(SWIFT) build $(RELEASE) --product logshipd
-	$(SWIFT) build $(RELEASE) --product logctl
 	$(SWIFT) build $(RELEASE) --product logshipd-bench
-	$$($(SWIFT) build $(RELEASE) --show-bin-path)/logshipd-bench
+	$(RELEASE_BIN)/logshipd-bench
 
 # Release binaries, systemd units, sysusers.d/tmpfiles.d entries and the packaged configuration, under PREFIX
 # (default /usr/local) and SYSCONFDIR (default /etc), staged in DESTDIR if set; see scripts/install.sh.
-install: deps
-	$(SWIFT) build $(RELEASE) --product logshipd
-	$(SWIFT) build $(RELEASE) --product logctl
-	BIN_PATH=$$($(SWIFT) build $(RELEASE) --show-bin-path) scripts/install.sh
+install: release
+	BIN_PATH=$(RELEASE_BIN) scripts/install.sh
 
 # Regenerates scripts/logshipd.order from a recorded run of the release daemon (valgrind, installed when missing),
 # and removes the release binaries: SwiftPM does not see the list as an input, so only this makes them link again.
-order-file: deps
+order-file: release
 	@command -v valgrind >/dev/null 2>&1 || { \
 		echo "order-file: installing valgrind, which records the functions the daemon runs" >&2; \
 		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y --no-install-recommends valgrind >/dev/null; }
-	$(SWIFT) build $(RELEASE) --product logshipd
-	$(SWIFT) build $(RELEASE) --product logctl
-	bin=$$($(SWIFT) build $(RELEASE) --show-bin-path); BIN_PATH=$$bin scripts/order-file.sh && \
+	bin=$(RELEASE_BIN); BIN_PATH=$$bin scripts/order-file.sh && \
 		rm -f $$bin/logshipd $$bin/logctl $$bin/logshipd-bench
 
 clean:

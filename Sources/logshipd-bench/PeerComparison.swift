@@ -199,11 +199,7 @@ enum PeerComparison {
 
     /// User and system CPU time of `pid` so far, from /proc/PID/stat.
     static func cpuSeconds(_ pid: pid_t) throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-        // The command name may hold spaces; the fields after its closing parenthesis are fixed.
-        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
-        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)  // utime, stime (fields 14 and 15)
-        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+        try ProcessStat(path: "/proc/\(pid)/stat").cpuTicks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// BENCHMARKS.md: both tables, the machine and the date.

@@ -200,12 +200,7 @@ struct IngestIntegrationTests {
         guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return false }
         return tasks.allSatisfy { task in
             // A thread that has ended since the listing holds nothing up.
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8) else {
-                return true
-            }
-            // The command name may hold spaces; the state follows its closing parenthesis.
-            guard let nameEnd = stat.lastIndex(of: ")") else { return false }
-            return stat[stat.index(after: nameEnd)...].split(separator: " ").first == "T"
+            ((try? ProcessStat(path: "/proc/\(pid)/task/\(task)/stat"))?.state ?? "T") == "T"
         }
     }
 

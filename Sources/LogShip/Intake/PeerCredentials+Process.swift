@@ -6,11 +6,12 @@ import Glibc
 extension PeerCredentials {
     /// Credentials from the kernel, with `comm` read from `/proc/<pid>/comm`.
     init(_ credentials: cunixsocket_credentials) {
-        self.init(
-            pid: credentials.pid,
-            uid: credentials.uid,
-            gid: credentials.gid,
-            comm: Self.processName(of: credentials.pid))
+        self.init(credentials, comm: Self.processName(of: credentials.pid))
+    }
+
+    /// Credentials from the kernel, with a `comm` already read for their pid.
+    init(_ credentials: cunixsocket_credentials, comm: String?) {
+        self.init(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, comm: comm)
     }
 
     /// The name in `/proc/<pid>/comm`, or `nil` if the process is gone or the file is unreadable.

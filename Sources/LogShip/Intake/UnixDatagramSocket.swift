@@ -124,11 +124,7 @@ struct UnixDatagramSocket: Sendable {
         return Datagram(
             frame: Frame(bytes: Array(buffer[..<kept]), truncated: length > kept),
             // Read comm at once: a sender like `logger` exits right after sending.
-            peer: hasCredentials != 0
-                ? PeerCredentials(
-                    pid: credentials.pid, uid: credentials.uid, gid: credentials.gid,
-                    comm: senders.name(of: credentials.pid))
-                : nil)
+            peer: hasCredentials != 0 ? PeerCredentials(credentials, comm: senders.name(of: credentials.pid)) : nil)
     }
 
     /// Makes a blocked or later ``receive(limit:)`` return at once.

@@ -33,7 +33,7 @@ public enum MallocTuning {
     /// Trims at most once per 10 s: a spool that empties after every request (records arriving one at a time)
     /// must not trim after every request. An emptying within those 10 s gets its trim at their end, so the memory a
     /// drained backlog went through is given back even when an earlier, small emptying trimmed just before.
-    static let freeMemoryRelease = ThrottledRelease(interval: .seconds(10)) { _ = malloc_trim(0) }
+    private static let freeMemoryRelease = ThrottledRelease(interval: .seconds(10)) { _ = malloc_trim(0) }
 
     /// Gives the pages glibc holds free back to the system (`malloc_trim`), now or at the end of the throttle's
     /// interval; called when the spool has emptied.

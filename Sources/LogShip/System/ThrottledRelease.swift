@@ -13,17 +13,13 @@ final class ThrottledRelease: Sendable {
         case joined
     }
 
-    private struct State {
-        var lastRelease: ContinuousClock.Instant?
-        var isDeferred = false
-    }
-
     private let interval: Duration
     private let release: @Sendable () -> Void
-    private let state = Mutex(State())
+    /// When the last release ran or, while one is deferred, when it is due: a time still ahead means deferred.
+    private let lastRelease = Mutex<ContinuousClock.Instant?>(nil)
 
     /// - Parameters:
-    ///   - interval: The least time between two releases.
+    ///   - interval: The least time between two releases, counted from when each was due.
     ///   - release: The work; it runs in a background task.
     init(interval: Duration, release: @escaping @Sendable () -> Void) {
         self.interval = interval
@@ -34,24 +30,20 @@ final class ThrottledRelease: Sendable {
     @discardableResult
     func request() -> Outcome {
         let now = ContinuousClock.now
-        let due = state.withLock { state -> ContinuousClock.Instant? in
-            guard !state.isDeferred else { return nil }
-            guard let last = state.lastRelease, now - last < interval else {
-                state.lastRelease = now
+        let due = lastRelease.withLock { last -> ContinuousClock.Instant? in
+            guard let previous = last, now - previous < interval else {
+                last = now
                 return now
             }
-            state.isDeferred = true
-            return last + interval
+            guard previous <= now else { return nil }
+            last = previous + interval
+            return last
         }
         guard let due else { return .joined }
-        Task.detached(priority: .background) { [self] in
+        Task.detached(priority: .background) { [release] in
             if due > now {
                 // Not a synchronisation: the release waits out the interval on purpose.
                 try? await Task.sleep(until: due, clock: .continuous)
-                state.withLock { state in
-                    state.lastRelease = .now
-                    state.isDeferred = false
-                }
             }
             release()
         }
