@@ -130,11 +130,29 @@ public func offloaded<Result: Sendable>(_ body: @escaping @Sendable () throws ->
     try await NIOThreadPool.singleton.runIfActive(body)
 }
 
+/// Directories for tests and benchmarks, all under one root per process that is removed when the process exits,
+/// so that runs leave nothing behind: spools, journals and staged installs add up to gigabytes over a few runs.
 public enum TemporaryDirectory {
     /// A new directory with a short path, since Unix socket paths are limited to 107 bytes.
     public static func make() throws -> String {
-        var template = Array("/tmp/logship-XXXXXX".utf8CString)
-        guard let pointer = mkdtemp(&template) else {
+        try makeDirectory(template: "\(try root.get())/XXXXXX")
+    }
+
+    /// Made on first use; `atexit` removes it with everything in it.
+    private static let root: Result<String, WaitTimeout> = Result { () throws(WaitTimeout) -> String in
+        let path = try makeDirectory(template: "/tmp/logship-XXXXXX")
+        // Passable, not listable: a test that runs a client as another user opens its own directory to it.
+        chmod(path, 0o711)
+        atexit {
+            guard case .success(let path) = TemporaryDirectory.root else { return }
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        return path
+    }
+
+    private static func makeDirectory(template: String) throws(WaitTimeout) -> String {
+        var characters = Array(template.utf8CString)
+        guard let pointer = mkdtemp(&characters) else {
             throw WaitTimeout(description: "mkdtemp failed: \(String(cString: strerror(errno)))")
         }
         return String(cString: pointer)
