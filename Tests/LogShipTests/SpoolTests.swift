@@ -321,6 +321,19 @@ struct SQLiteSpoolTests {
         await spool.close()
     }
 
+    @Test("appends are synced to the disk when they commit: the writer runs with synchronous FULL, also after a settling write")
+    func syncedCommits() async throws {
+        let store = try await SpoolDatabase.open(
+            path: "\(try TemporaryDirectory.make())/spool.db", maximumBytes: 1 << 30, minimumFreeDiskBytes: 0,
+            cacheBudget: SpoolDatabase.cacheBudget, logger: .test)
+        defer { store.close() }
+        // SQLite's levels: 1 NORMAL (a WAL commit reaches the page cache only), 2 FULL (the WAL is synced).
+        let writerLevel = { try await store.database.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") } }
+        #expect(try await writerLevel() == 2)
+        try await store.settlingWrite { _ in }
+        #expect(try await writerLevel() == 2, "a settling write commits with NORMAL and goes back to FULL")
+    }
+
     @Test("a filling disk evicts lower classes like a full budget; crash records that find no room are refused",
           .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func diskFull() async throws {

@@ -49,8 +49,6 @@ final class SpoolDatabase: Sendable {
             // shrink it back after.
             let walLimit = max(minimumFreeDiskBytes / 2, 64 << 10)
             configuration.prepareDatabase { db in
-                // FULL: a commit is on disk when it returns, which is what `logctl send` is told.
-                try db.execute(sql: "PRAGMA synchronous = FULL")
                 // Chunks are written once and read once, in overflow pages streamed through: a page cache larger
                 // than the b-tree's inner pages holds nothing worth keeping (SQLite's default is 2 MiB a connection).
                 try db.execute(sql: "PRAGMA cache_size = -512")
@@ -59,6 +57,9 @@ final class SpoolDatabase: Sendable {
                 try db.execute(sql: "PRAGMA journal_size_limit = \(walLimit)")
             }
             let database = try DatabasePool(path: path, configuration: configuration)
+            // FULL: a commit is on disk when it returns, which is what `logctl send` is told. Set here, not in
+            // `prepareDatabase`: the pool switches its writer to WAL after preparing it, and sets NORMAL then.
+            try await database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             let ledger = try await database.write { db in
                 try Self.migrate(db)
                 return try Self.loadLedger(db, cacheBudget: cacheBudget)
