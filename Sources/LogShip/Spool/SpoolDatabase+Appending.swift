@@ -7,7 +7,8 @@ import Logging
 import Synchronization
 
 extension SpoolDatabase {
-    /// Writes groups of entries in one transaction, evicting for room as ``EvictionPolicy`` allows.
+    /// Writes groups of entries in one transaction, evicting for room as ``EvictionPolicy`` allows, and starts
+    /// flushing it to the disk; ``waitUntilFlushed()`` waits for that.
     ///
     /// Room is the smaller of what the budget and what the disk allow, so a filling disk is met like a full
     /// budget. Should SQLite still find the disk full, the commit fails with ``SpoolError/diskFull`` and its
@@ -15,7 +16,9 @@ extension SpoolDatabase {
     func commit(_ groups: [SpoolAppend]) async throws -> CommitOutcome {
         try checkOpen()
         do {
-            return try await database.writeWithoutTransaction { db in try self.insert(groups, db) }
+            let outcome = try await database.writeWithoutTransaction { db in try self.insert(groups, db) }
+            flusher.didWrite()
+            return outcome
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             let count = groups.reduce(0) { $0 + $1.entries.count }
             ledger.withLock { $0.refused += count }
