@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import LogShipTestKit
+import NIOPosix
 
 /// logshipd and syslog-ng 3.38 (`http()` destination) side by side in one run: the same generator, the same
 /// counting receiver on loopback, the same batch limit, two requests in flight, runs interleaved, medians.
@@ -177,9 +178,10 @@ enum PeerComparison {
         ])
     }
 
-    /// Writes `lines` RFC 3164 lines of about 120 bytes over one stream connection, in 64 KiB writes.
-    static func generate(lines: Int, to path: String) async throws {
-        try await offloaded {
+    /// Writes `lines` RFC 3164 lines of about 120 bytes over one stream connection, in 64 KiB writes, on a thread
+    /// of `pool`.
+    static func generate(lines: Int, to path: String, on pool: NIOThreadPool = .singleton) async throws {
+        try await pool.runIfActive {
             let client = try UnixClient(path: path, type: .stream)
             var chunk: [UInt8] = []
             chunk.reserveCapacity(70_000)

@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import LogShipTestKit
+import NIOPosix
 
 /// The scenarios without a peer: intake alone, crash latency behind a backlog, and memory. Each runs the release
 /// logshipd binary as a child process with its durable spool.
@@ -122,15 +123,19 @@ enum TargetScenarios {
     /// Lines per second into the durable spool from four stream connections and one datagram writer at once.
     static func intakeRate() async throws -> Double {
         let daemon = try await Daemon.start(url: "http://127.0.0.1:9/unreachable")
-        let perStream = 50_000, datagrams = 20_000
+        let streams = 4, perStream = 50_000, datagrams = 20_000
+        // A thread for each writer, so that all of them write at once: the shared blocking pool has a thread per
+        // core, which ran two of the five at a time on this machine.
+        let writers = NIOThreadPool(numberOfThreads: streams + 1)
+        writers.start()
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<4 {
-                group.addTask { try await PeerComparison.generate(lines: perStream, to: daemon.stream) }
+            for _ in 0..<streams {
+                group.addTask { try await PeerComparison.generate(lines: perStream, to: daemon.stream, on: writers) }
             }
             group.addTask {
                 let path = daemon.datagram
-                try await offloaded {
+                try await writers.runIfActive {
                     let client = try UnixClient(path: path, type: .datagram)
                     for index in 0..<datagrams {
                         try client.write("<14>Nov 22 10:00:00 web-17 app[7]: datagram line \(index) of the intake benchmark")
@@ -139,7 +144,8 @@ enum TargetScenarios {
             }
             try await group.waitForAll()
         }
-        let total = 4 * perStream + datagrams
+        try await writers.shutdownGracefully()
+        let total = streams * perStream + datagrams
         try await eventually(within: .seconds(600)) { try await daemon.status().received >= total }
         let elapsed = ContinuousClock.now - start
         try await daemon.stop()
