@@ -76,8 +76,12 @@ enum TargetScenarios {
             let directory = try TemporaryDirectory.make()
             let configuration = try configure(directory: directory, url: url, batch: batch, retryMax: retryMax)
             let process = try ChildProcess(Binaries.logshipd, ["--config", configuration])
-            try await waitUntil(within: .seconds(60)) { PeerComparison.acceptsStreamConnections("\(directory)/ingest.sock") }
-            return Daemon(directory: directory, process: process)
+            let daemon = Daemon(directory: directory, process: process)
+            // Both sockets: the daemon binds them one after the other, and a writer may start on either first.
+            try await waitUntil(within: .seconds(60)) {
+                PeerComparison.acceptsStreamConnections(daemon.stream) && (try? UnixClient(path: daemon.datagram, type: .datagram)) != nil
+            }
+            return daemon
         }
 
         /// Writes the benchmark's configuration in `directory` (sockets, durable spool with the packaged defaults,
