@@ -187,9 +187,6 @@ public struct ControlServer: Service {
             return ControlResponse(ok: true, accepted: receipt.accepted)
         } catch {
             logger.error("records from logctl not accepted", metadata: ["logship.error": "\(error)"])
-            if let error = error as? SpoolError, error.mayBeStored {
-                return .failure("not confirmed: \(error); the records may be stored, and sending them again may duplicate them")
-            }
             return .failure("not accepted: \(error)")
         }
     }

@@ -16,8 +16,8 @@ public final class RecordIntake: Sendable {
         self.spool = spool
     }
 
-    /// Stores records and returns once they are committed and flushed to the disk: for `logctl send`, whose
-    /// acknowledgement means the records are safe.
+    /// Stores records and returns once they are committed: for `logctl send`, whose acknowledgement means the
+    /// records are safe.
     ///
     /// - Parameters:
     ///   - position: Where the input has read to, committed with the records (the journal's cursor); with a
@@ -25,8 +25,7 @@ public final class RecordIntake: Sendable {
     ///   - evicting: Whether older records may be evicted for these (see ``Spool/append(_:position:evicting:)``).
     /// - Returns: The spool's receipt; `refused` counts crash records that found no room, `deferred` records left
     ///   out whole because they would have needed evicting.
-    /// - Throws: ``SpoolError`` when the spool could not store them (nor the position), or could not flush the
-    ///   commit to the disk (see ``Spool/append(_:position:evicting:)``).
+    /// - Throws: ``SpoolError`` when the spool could not store them at all (nor the position).
     @discardableResult
     public func accept(
         _ records: [LogRecord], position: InputPosition? = nil, evicting: Bool = true

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Synchronization
 
@@ -52,7 +55,7 @@ public final class SQLiteSpool: Spool {
     ///   - flush: How commits are flushed to the disk (`fdatasync`; tests hold it back or fail it).
     static func open(
         path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: SpoolLedger.CacheBudget,
-        logger: Logger, flush: @escaping WALFlusher.Flush = WALFlusher.fdatasync
+        logger: Logger, flush: @escaping WALFlusher.Flush = { fdatasync($0) }
     ) async throws -> SQLiteSpool {
         let store = try await SpoolDatabase.open(
             path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDiskBytes, cacheBudget: cacheBudget,

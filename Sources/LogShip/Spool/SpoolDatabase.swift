@@ -38,7 +38,7 @@ final class SpoolDatabase: Sendable {
     /// - Parameter flush: How the WAL file is flushed to the disk (`fdatasync`; tests hold it back).
     static func open(
         path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: SpoolLedger.CacheBudget,
-        logger: Logger, flush: @escaping WALFlusher.Flush
+        logger: Logger, flush: @escaping WALFlusher.Flush = { fdatasync($0) }
     ) async throws -> SpoolDatabase {
         let lock = try SpoolLock(databasePath: path)
         do {
@@ -67,11 +67,7 @@ final class SpoolDatabase: Sendable {
                 return try Self.loadLedger(db, cacheBudget: cacheBudget)
             }
             let pageSize = try await database.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096 }
-            // SQLite names the WAL after the file it opened, symbolic links resolved.
-            let file = try await database.read { db in
-                try String.fetchOne(db, sql: "SELECT file FROM pragma_database_list WHERE name = 'main'")
-            }
-            let flusher = try WALFlusher(walPath: "\(file ?? path)-wal", logger: logger, flush: flush)
+            let flusher = try WALFlusher(walPath: "\(path)-wal", logger: logger, flush: flush)
             return SpoolDatabase(
                 path: path, database: database, flusher: flusher, lock: lock, maximumBytes: maximumBytes,
                 minimumFreeDiskBytes: minimumFreeDiskBytes, pageSize: pageSize, logger: logger, ledger: ledger)
@@ -148,15 +144,15 @@ final class SpoolDatabase: Sendable {
 
     /// Returns once every append committed before the call is on the disk, not only in the page cache.
     ///
-    /// - Throws: ``SpoolError/notFlushed(_:)`` once a flush has failed.
+    /// - Throws: ``SpoolError/storage(_:)`` when the flush failed.
     func waitUntilFlushed() async throws {
         try await flusher.waitUntilFlushed()
     }
 
     func close() {
         ledger.withLock { $0.isClosed = true }
-        flusher.close()
         try? database.close()
+        flusher.close()
         lock.release()
     }
 

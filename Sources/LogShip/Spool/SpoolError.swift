@@ -5,7 +5,6 @@ public struct SpoolError: Error, Hashable, Sendable, CustomStringConvertible {
         case diskFull
         case inUse
         case storage
-        case notFlushed
     }
 
     private let code: Code
@@ -28,20 +27,12 @@ public struct SpoolError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The storage failed.
     public static func storage(_ detail: String) -> SpoolError { SpoolError(.storage, detail) }
 
-    /// Records were committed but could not be flushed to the disk: they may be stored, in the page cache only.
-    public static func notFlushed(_ detail: String) -> SpoolError { SpoolError(.notFlushed, detail) }
-
-    /// Whether the records of the failed call may be stored all the same (``notFlushed(_:)``), so that sending
-    /// them again may duplicate them.
-    public var mayBeStored: Bool { code == .notFlushed }
-
     public var description: String {
         switch code {
         case .closed: "spool closed"
         case .diskFull: "spool: disk full and nothing left to evict"
         case .inUse: "spool \(detail) is in use by another process (is another logshipd running?)"
         case .storage: "spool: \(detail)"
-        case .notFlushed: "spool: committed but not flushed to the disk: \(detail)"
         }
     }
 }

@@ -147,10 +147,9 @@ public final class JournalIngestServer: Service, Sendable {
             receipt = try await intake.accept(
                 records, position: InputPosition(input: Self.input, cursor: cursor), evicting: false)
         } catch {
-            // The records and the cursor were not committed, or not flushed to the disk: go on from the cursor
-            // the spool holds, reading again whatever it does not cover.
+            // Neither the records nor the cursor were committed: read them again from the committed cursor.
             logger.error(
-                "journal: records not stored or not flushed to the disk; going on from the last saved cursor",
+                "journal: records not stored; reading them again from the last saved cursor",
                 metadata: ["logship.error": "\(error)"])
             try await recover()
             return
