@@ -1,7 +1,5 @@
 import Foundation
-import GRDB
 import Logging
-import Synchronization
 import Testing
 
 import LogShipTestKit
@@ -323,54 +321,17 @@ struct SQLiteSpoolTests {
         await spool.close()
     }
 
-    @Test("an append returns once a flush put it on the disk; the writer commits more while the flush runs")
-    func appendWaitsForFlush() async throws {
-        let path = "\(try TemporaryDirectory.make())/spool.db"
-        let flush = HeldFlush()
-        let spool = try await SQLiteSpool.open(
-            path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, cacheBudget: SpoolDatabase.cacheBudget,
-            logger: .test, flush: flush.run)
-        let returned = Mutex(false)
-        let append = Task {
-            _ = try await spool.append([entry(.crash, "sent")])
-            returned.withLock { $0 = true }
-        }
-        try await waitUntil { flush.started >= 1 }
-        // The first flush is held; the writer is not: a second commit reaches the file meanwhile.
-        try await spool.enqueue([entry(.info, "queued")])
-        try await waitUntil { (try? Self.storedRecords(path)) == 2 }
-        #expect(returned.withLock { $0 } == false, "the append returned before its commit was flushed")
-        flush.release()
-        try await append.value
-        #expect(returned.withLock { $0 })
-        await spool.close()
-    }
-
-    @Test("a failed flush fails the appends waiting for it; the next append is flushed again")
-    func failedFlush() async throws {
-        let failing = Mutex(true)
-        let spool = try await SQLiteSpool.open(
+    @Test("appends are synced to the disk when they commit: the writer runs with synchronous FULL, also after a settling write")
+    func syncedCommits() async throws {
+        let store = try await SpoolDatabase.open(
             path: "\(try TemporaryDirectory.make())/spool.db", maximumBytes: 1 << 30, minimumFreeDiskBytes: 0,
-            cacheBudget: SpoolDatabase.cacheBudget, logger: .test,
-            flush: { descriptor in
-                guard failing.withLock({ $0 }) else { return fdatasync(descriptor) }
-                errno = EIO
-                return -1
-            })
-        await #expect(throws: SpoolError.storage("fdatasync \(spool.path)-wal: Input/output error")) {
-            _ = try await spool.append([entry(.crash, "c1")])
-        }
-        failing.withLock { $0 = false }
-        #expect(try await spool.append([entry(.crash, "c2")]).accepted == 1)
-        #expect(await spool.statistics().pending[.crash] == 2, "the first was committed; only its flush failed")
-        await spool.close()
-    }
-
-    /// Records stored in the spool file, read as another process would.
-    static func storedRecords(_ path: String) throws -> Int {
-        let file = try DatabaseQueue(path: path)
-        defer { try? file.close() }
-        return try file.read { db in try Int.fetchOne(db, sql: "SELECT total(count) FROM chunk").map { Int($0) } ?? 0 }
+            cacheBudget: SpoolDatabase.cacheBudget, logger: .test)
+        defer { store.close() }
+        // SQLite's levels: 1 NORMAL (a WAL commit reaches the page cache only), 2 FULL (the WAL is synced).
+        let writerLevel = { try await store.database.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") } }
+        #expect(try await writerLevel() == 2)
+        try await store.settlingWrite { _ in }
+        #expect(try await writerLevel() == 2, "a settling write commits with NORMAL and goes back to FULL")
     }
 
     @Test("a filling disk evicts lower classes like a full budget; crash records that find no room are refused",
@@ -400,25 +361,5 @@ struct SQLiteSpoolTests {
         #expect(await spool.statistics().refused == 1)
         #expect(try await claimBatch(spool, .crash, maxRecords: 1).records.count == 1, "the spool still works")
         await spool.close()
-    }
-}
-
-/// A flush that holds the first call until released: what an append waits for, made visible.
-final class HeldFlush: Sendable {
-    private let calls = Mutex(0)
-    private let held = DispatchSemaphore(value: 0)
-
-    /// Flushes started so far.
-    var started: Int { calls.withLock { $0 } }
-
-    /// Lets the held flush go on.
-    func release() { held.signal() }
-
-    /// The flush: the first call waits for ``release()``, then every call is `fdatasync`.
-    var run: WALFlusher.Flush {
-        { [self] descriptor in
-            if calls.withLock({ $0 += 1; return $0 }) == 1 { held.wait() }
-            return fdatasync(descriptor)
-        }
     }
 }

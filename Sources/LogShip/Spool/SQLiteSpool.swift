@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
 import Synchronization
 
@@ -16,9 +13,7 @@ import Synchronization
 ///   `kill -9` every stored record is unclaimed and ready again at the next start (at-least-once delivery).
 /// - Every write runs on GRDB's writer queue, never on Swift's cooperative pool.
 /// - Start-up reads each chunk's place and size, not its lines.
-/// - Appends go through a ``CommitQueue``: many records per transaction. Each transaction is flushed to the disk
-///   beside the writer (``WALFlusher``), which goes on with the next; ``append(_:position:evicting:)`` returns
-///   once its records are on the disk, ``enqueue(_:)`` once they are queued.
+/// - Appends go through a ``CommitQueue``: many records per transaction, each transaction synced to disk.
 ///   Acknowledgements go through another: the deletes of every batch acknowledged meanwhile in one transaction.
 public final class SQLiteSpool: Spool {
     /// Records queued for a commit before fire-and-forget callers wait: a `kill -9` loses at most these and the
@@ -49,17 +44,15 @@ public final class SQLiteSpool: Spool {
             cacheBudget: SpoolDatabase.cacheBudget, logger: logger)
     }
 
-    /// - Parameters:
-    ///   - cacheBudget: Bytes of lines kept in memory beyond the chunks delivery works on (tests make it small to
-    ///     have chunks read back).
-    ///   - flush: How commits are flushed to the disk (`fdatasync`; tests hold it back or fail it).
+    /// - Parameter cacheBudget: Bytes of lines kept in memory beyond the chunks delivery works on (tests make it
+    ///   small to have chunks read back).
     static func open(
         path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: SpoolLedger.CacheBudget,
-        logger: Logger, flush: @escaping WALFlusher.Flush = { fdatasync($0) }
+        logger: Logger
     ) async throws -> SQLiteSpool {
         let store = try await SpoolDatabase.open(
             path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDiskBytes, cacheBudget: cacheBudget,
-            logger: logger, flush: flush)
+            logger: logger)
         return SQLiteSpool(path: path, store: store, logger: logger)
     }
 
@@ -105,9 +98,7 @@ public final class SQLiteSpool: Spool {
     }
 
     public func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt {
-        let receipt = try await commits.append(SpoolAppend(entries: entries, position: position, evicting: evicting))
-        try await store.waitUntilFlushed()
-        return receipt
+        try await commits.append(SpoolAppend(entries: entries, position: position, evicting: evicting))
     }
 
     public func savedPosition(of input: String) async throws -> String? {

@@ -19,8 +19,7 @@ public protocol Spool: Sendable {
     /// - Returns: How many entries were accepted, how many records were evicted for room, and how many crash
     ///   records were refused because nothing could be evicted for them.
     /// - Throws: ``SpoolError`` when nothing could be stored (closed, disk full, I/O failure); then the position
-    ///   is not saved either. Also when the commit could not be flushed to the disk: the records may then be
-    ///   stored all the same, and a caller that sends them again risks duplicates, never a loss.
+    ///   is not saved either.
     func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt
 
     /// The position last committed for `input`, if any. A memory spool keeps it only while the process lives.

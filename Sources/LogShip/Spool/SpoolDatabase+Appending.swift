@@ -7,8 +7,7 @@ import Logging
 import Synchronization
 
 extension SpoolDatabase {
-    /// Writes groups of entries in one transaction, evicting for room as ``EvictionPolicy`` allows, and starts
-    /// flushing it to the disk; ``waitUntilFlushed()`` waits for that.
+    /// Writes groups of entries in one transaction, evicting for room as ``EvictionPolicy`` allows.
     ///
     /// Room is the smaller of what the budget and what the disk allow, so a filling disk is met like a full
     /// budget. Should SQLite still find the disk full, the commit fails with ``SpoolError/diskFull`` and its
@@ -16,9 +15,7 @@ extension SpoolDatabase {
     func commit(_ groups: [SpoolAppend]) async throws -> CommitOutcome {
         try checkOpen()
         do {
-            let outcome = try await database.writeWithoutTransaction { db in try self.insert(groups, db) }
-            flusher.didWrite()
-            return outcome
+            return try await database.writeWithoutTransaction { db in try self.insert(groups, db) }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             let count = groups.reduce(0) { $0 + $1.entries.count }
             ledger.withLock { $0.refused += count }

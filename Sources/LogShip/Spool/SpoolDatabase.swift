@@ -23,8 +23,6 @@ final class SpoolDatabase: Sendable {
 
     let path: String
     let database: DatabasePool
-    /// Puts appended commits on the disk; see ``waitUntilFlushed()``.
-    let flusher: WALFlusher
     private let lock: SpoolLock
     let maximumBytes: Int
     let minimumFreeDiskBytes: Int
@@ -35,10 +33,9 @@ final class SpoolDatabase: Sendable {
     /// Chunks whose lines a background read is fetching.
     let prefetching = Mutex<Set<Int64>>([])
 
-    /// - Parameter flush: How the WAL file is flushed to the disk (`fdatasync`; tests hold it back).
     static func open(
         path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: SpoolLedger.CacheBudget,
-        logger: Logger, flush: @escaping WALFlusher.Flush = { fdatasync($0) }
+        logger: Logger
     ) async throws -> SpoolDatabase {
         let lock = try SpoolLock(databasePath: path)
         do {
@@ -59,17 +56,17 @@ final class SpoolDatabase: Sendable {
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = \(max(16, min(8000, walLimit / pageSize)))")
                 try db.execute(sql: "PRAGMA journal_size_limit = \(walLimit)")
             }
-            // The pool switches its writer to WAL, creating the WAL file, and commits with `synchronous =
-            // NORMAL`: the WAL is flushed beside the writer (``WALFlusher``), not in each commit.
             let database = try DatabasePool(path: path, configuration: configuration)
+            // FULL: a commit is on disk when it returns, which is what `logctl send` is told. Set here, not in
+            // `prepareDatabase`: the pool switches its writer to WAL after preparing it, and sets NORMAL then.
+            try await database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             let ledger = try await database.write { db in
                 try Self.migrate(db)
                 return try Self.loadLedger(db, cacheBudget: cacheBudget)
             }
             let pageSize = try await database.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096 }
-            let flusher = try WALFlusher(walPath: "\(path)-wal", logger: logger, flush: flush)
             return SpoolDatabase(
-                path: path, database: database, flusher: flusher, lock: lock, maximumBytes: maximumBytes,
+                path: path, database: database, lock: lock, maximumBytes: maximumBytes,
                 minimumFreeDiskBytes: minimumFreeDiskBytes, pageSize: pageSize, logger: logger, ledger: ledger)
         } catch {
             lock.release()
@@ -78,12 +75,11 @@ final class SpoolDatabase: Sendable {
     }
 
     private init(
-        path: String, database: DatabasePool, flusher: WALFlusher, lock: SpoolLock, maximumBytes: Int,
-        minimumFreeDiskBytes: Int, pageSize: Int, logger: Logger, ledger: SpoolLedger
+        path: String, database: DatabasePool, lock: SpoolLock, maximumBytes: Int, minimumFreeDiskBytes: Int,
+        pageSize: Int, logger: Logger, ledger: SpoolLedger
     ) {
         self.path = path
         self.database = database
-        self.flusher = flusher
         self.lock = lock
         self.maximumBytes = maximumBytes
         self.minimumFreeDiskBytes = minimumFreeDiskBytes
@@ -94,14 +90,18 @@ final class SpoolDatabase: Sendable {
 
     /// Runs a settling write (acknowledge, dead letter, requeue, purge), mapping SQLite errors.
     ///
-    /// The commit reaches the WAL in the page cache, which outlives a crash or `kill -9` of logshipd, and is
-    /// not flushed for itself: it reaches the disk with the next append's flush or checkpoint. A power loss can
-    /// undo the last settlements: their records are delivered again, never lost. Waiting for the disk on every
-    /// acknowledgement is what held one-record requests to the disk's flush rate.
+    /// With `synchronous = NORMAL`: the commit reaches the WAL in the page cache, which outlives a crash or
+    /// `kill -9` of logshipd, but is not flushed to the disk until the next append's commit (FULL) or checkpoint.
+    /// A power loss can undo the last settlements: their records are delivered again, never lost. Waiting for
+    /// the disk on every acknowledgement is what held one-record requests to the disk's flush rate.
     func settlingWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try checkOpen()
         do {
-            return try await database.writeWithoutTransaction { db in try body(db) }
+            return try await database.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+                return try body(db)
+            }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             throw SpoolError.diskFull
         } catch {
@@ -142,17 +142,9 @@ final class SpoolDatabase: Sendable {
         ledger.withLock { $0.pendingClasses() }
     }
 
-    /// Returns once every append committed before the call is on the disk, not only in the page cache.
-    ///
-    /// - Throws: ``SpoolError/storage(_:)`` when the flush failed.
-    func waitUntilFlushed() async throws {
-        try await flusher.waitUntilFlushed()
-    }
-
     func close() {
         ledger.withLock { $0.isClosed = true }
         try? database.close()
-        flusher.close()
         lock.release()
     }
 
