@@ -5,7 +5,7 @@ import Foundation
 /// The command name may hold spaces and parentheses, so the fields are counted from its last closing
 /// parenthesis: `fields[0]` is field 3 of proc(5), the state.
 public struct ProcessStat: Sendable {
-    public let fields: [Substring]
+    private let fields: [Substring]
 
     /// Reads `path`; throws when it cannot be read (the process or thread is gone) or holds no command name.
     public init(path: String) throws {

@@ -195,7 +195,7 @@ enum PeerComparison {
         }
     }
 
-    static func acceptsStreamConnections(_ path: String) -> Bool {
+    private static func acceptsStreamConnections(_ path: String) -> Bool {
         (try? UnixClient(path: path, type: .stream)) != nil
     }
 

@@ -74,18 +74,14 @@ enum TargetScenarios {
 
         static func start(url: String, batch: Int = 500, retryMax: String = "30s") async throws -> Daemon {
             let directory = try TemporaryDirectory.make()
-            let configuration = try configure(directory: directory, url: url, batch: batch, retryMax: retryMax)
-            let process = try ChildProcess(Binaries.logshipd, ["--config", configuration])
-            let daemon = Daemon(directory: directory, process: process)
-            // Both sockets: the daemon binds them one after the other, and a writer may start on either first.
-            try await waitUntil(within: .seconds(60)) {
-                PeerComparison.acceptsStreamConnections(daemon.stream) && (try? UnixClient(path: daemon.datagram, type: .datagram)) != nil
-            }
-            return daemon
+            try configure(directory: directory, url: url, batch: batch, retryMax: retryMax)
+            // Returns once the control socket exists: the daemon binds it after every ingest socket.
+            return Daemon(directory: directory, process: try await LogshipdProcess.start(directory: directory))
         }
 
         /// Writes the benchmark's configuration in `directory` (sockets, durable spool with the packaged defaults,
         /// quiet log); returns its path.
+        @discardableResult
         static func configure(directory: String, url: String, batch: Int, retryMax: String = "30s") throws -> String {
             let configuration = "\(directory)/logshipd.yaml"
             try """
