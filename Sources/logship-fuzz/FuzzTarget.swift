@@ -23,7 +23,8 @@ enum FuzzTarget {
         checkParsing(Frame(bytes: stream, truncated: input[1] & 1 == 1))
     }
 
-    /// Parsing never fails, and what it produces survives the trip through NDJSON unchanged.
+    /// Parsing never fails, what it produces survives the trip through NDJSON unchanged, and the line written
+    /// straight from the frame is the record's.
     static func checkParsing(_ frame: Frame) {
         let parser = RecordParser(hostname: "fuzz")
         let record = parser.parse(
@@ -34,6 +35,11 @@ enum FuzzTarget {
             preconditionFailure("the NDJSON line does not decode: \(String(decoding: line, as: UTF8.self))")
         }
         precondition(decoded == record, "the record changed on its way through NDJSON")
+        let encoded = parser.encode(
+            frame, source: .socket, peer: nil, receivedAt: Timestamp(microsecondsSinceEpoch: 1_795_255_200_000_000))
+        precondition(
+            encoded.line == line && encoded.priority == record.priority,
+            "the line written from the frame differs from the record's: \(String(decoding: encoded.line, as: UTF8.self))")
     }
 
     static func frames(of stream: [UInt8], cutEvery step: Int?, maximum: Int) -> [Frame] {

@@ -26,7 +26,7 @@ enum IntakeCost {
         for var read in reads {
             var entries: [SpoolEntry] = []
             while let frame = decoder.nextFrame(&read, atEnd: false) {
-                entries.append(SpoolEntry(parser.parse(frame, source: .socket, peer: peer, receivedAt: receivedAt)))
+                entries.append(SpoolEntry(parser.encode(frame, source: .socket, peer: peer, receivedAt: receivedAt)))
             }
             bytes += entries.reduce(0) { $0 + $1.line.count }
         }

@@ -206,4 +206,58 @@ struct RecordParserTests {
         #expect(fields["d"] == "2" && fields["b"] == "1")
         #expect(RecordFields([("k", "1"), ("j", "x"), ("k", "2")]).map { "\($0.key)=\($0.value)" } == ["j=x", "k=2"])
     }
+
+    @Test("an ASCII RFC 3164 frame is written straight to the record's NDJSON line, byte for byte", arguments: [
+        "<14>Nov 22 10:00:00 web-17 nginx[4242]: GET /api/v1/orders/1 200 12ms",
+        "<13>Nov 22 10:00:00 testhost app: from the local host, whose name is left out",
+        "<11>Nov  2 23:59:59 app[7]: no host name, a padded day",
+        "<190>Dec 31 23:59:60 host tag[]: an empty pid and a leap second",
+        "<0>Feb 30 10:00:00 host kernel: a date that does not exist: stamped on arrival",
+        "<14>Nov 22 10:00:00 web-17 nginx: quotes \" and \\ backslashes and \t\u{01} controls",
+        "<14>Nov 22 10:00:00 just a message, no tag",
+        "<14>Nov 22 10:00:00 ",
+        "<14>Nov 22 10:00:00 web-17 app: a CRLF line with trailing NULs\r\n\0\0",
+    ])
+    func encodedRFC3164(_ line: String) throws {
+        for (frame, sender) in [(Frame(bytes: Array(line.utf8)), Optional(peer)), (Frame(bytes: Array(line.utf8), truncated: true), nil)] {
+            let direct = try #require(
+                parser.encodeRFC3164(frame, source: .socket, peer: sender, receivedAt: arrival), "not taken for \(line)")
+            let record = parser.parse(frame, source: .socket, peer: sender, receivedAt: arrival)
+            #expect(String(decoding: direct.line, as: UTF8.self) == String(decoding: record.ndjsonLine, as: UTF8.self))
+            #expect(direct.line == record.ndjsonLine && direct.priority == record.priority)
+            #expect(direct.truncated == frame.truncated)
+        }
+    }
+
+    @Test("any other frame is encoded through the record", arguments: [
+        "<14>Nov 22 10:00:00 web-17 app: non-ASCII text: \u{e9}t\u{e9}",
+        "<14>Nov 22 10:00:00 h\u{f6}st app: a non-ASCII host name",
+        "<14>1 2026-11-21T10:00:00Z host app 12 id [x a=\"1\"] RFC 5424",
+        "{\"message\":\"a JSON line\",\"priority\":\"crash\"}",
+        "<3>an sd-daemon prefix",
+        "plain text",
+    ])
+    func encodedThroughRecord(_ line: String) {
+        let frame = Frame(bytes: Array(line.utf8))
+        #expect(parser.encodeRFC3164(frame, source: .socket, peer: peer, receivedAt: arrival) == nil)
+        let record = parser.parse(frame, source: .socket, peer: peer, receivedAt: arrival)
+        #expect(parser.encode(frame, source: .socket, peer: peer, receivedAt: arrival) == EncodedRecord(record))
+    }
+
+    @Test("a local host name with non-ASCII characters sends a host-named RFC 3164 line through the record")
+    func nonASCIILocalHostname() {
+        let parser = RecordParser(hostname: "h\u{f6}st")
+        let frame = Frame(bytes: Array("<14>Nov 22 10:00:00 web-17 app: text".utf8))
+        #expect(parser.encodeRFC3164(frame, source: .socket, peer: peer, receivedAt: arrival) == nil)
+        #expect(parser.encode(frame, source: .socket, peer: peer, receivedAt: arrival)
+            == EncodedRecord(parser.parse(frame, source: .socket, peer: peer, receivedAt: arrival)))
+    }
+
+    @Test("invalid UTF-8 in an RFC 3164 line is repaired as in the record")
+    func invalidUTF8RFC3164() {
+        let frame = Frame(bytes: Array("<14>Nov 22 10:00:00 web-17 app: ".utf8) + [0xC3, 0x28, 0xFF])
+        #expect(parser.encodeRFC3164(frame, source: .socket, peer: peer, receivedAt: arrival) == nil)
+        #expect(parser.encode(frame, source: .socket, peer: peer, receivedAt: arrival).line
+            == parser.parse(frame, source: .socket, peer: peer, receivedAt: arrival).ndjsonLine)
+    }
 }

@@ -51,7 +51,7 @@ public struct DatagramIngestServer: Service {
                     }
                     let receivedAt = Timestamp.now()
                     let records = datagrams.map { datagram in
-                        parser.parse(
+                        parser.encode(
                             datagram.frame, source: .datagram, peer: datagram.peer,
                             receivedAt: receivedAt)
                     }

@@ -32,24 +32,23 @@ public final class RecordIntake: Sendable {
     ) async throws -> AppendReceipt {
         guard !records.isEmpty || position != nil else { return AppendReceipt() }
         let receipt = try await spool.append(records.map(SpoolEntry.init), position: position, evicting: evicting)
-        if receipt.deferred == 0 { count(records) }
+        if receipt.deferred == 0 { count(records.count, truncated: records.count { $0.truncated }) }
         return receipt
     }
 
     /// Hands records to the spool's next commit without waiting for it: for the ingest sockets, whose clients
     /// expect no answer. Waits only while the spool's commit queue is full.
-    public func submit(_ records: [LogRecord]) async throws {
+    public func submit(_ records: [EncodedRecord]) async throws {
         guard !records.isEmpty else { return }
-        count(records)
+        count(records.count, truncated: records.count { $0.truncated })
         try await spool.enqueue(records.map(SpoolEntry.init))
     }
 
     public var statistics: Statistics { counters.withLock { $0 } }
 
-    private func count(_ records: [LogRecord]) {
-        let truncated = records.count { $0.truncated }
+    private func count(_ received: Int, truncated: Int) {
         counters.withLock { counters in
-            counters.received += records.count
+            counters.received += received
             counters.truncated += truncated
         }
     }

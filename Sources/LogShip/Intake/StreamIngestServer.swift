@@ -51,7 +51,7 @@ public struct StreamIngestServer: Service {
             try await connection.executeThenClose { reads, _ in
                 for try await frames in reads {
                     let receivedAt = Timestamp.now()
-                    try await intake.submit(frames.map { parser.parse($0, source: .socket, peer: peer, receivedAt: receivedAt) })
+                    try await intake.submit(frames.map { parser.encode($0, source: .socket, peer: peer, receivedAt: receivedAt) })
                 }
             }
         } catch is CancellationError {

@@ -12,6 +12,10 @@ public struct SpoolEntry: Hashable, Sendable {
         self.init(priority: record.priority, line: record.ndjsonLine)
     }
 
+    public init(_ record: EncodedRecord) {
+        self.init(priority: record.priority, line: record.line)
+    }
+
     /// The bytes it counts for against `spool.max_bytes`: its line plus bookkeeping.
     var accountedBytes: Int { line.count + SpoolEntry.overhead }
 

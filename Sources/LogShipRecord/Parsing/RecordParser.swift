@@ -24,12 +24,7 @@ public struct RecordParser: Sendable {
         peer: PeerCredentials?,
         receivedAt: Timestamp
     ) -> LogRecord {
-        var content = frame.bytes[...]
-        if frame.truncated {
-            content = content.droppingIncompleteUTF8Suffix()
-        }
-        content = content.trimmingLineEnding()
-
+        let content = trimmedContent(of: frame)
         if content.first == UInt8(ascii: "{"), let object = JSONLineParser.parseObject(content) {
             var record = plain("", source: source, peer: peer, receivedAt: receivedAt, truncated: frame.truncated)
             JSONLineParser.apply(object, rawLine: content, to: &record)
@@ -42,6 +37,12 @@ public struct RecordParser: Sendable {
         return plain(
             String(decoding: content, as: UTF8.self), source: source, peer: peer, receivedAt: receivedAt,
             truncated: frame.truncated)
+    }
+
+    /// The frame's bytes without the line ending and without a character the size cut left incomplete.
+    func trimmedContent(of frame: Frame) -> ArraySlice<UInt8> {
+        let content = frame.bytes[...]
+        return (frame.truncated ? content.droppingIncompleteUTF8Suffix() : content).trimmingLineEnding()
     }
 
     /// A record with `message` and nothing read from the payload: stamped when it arrived, informational.

@@ -13,7 +13,7 @@ struct SyslogMessage: Hashable, Sendable {
     var structuredData: RecordFields = [:]
     var message: String
 
-    private static let facilityNames = [
+    static let facilityNames: [StaticString] = [
         "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", "ftp",
         "ntp", "security", "console", "solaris-cron", "local0", "local1", "local2", "local3", "local4", "local5",
         "local6", "local7",
@@ -31,7 +31,7 @@ struct SyslogMessage: Hashable, Sendable {
         var fields = RecordFields()
         // In key order, so that each is appended.
         fields.reserveCapacity(5 + structuredData.count)
-        if let facility { fields["syslog_facility"] = Self.facilityNames[facility] }
+        if let facility { fields["syslog_facility"] = Self.facilityNames[facility].description }
         if let hostname, hostname != localHostname { fields["syslog_hostname"] = hostname }
         if let identifier { fields["syslog_identifier"] = identifier }
         if let messageID { fields["syslog_msgid"] = messageID }
@@ -58,7 +58,7 @@ enum SyslogParser {
         }
         scanner.seek(to: afterPriority)
         if let message = parseRFC3164(&scanner, severity: severity, facility: priority >> 3, receivedAt: receivedAt) {
-            return message
+            return SyslogMessage(message)
         }
         scanner.seek(to: afterPriority)
         // No header after the PRI: the sd-daemon form (`<3>text`, one digit 0-7, no facility), or a client that
@@ -152,6 +152,18 @@ enum SyslogParser {
 
     // MARK: RFC 3164
 
+    /// The parts of `bytes` as an RFC 3164 message, or `nil` when ``parse(_:receivedAt:)`` would read it in
+    /// another form or not at all.
+    ///
+    /// `parse` tries RFC 5424 first, but the two cannot both match: after the PRI, RFC 5424 has its version
+    /// (`1 `), RFC 3164 a month's name.
+    static func parseRFC3164(_ bytes: ArraySlice<UInt8>, receivedAt: Timestamp) -> RFC3164Message? {
+        var scanner = ByteScanner(bytes)
+        guard let priority = parsePriority(&scanner) else { return nil }
+        return parseRFC3164(
+            &scanner, severity: Severity(rawValue: priority & 7)!, facility: priority >> 3, receivedAt: receivedAt)
+    }
+
     private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         .map { Array($0.utf8) }
 
@@ -167,7 +179,7 @@ enum SyslogParser {
     /// without `--rfc3164`, glibc `syslog()`) leave it out: a first word that already ends the tag is the tag.
     private static func parseRFC3164(
         _ scanner: inout ByteScanner, severity: Severity, facility: Int, receivedAt: Timestamp
-    ) -> SyslogMessage? {
+    ) -> RFC3164Message? {
         let start = scanner.index
         guard scanner.remainingCount >= 16, let month = month(at: scanner) else { return nil }
         scanner.seek(to: start + 3)
@@ -189,35 +201,37 @@ enum SyslogParser {
 
         let timestamp = inferYear(month: month, day: day, hour: hour, minute: minute, second: second,
                                   receivedAt: receivedAt)
-        var message = SyslogMessage(severity: severity, facility: facility, timestamp: timestamp, message: "")
+        var message = RFC3164Message(severity: severity, facility: facility, timestamp: timestamp, message: [])
 
         let headerStart = scanner.index
         if let first = scanner.token() {
             if let tag = parseTag(first) {
                 (message.identifier, message.processID) = tag
             } else if scanner.skip(UInt8(ascii: " ")), let second = scanner.token(), let tag = parseTag(second) {
-                message.hostname = text(first)
+                message.hostname = first
                 (message.identifier, message.processID) = tag
             } else {
                 scanner.seek(to: headerStart)
             }
         }
         _ = scanner.skip(UInt8(ascii: " "))
-        message.message = text(scanner.remaining)
+        message.message = scanner.remaining
         return message
     }
 
     /// `TAG:` or `TAG[PID]:`; `nil` if `token` is not a tag.
-    private static func parseTag(_ token: ArraySlice<UInt8>) -> (identifier: String, processID: String?)? {
+    private static func parseTag(
+        _ token: ArraySlice<UInt8>
+    ) -> (identifier: ArraySlice<UInt8>, processID: ArraySlice<UInt8>?)? {
         guard token.last == UInt8(ascii: ":") else { return nil }
         let body = token.dropLast()
         if let open = body.firstIndex(of: UInt8(ascii: "[")) {
             guard body.last == UInt8(ascii: "]"), open > body.startIndex else { return nil }
             let processID = body[(open + 1)..<(body.endIndex - 1)]
-            return (text(body[..<open]), processID.isEmpty ? nil : text(processID))
+            return (body[..<open], processID.isEmpty ? nil : processID)
         }
         guard !body.isEmpty else { return nil }
-        return (text(body), nil)
+        return (body, nil)
     }
 
     /// RFC 3164 timestamps have no year: take the year that puts the message closest to its arrival.
@@ -253,8 +267,30 @@ enum SyslogParser {
         isNil(token) ? nil : text(token)
     }
 
-    private static func text(_ bytes: ArraySlice<UInt8>) -> String {
+    fileprivate static func text(_ bytes: ArraySlice<UInt8>) -> String {
         String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// An RFC 3164 message's header and text, as slices of the bytes it was parsed from: what
+/// ``RecordParser/encode(_:source:peer:receivedAt:)`` writes into NDJSON without making strings.
+struct RFC3164Message {
+    var severity: Severity
+    var facility: Int
+    /// `nil` for a date that does not exist in the year it was put in (`Feb 30`).
+    var timestamp: Timestamp?
+    var hostname: ArraySlice<UInt8>?
+    var identifier: ArraySlice<UInt8>?
+    var processID: ArraySlice<UInt8>?
+    var message: ArraySlice<UInt8>
+}
+
+extension SyslogMessage {
+    init(_ parsed: RFC3164Message) {
+        self.init(
+            severity: parsed.severity, facility: parsed.facility, timestamp: parsed.timestamp,
+            hostname: parsed.hostname.map(SyslogParser.text), identifier: parsed.identifier.map(SyslogParser.text),
+            processID: parsed.processID.map(SyslogParser.text), message: SyslogParser.text(parsed.message))
     }
 }
 

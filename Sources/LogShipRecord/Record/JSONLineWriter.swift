@@ -47,7 +47,7 @@ struct JSONLineWriter {
         return count
     }
 
-    mutating func field(_ key: StaticString, string value: String) {
+    mutating func field(_ key: StaticString, string value: some JSONText) {
         self.key(key)
         string(value)
     }
@@ -76,7 +76,8 @@ struct JSONLineWriter {
         copy(value ? "true" : "false")
     }
 
-    mutating func field(_ key: StaticString, object pairs: some Sequence<(key: String, value: String)>) {
+    mutating func field<Pairs: Sequence, Key: JSONText, Value: JSONText>(_ key: StaticString, object pairs: Pairs)
+    where Pairs.Element == (key: Key, value: Value) {
         self.key(key)
         byte(UInt8(ascii: "{"))
         var isFirstPair = true
@@ -120,15 +121,9 @@ struct JSONLineWriter {
     private static let hexDigits: StaticString = "0123456789abcdef"
 
     /// A JSON string: copied whole unless a byte needs escaping.
-    private mutating func string(_ value: String) {
+    private mutating func string(_ value: some JSONText) {
         byte(UInt8(ascii: "\""))
-        // A native string lends its bytes without the retain and release of the `var` that `withUTF8` needs;
-        // a foreign one (none on Linux) is made contiguous first.
-        let written: Void? = value.utf8.withContiguousStorageIfAvailable { write(utf8: $0) }
-        if written == nil {
-            var contiguous = value
-            contiguous.withUTF8 { write(utf8: $0) }
-        }
+        value.withUTF8Bytes { write(utf8: $0) }
         byte(UInt8(ascii: "\""))
     }
 
@@ -172,5 +167,35 @@ struct JSONLineWriter {
             magnitude /= 10
         }
         count += width
+    }
+}
+
+/// Text the writer copies into a line: valid UTF-8, read in place.
+protocol JSONText {
+    /// Its length in UTF-8 bytes.
+    var utf8Count: Int { get }
+    /// Calls `body` with its UTF-8 bytes.
+    func withUTF8Bytes(_ body: (UnsafeBufferPointer<UInt8>) -> Void)
+}
+
+extension String: JSONText {
+    var utf8Count: Int { utf8.count }
+
+    func withUTF8Bytes(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        // A native string lends its bytes without the retain and release of the `var` that `withUTF8` needs;
+        // a foreign one (none on Linux) is made contiguous first.
+        if utf8.withContiguousStorageIfAvailable(body) == nil {
+            var contiguous = self
+            contiguous.withUTF8(body)
+        }
+    }
+}
+
+/// Bytes of a frame, for lines written straight from it: the caller has checked that they are UTF-8.
+extension UnsafeBufferPointer<UInt8>: JSONText {
+    var utf8Count: Int { count }
+
+    func withUTF8Bytes(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        body(self)
     }
 }

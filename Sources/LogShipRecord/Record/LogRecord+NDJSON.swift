@@ -5,13 +5,31 @@ extension LogRecord {
     /// `gid`, `comm`, `fields`, `truncated`); keys whose value is unknown are left out, and `truncated` appears only
     /// when true. Field keys are sorted so equal records encode to equal bytes.
     public var ndjsonLine: [UInt8] {
+        NDJSONLine.make(
+            timestamp: timestamp, priority: priority, severity: severity, host: host, source: source,
+            message: message, peer: peer, fields: fields, truncated: truncated)
+    }
+}
+
+/// The layout of a record's NDJSON line, whatever holds its text: ``LogRecord/ndjsonLine`` writes it from a record,
+/// ``RecordParser/encode(_:source:peer:receivedAt:)`` from the bytes of a frame, and both make the same bytes.
+enum NDJSONLine {
+    /// See ``LogRecord/ndjsonLine`` for the order of the keys; `fields` must come sorted by key.
+    static func make<Message: JSONText, Fields: Sequence, Key: JSONText, Value: JSONText>(
+        timestamp: Timestamp, priority: PriorityClass, severity: Severity, host: String, source: LogRecord.Source,
+        message: Message, peer: PeerCredentials?, fields: Fields, truncated: Bool
+    ) -> [UInt8] where Fields.Element == (key: Key, value: Value) {
         // Room for the longest line these strings can make: without their contents at most 211 bytes (every key,
         // a negative pid, the largest uid and gid, `truncated`), each field six more bytes of quotes and
         // punctuation, and six bytes per byte of every string (`\u001f`). Only the line itself is kept: it is
         // written into memory of its own and copied out, which costs less than looking for escapes twice (or
         // than a closure over `self`, which copies the record).
-        var strings = host.utf8.count + message.utf8.count + (peer?.comm?.utf8.count ?? 0)
-        for (key, value) in fields { strings += 1 + key.utf8.count + value.utf8.count }
+        var strings = host.utf8.count + message.utf8Count + (peer?.comm?.utf8.count ?? 0)
+        var hasFields = false
+        for (key, value) in fields {
+            strings += 1 + key.utf8Count + value.utf8Count
+            hasFields = true
+        }
         let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 256 + 6 * strings)
         defer { buffer.deallocate() }
         var writer = JSONLineWriter(buffer)
@@ -29,7 +47,7 @@ extension LogRecord {
                 writer.field("comm", string: comm)
             }
         }
-        if !fields.isEmpty {
+        if hasFields {
             writer.field("fields", object: fields)
         }
         if truncated {

@@ -1,0 +1,128 @@
+/// A record as the spool stores it: its class and its NDJSON line.
+public struct EncodedRecord: Hashable, Sendable {
+    public var priority: PriorityClass
+    /// The record's ``LogRecord/ndjsonLine``.
+    public var line: [UInt8]
+    /// Whether the message was cut at the size limit.
+    public var truncated: Bool
+
+    public init(priority: PriorityClass, line: [UInt8], truncated: Bool) {
+        self.priority = priority
+        self.line = line
+        self.truncated = truncated
+    }
+
+    public init(_ record: LogRecord) {
+        self.init(priority: record.priority, line: record.ndjsonLine, truncated: record.truncated)
+    }
+}
+
+extension RecordParser {
+    /// Parses a frame into the line the spool stores: the same bytes as `parse(…).ndjsonLine`.
+    ///
+    /// What the ingest sockets receive most is an ASCII RFC 3164 line (`logger`, glibc `syslog()`). Its line is
+    /// written straight from the frame's bytes, without the record's strings and fields: the parse and the
+    /// encoding were half of what a socket line cost the daemon (`valgrind --tool=callgrind` of
+    /// `logshipd-bench intake-cost`). Any other frame goes through ``parse(_:source:peer:receivedAt:)``.
+    public func encode(
+        _ frame: Frame, source: LogRecord.Source, peer: PeerCredentials?, receivedAt: Timestamp
+    ) -> EncodedRecord {
+        if let encoded = encodeRFC3164(frame, source: source, peer: peer, receivedAt: receivedAt) {
+            return encoded
+        }
+        return EncodedRecord(parse(frame, source: source, peer: peer, receivedAt: receivedAt))
+    }
+
+    /// The line of an ASCII RFC 3164 frame, or `nil` for any other. Internal for the tests, which check that it
+    /// is taken.
+    func encodeRFC3164(
+        _ frame: Frame, source: LogRecord.Source, peer: PeerCredentials?, receivedAt: Timestamp
+    ) -> EncodedRecord? {
+        let content = trimmedContent(of: frame)
+        // ASCII only: `parse` replaces invalid UTF-8, which copying bytes would not. A JSON object line starts
+        // with `{`, never with a PRI.
+        guard content.first == UInt8(ascii: "<"), content.isASCII,
+            let message = SyslogParser.parseRFC3164(content, receivedAt: receivedAt)
+        else { return nil }
+        let keepsHostname: Bool
+        if let sent = message.hostname, !hostname.utf8.elementsEqual(sent) {
+            // `parse` compares strings, and Unicode finds some non-ASCII names equal to ASCII ones.
+            guard hostname.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
+            keepsHostname = true
+        } else {
+            keepsHostname = true
+        }
+        let priority = PriorityClass(severity: message.severity)
+        let line = frame.bytes.withUnsafeBufferPointer { bytes in
+            func text(_ slice: ArraySlice<UInt8>) -> UnsafeBufferPointer<UInt8> {
+                UnsafeBufferPointer(rebasing: bytes[slice.startIndex..<slice.endIndex])
+            }
+            let fields = SyslogHeaderFields(
+                facility: SyslogMessage.facilityNames[message.facility],
+                hostname: keepsHostname ? message.hostname.map(text) : nil,
+                identifier: message.identifier.map(text), processID: message.processID.map(text))
+            return NDJSONLine.make(
+                timestamp: message.timestamp ?? receivedAt, priority: priority, severity: message.severity,
+                host: hostname, source: source, message: text(message.message), peer: peer, fields: fields,
+                truncated: frame.truncated)
+        }
+        return EncodedRecord(priority: priority, line: line, truncated: frame.truncated)
+    }
+}
+
+/// The fields an RFC 3164 header gives a record, in key order, as ``SyslogMessage`` sets them: the facility,
+/// the host name the sender claims when it is not the local one, the tag and its PID.
+private struct SyslogHeaderFields: Sequence {
+    typealias Element = (key: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
+
+    var facility: StaticString
+    var hostname: UnsafeBufferPointer<UInt8>?
+    var identifier: UnsafeBufferPointer<UInt8>?
+    var processID: UnsafeBufferPointer<UInt8>?
+
+    struct Iterator: IteratorProtocol {
+        let fields: SyslogHeaderFields
+        var position = 0
+
+        mutating func next() -> Element? {
+            while position < 4 {
+                defer { position += 1 }
+                switch position {
+                case 0: return (Self.bytes("syslog_facility"), Self.bytes(fields.facility))
+                case 1: if let value = fields.hostname { return (Self.bytes("syslog_hostname"), value) }
+                case 2: if let value = fields.identifier { return (Self.bytes("syslog_identifier"), value) }
+                default: if let value = fields.processID { return (Self.bytes("syslog_pid"), value) }
+                }
+            }
+            return nil
+        }
+
+        private static func bytes(_ text: StaticString) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+        }
+    }
+
+    func makeIterator() -> Iterator {
+        Iterator(fields: self)
+    }
+}
+
+extension ArraySlice<UInt8> {
+    /// Whether every byte is ASCII; eight at a time, since nearly every line is.
+    var isASCII: Bool {
+        withUnsafeBytes { raw in
+            var offset = 0
+            while offset + 8 <= raw.count {
+                if raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 {
+                    return false
+                }
+                offset += 8
+            }
+            while offset < raw.count {
+                if raw[offset] >= 0x80 { return false }
+                offset += 1
+            }
+            return true
+        }
+    }
+}
