@@ -50,7 +50,7 @@ extension RecordParser {
             guard hostname.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
             keepsHostname = true
         } else {
-            keepsHostname = true
+            keepsHostname = false
         }
         let priority = PriorityClass(severity: message.severity)
         let line = frame.bytes.withUnsafeBufferPointer { bytes in
