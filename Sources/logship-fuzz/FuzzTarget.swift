@@ -38,7 +38,7 @@ enum FuzzTarget {
         let encoded = parser.encode(
             frame, source: .socket, peer: nil, receivedAt: Timestamp(microsecondsSinceEpoch: 1_795_255_200_000_000))
         precondition(
-            encoded.line == line && encoded.priority == record.priority,
+            encoded.line == line && encoded.priority == record.priority && encoded.truncated == frame.truncated,
             "the line written from the frame differs from the record's: \(String(decoding: encoded.line, as: UTF8.self))")
     }
 

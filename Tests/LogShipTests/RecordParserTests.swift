@@ -219,7 +219,8 @@ struct RecordParserTests {
         "<14>Nov 22 10:00:00 web-17 app: a CRLF line with trailing NULs\r\n\0\0",
     ])
     func encodedRFC3164(_ line: String) throws {
-        for (frame, sender) in [(Frame(bytes: Array(line.utf8)), Optional(peer)), (Frame(bytes: Array(line.utf8), truncated: true), nil)] {
+        let frames = [(Frame(bytes: Array(line.utf8)), Optional(peer)), (Frame(bytes: Array(line.utf8), truncated: true), nil)]
+        for (frame, sender) in frames {
             let direct = try #require(
                 parser.encodeRFC3164(frame, source: .socket, peer: sender, receivedAt: arrival), "not taken for \(line)")
             let record = parser.parse(frame, source: .socket, peer: sender, receivedAt: arrival)

@@ -1,4 +1,5 @@
-/// A record as the spool stores it: its class and its NDJSON line.
+/// A parsed record ready for the spool: its class and its NDJSON line, and whether it was cut, which intake
+/// counts.
 public struct EncodedRecord: Hashable, Sendable {
     public var priority: PriorityClass
     /// The record's ``LogRecord/ndjsonLine``.
@@ -18,7 +19,8 @@ public struct EncodedRecord: Hashable, Sendable {
 }
 
 extension RecordParser {
-    /// Parses a frame into the line the spool stores: the same bytes as `parse(…).ndjsonLine`.
+    /// Parses a frame into the line the spool stores: the same bytes as `parse(…).ndjsonLine`, with the same
+    /// parameters.
     ///
     /// What the ingest sockets receive most is an ASCII RFC 3164 line (`logger`, glibc `syslog()`). Its line is
     /// written straight from the frame's bytes, without the record's strings and fields: the parse and the
@@ -33,8 +35,8 @@ extension RecordParser {
         return EncodedRecord(parse(frame, source: source, peer: peer, receivedAt: receivedAt))
     }
 
-    /// The line of an ASCII RFC 3164 frame, or `nil` for any other. Internal for the tests, which check that it
-    /// is taken.
+    /// The line of an ASCII RFC 3164 frame, or `nil` for any other, and for one whose sender names a host other
+    /// than this one while this host's name is not ASCII. Internal for the tests, which check that it is taken.
     func encodeRFC3164(
         _ frame: Frame, source: LogRecord.Source, peer: PeerCredentials?, receivedAt: Timestamp
     ) -> EncodedRecord? {
@@ -104,25 +106,5 @@ private struct SyslogHeaderFields: Sequence {
 
     func makeIterator() -> Iterator {
         Iterator(fields: self)
-    }
-}
-
-extension ArraySlice<UInt8> {
-    /// Whether every byte is ASCII; eight at a time, since nearly every line is.
-    var isASCII: Bool {
-        withUnsafeBytes { raw in
-            var offset = 0
-            while offset + 8 <= raw.count {
-                if raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 {
-                    return false
-                }
-                offset += 8
-            }
-            while offset < raw.count {
-                if raw[offset] >= 0x80 { return false }
-                offset += 1
-            }
-            return true
-        }
     }
 }

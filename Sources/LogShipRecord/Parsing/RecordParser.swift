@@ -1,5 +1,5 @@
-/// Turns one frame into a ``LogRecord``: JSON object lines, RFC 5424 and RFC 3164 syslog messages, sd-daemon
-/// `<N>` prefixes, and plain text.
+/// Turns one frame into a ``LogRecord``, or straight into its NDJSON line (``encode(_:source:peer:receivedAt:)``):
+/// JSON object lines, RFC 5424 and RFC 3164 syslog messages, sd-daemon `<N>` prefixes, and plain text.
 ///
 /// Parsing never fails: anything that is not a recognised form is kept as plain text, invalid UTF-8 is replaced
 /// with U+FFFD, and the sender's identity comes from the caller (the kernel), never from the payload.
@@ -56,6 +56,24 @@ public struct RecordParser: Sendable {
 }
 
 extension ArraySlice<UInt8> {
+    /// Whether every byte is ASCII; eight at a time, since nearly every line is.
+    var isASCII: Bool {
+        withUnsafeBytes { raw in
+            var offset = 0
+            while offset + 8 <= raw.count {
+                if raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 {
+                    return false
+                }
+                offset += 8
+            }
+            while offset < raw.count {
+                if raw[offset] >= 0x80 { return false }
+                offset += 1
+            }
+            return true
+        }
+    }
+
     /// Drops a trailing newline (LF or CRLF) and trailing NULs, which some syslog clients append.
     package func trimmingLineEnding() -> ArraySlice<UInt8> {
         var slice = self

@@ -277,7 +277,7 @@ enum SyslogParser {
 struct RFC3164Message {
     var severity: Severity
     var facility: Int
-    /// `nil` for a date that does not exist in the year it was put in (`Feb 30`).
+    /// `nil` for a date that exists in none of the years tried (`Feb 30`).
     var timestamp: Timestamp?
     var hostname: ArraySlice<UInt8>?
     var identifier: ArraySlice<UInt8>?
