@@ -222,7 +222,8 @@ struct RecordParserTests {
         let frames = [(Frame(bytes: Array(line.utf8)), Optional(peer)), (Frame(bytes: Array(line.utf8), truncated: true), nil)]
         for (frame, sender) in frames {
             let direct = try #require(
-                parser.encodeRFC3164(frame, source: .socket, peer: sender, receivedAt: arrival), "not taken for \(line)")
+                parser.encodeRFC3164(frame.content, of: frame, source: .socket, peer: sender, receivedAt: arrival),
+                "not taken for \(line)")
             let record = parser.parse(frame, source: .socket, peer: sender, receivedAt: arrival)
             #expect(String(decoding: direct.line, as: UTF8.self) == String(decoding: record.ndjsonLine, as: UTF8.self))
             #expect(direct.line == record.ndjsonLine && direct.priority == record.priority)
@@ -240,7 +241,7 @@ struct RecordParserTests {
     ])
     func encodedThroughRecord(_ line: String) {
         let frame = Frame(bytes: Array(line.utf8))
-        #expect(parser.encodeRFC3164(frame, source: .socket, peer: peer, receivedAt: arrival) == nil)
+        #expect(parser.encodeRFC3164(frame.content, of: frame, source: .socket, peer: peer, receivedAt: arrival) == nil)
         let record = parser.parse(frame, source: .socket, peer: peer, receivedAt: arrival)
         #expect(parser.encode(frame, source: .socket, peer: peer, receivedAt: arrival) == EncodedRecord(record))
     }
@@ -249,7 +250,7 @@ struct RecordParserTests {
     func nonASCIILocalHostname() {
         let parser = RecordParser(hostname: "h\u{f6}st")
         let frame = Frame(bytes: Array("<14>Nov 22 10:00:00 web-17 app: text".utf8))
-        #expect(parser.encodeRFC3164(frame, source: .socket, peer: peer, receivedAt: arrival) == nil)
+        #expect(parser.encodeRFC3164(frame.content, of: frame, source: .socket, peer: peer, receivedAt: arrival) == nil)
         #expect(parser.encode(frame, source: .socket, peer: peer, receivedAt: arrival)
             == EncodedRecord(parser.parse(frame, source: .socket, peer: peer, receivedAt: arrival)))
     }
@@ -257,7 +258,7 @@ struct RecordParserTests {
     @Test("invalid UTF-8 in an RFC 3164 line is repaired as in the record")
     func invalidUTF8RFC3164() {
         let frame = Frame(bytes: Array("<14>Nov 22 10:00:00 web-17 app: ".utf8) + [0xC3, 0x28, 0xFF])
-        #expect(parser.encodeRFC3164(frame, source: .socket, peer: peer, receivedAt: arrival) == nil)
+        #expect(parser.encodeRFC3164(frame.content, of: frame, source: .socket, peer: peer, receivedAt: arrival) == nil)
         #expect(parser.encode(frame, source: .socket, peer: peer, receivedAt: arrival).line
             == parser.parse(frame, source: .socket, peer: peer, receivedAt: arrival).ndjsonLine)
     }

@@ -29,18 +29,21 @@ extension RecordParser {
     public func encode(
         _ frame: Frame, source: LogRecord.Source, peer: PeerCredentials?, receivedAt: Timestamp
     ) -> EncodedRecord {
-        if let encoded = encodeRFC3164(frame, source: source, peer: peer, receivedAt: receivedAt) {
+        let content = frame.content
+        if let encoded = encodeRFC3164(content, of: frame, source: source, peer: peer, receivedAt: receivedAt) {
             return encoded
         }
-        return EncodedRecord(parse(frame, source: source, peer: peer, receivedAt: receivedAt))
+        return EncodedRecord(
+            record(of: content, truncated: frame.truncated, source: source, peer: peer, receivedAt: receivedAt))
     }
 
-    /// The line of an ASCII RFC 3164 frame, or `nil` for any other, and for one whose sender names a host other
-    /// than this one while this host's name is not ASCII. Internal for the tests, which check that it is taken.
+    /// The line of an ASCII RFC 3164 frame, given its ``Frame/content``, or `nil` for any other, and for one
+    /// whose sender names a host other than this one while this host's name is not ASCII. Internal for the
+    /// tests, which check that it is taken.
     func encodeRFC3164(
-        _ frame: Frame, source: LogRecord.Source, peer: PeerCredentials?, receivedAt: Timestamp
+        _ content: ArraySlice<UInt8>, of frame: Frame, source: LogRecord.Source, peer: PeerCredentials?,
+        receivedAt: Timestamp
     ) -> EncodedRecord? {
-        let content = trimmedContent(of: frame)
         // ASCII only: `parse` replaces invalid UTF-8, which copying bytes would not. A JSON object line starts
         // with `{`, never with a PRI.
         guard content.first == UInt8(ascii: "<"), content.isASCII,

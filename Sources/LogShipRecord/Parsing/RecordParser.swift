@@ -24,25 +24,26 @@ public struct RecordParser: Sendable {
         peer: PeerCredentials?,
         receivedAt: Timestamp
     ) -> LogRecord {
-        let content = trimmedContent(of: frame)
+        record(of: frame.content, truncated: frame.truncated, source: source, peer: peer, receivedAt: receivedAt)
+    }
+
+    /// The record of a frame's ``Frame/content``; `truncated` is the frame's.
+    func record(
+        of content: ArraySlice<UInt8>, truncated: Bool, source: LogRecord.Source, peer: PeerCredentials?,
+        receivedAt: Timestamp
+    ) -> LogRecord {
         if content.first == UInt8(ascii: "{"), let object = JSONLineParser.parseObject(content) {
-            var record = plain("", source: source, peer: peer, receivedAt: receivedAt, truncated: frame.truncated)
+            var record = plain("", source: source, peer: peer, receivedAt: receivedAt, truncated: truncated)
             JSONLineParser.apply(object, rawLine: content, to: &record)
             return record
         }
         if let syslog = SyslogParser.parse(content, receivedAt: receivedAt) {
             return syslog.record(
-                localHostname: hostname, source: source, peer: peer, receivedAt: receivedAt, truncated: frame.truncated)
+                localHostname: hostname, source: source, peer: peer, receivedAt: receivedAt, truncated: truncated)
         }
         return plain(
             String(decoding: content, as: UTF8.self), source: source, peer: peer, receivedAt: receivedAt,
-            truncated: frame.truncated)
-    }
-
-    /// The frame's bytes without the line ending and without a character the size cut left incomplete.
-    func trimmedContent(of frame: Frame) -> ArraySlice<UInt8> {
-        let content = frame.bytes[...]
-        return (frame.truncated ? content.droppingIncompleteUTF8Suffix() : content).trimmingLineEnding()
+            truncated: truncated)
     }
 
     /// A record with `message` and nothing read from the payload: stamped when it arrived, informational.
@@ -52,6 +53,14 @@ public struct RecordParser: Sendable {
         LogRecord(
             timestamp: receivedAt, priority: .info, severity: .informational, host: hostname, source: source,
             message: message, peer: peer, truncated: truncated)
+    }
+}
+
+extension Frame {
+    /// The record's bytes without the line ending and without a character the size cut left incomplete: what
+    /// the parsers read.
+    var content: ArraySlice<UInt8> {
+        (truncated ? bytes[...].droppingIncompleteUTF8Suffix() : bytes[...]).trimmingLineEnding()
     }
 }
 
