@@ -133,9 +133,7 @@ enum PeerComparison {
     ) async throws -> Run {
         let directory = try TemporaryDirectory.make()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var behavior = LogReceiver.Behavior(delay: scenario.receiverDelay)
-        behavior.decodesRecords = false
-        let receiver = try await TestReceiver(behavior: behavior)
+        let receiver = try await CountingReceiver(delay: scenario.receiverDelay)
         let stream = "\(directory)/ingest.sock"
         let process = switch shipper {
         case .logshipd: try startLogshipd(directory: directory, url: receiver.url, batch: scenario.batch)
@@ -146,12 +144,13 @@ enum PeerComparison {
         let cpuBefore = try cpuSeconds(process.pid)
         let start = ContinuousClock.now
         try await generate(lines: scenario.lines, to: stream)
-        try await receiver.waitFor(records: scenario.lines, within: .seconds(600))
+        try await receiver.waitFor(lines: scenario.lines, within: .seconds(600))
         let elapsed = ContinuousClock.now - start
         let cpu = try cpuSeconds(process.pid) - cpuBefore
         let peak = try TargetScenarios.residentMiB(process.pid, field: "VmHWM:")
         process.signal(SIGTERM)
         _ = try await process.wait(within: .seconds(60))
+        await receiver.shutdown()
         return Run(
             linesPerSecond: Double(scenario.lines) / elapsed.seconds,
             cpuMicrosecondsPerLine: cpu / Double(scenario.lines) * 1_000_000, peakRSSMiB: peak)

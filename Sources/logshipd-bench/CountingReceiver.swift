@@ -1,0 +1,168 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// The side-by-side comparison's remote: an HTTP/1.1 server on loopback that counts the NDJSON lines of every POST
+/// and answers 200, after a fixed delay if asked, on its event loop.
+///
+/// It does as little per request as an HTTP server can, on one thread, so that the shippers compared are what is
+/// measured: no task per request, no hop off the loop, the answer's head and end in one write. `LogReceiver`
+/// (`logctl receive`, the tests' remote) decodes and reports every request; here that cost was as large as a
+/// shipper's own and fell on the same two cores.
+final class CountingReceiver: Sendable {
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
+    private let lines: LineCount
+
+    /// The URL the shippers post to.
+    let url: String
+
+    /// Binds an ephemeral port on 127.0.0.1.
+    ///
+    /// - Parameter delay: How long to wait before answering each request (a slow remote).
+    init(delay: Duration = .zero) async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let lines = LineCount()
+        let delay = TimeAmount.nanoseconds(Int64(delay.seconds * 1_000_000_000))
+        do {
+            channel = try await ServerBootstrap(group: group)
+                .serverChannelOption(.backlog, value: 64)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        try channel.pipeline.syncOperations.addHandler(CountingHandler(lines: lines, delay: delay))
+                    }
+                }
+                .bind(host: "127.0.0.1", port: 0)
+                .get()
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        self.group = group
+        self.lines = lines
+        url = "http://127.0.0.1:\(channel.localAddress?.port ?? 0)/ingest"
+    }
+
+    /// Waits until at least `count` lines have arrived, or throws after `timeout`.
+    func waitFor(lines count: Int, within timeout: Duration) async throws {
+        try await lines.wait(for: count, within: timeout)
+    }
+
+    /// Closes the listening socket and the connections, and stops the loop.
+    func shutdown() async {
+        try? await channel.close()
+        try? await group.shutdownGracefully()
+    }
+}
+
+/// Counts one connection's lines and answers each request.
+private final class CountingHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let lines: LineCount
+    private let delay: TimeAmount
+    private var keepAlive = true
+    private var newlines = 0
+    private var lastByte: UInt8?
+
+    init(lines: LineCount, delay: TimeAmount) {
+        self.lines = lines
+        self.delay = delay
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            keepAlive = head.isKeepAlive
+            newlines = 0
+            lastByte = nil
+        case .body(let part):
+            newlines += part.readableBytesView.count(of: UInt8(ascii: "\n"))
+            lastByte = part.readableBytesView.last ?? lastByte
+        case .end:
+            // The last line of a body need not end in a newline (syslog-ng's single-line bodies do not).
+            lines.add(newlines + (lastByte.map { $0 != UInt8(ascii: "\n") ? 1 : 0 } ?? 0))
+            guard delay > .zero else {
+                answer(context: context)
+                return
+            }
+            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: delay) { handler.value.answer(context: bound.value) }
+        }
+    }
+
+    private func answer(context: ChannelHandlerContext) {
+        var head = HTTPResponseHead(version: .http1_1, status: .ok)
+        head.headers.add(name: "Content-Length", value: "0")
+        if !keepAlive { head.headers.add(name: "Connection", value: "close") }
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        let keepAlive = self.keepAlive
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
+            if !keepAlive { channel.close(promise: nil) }
+        }
+    }
+}
+
+extension ByteBufferView {
+    /// How many of the view's bytes equal `byte`.
+    fileprivate func count(of byte: UInt8) -> Int {
+        withContiguousStorageIfAvailable { $0.count { $0 == byte } } ?? reduce(0) { $0 + ($1 == byte ? 1 : 0) }
+    }
+}
+
+/// The running line count, with one waiter for a total.
+private final class LineCount: Sendable {
+    private struct State {
+        var count = 0
+        var waiter: (target: Int, continuation: CheckedContinuation<Void, any Error>)?
+        /// Set once the waiter's time is up, so that a wait registering after that fails at once.
+        var expired = false
+    }
+
+    private let state = Mutex(State())
+
+    func add(_ lines: Int) {
+        let reached = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            state.count += lines
+            guard let waiter = state.waiter, state.count >= waiter.target else { return nil }
+            state.waiter = nil
+            return waiter.continuation
+        }
+        reached?.resume()
+    }
+
+    func wait(for target: Int, within timeout: Duration) async throws {
+        state.withLock { $0.expired = false }
+        let deadline = Task {
+            try await Task.sleep(for: timeout)
+            let (waiter, counted) = state.withLock { state in
+                defer { state.waiter = nil }
+                state.expired = true
+                return (state.waiter?.continuation, state.count)
+            }
+            waiter?.resume(throwing: CountingReceiverTimeout(target: target, counted: counted))
+        }
+        defer { deadline.cancel() }
+        try await withCheckedThrowingContinuation { continuation in
+            let outcome = state.withLock { state -> Result<Void, any Error>? in
+                if state.count >= target { return .success(()) }
+                if state.expired { return .failure(CountingReceiverTimeout(target: target, counted: state.count)) }
+                state.waiter = (target, continuation)
+                return nil
+            }
+            if let outcome { continuation.resume(with: outcome) }
+        }
+    }
+}
+
+/// The receiver did not count the lines it waited for in time.
+struct CountingReceiverTimeout: Error, CustomStringConvertible {
+    var target: Int
+    var counted: Int
+    var description: String { "the receiver counted \(counted) of \(target) lines before the deadline" }
+}
