@@ -24,6 +24,10 @@ open class ConcurrentOperation<Value: Sendable>: Operation, @unchecked Sendable 
     public typealias Completion = @Sendable (Result<Value, any Error>) -> Void
 
     private let machine: Mutex<OperationStateMachine<Value>>
+    /// The machine's phase, stored under its lock with every transition. The queue reads `isExecuting` and
+    /// `isFinished` several times per operation; reading them here takes no lock and, this class being generic,
+    /// looks up no type metadata, which the lock's generic state would on every read.
+    private let phase = Atomic(OperationPhase.waiting)
 
     /// - Parameter completion: Called once with the result, before the queue learns that the operation finished,
     ///   so that work it enqueues is already waiting when the slot frees.
@@ -34,13 +38,13 @@ open class ConcurrentOperation<Value: Sendable>: Operation, @unchecked Sendable 
 
     public final override var isAsynchronous: Bool { true }
 
-    public final override var isExecuting: Bool { machine.withLock { $0.isExecuting } }
+    public final override var isExecuting: Bool { phase.load(ordering: .acquiring) == .executing }
 
-    public final override var isFinished: Bool { machine.withLock { $0.isFinished } }
+    public final override var isFinished: Bool { phase.load(ordering: .acquiring) == .finished }
 
     public final override func start() {
         let cancelled = isCancelled
-        switch machine.withLock({ $0.start(isCancelled: cancelled) }) {
+        switch transition({ $0.start(isCancelled: cancelled) }) {
         case .execute:
             didChangeValue(forKey: "isExecuting")
             main()
@@ -68,8 +72,19 @@ open class ConcurrentOperation<Value: Sendable>: Operation, @unchecked Sendable 
 
     /// Ends the operation with `result`. Only the first call counts.
     public final func finish(_ result: Result<Value, any Error>) {
-        if case .finish(let result, let completion) = machine.withLock({ $0.finish(result) }) {
+        if case .finish(let result, let completion) = transition({ $0.finish(result) }) {
             deliver(result, to: completion)
+        }
+    }
+
+    /// Feeds the machine an event under its lock and publishes its phase before the lock is released.
+    private func transition(
+        _ event: (inout OperationStateMachine<Value>) -> OperationStateMachine<Value>.Action
+    ) -> OperationStateMachine<Value>.Action {
+        machine.withLock { machine in
+            let action = event(&machine)
+            phase.store(machine.phase, ordering: .releasing)
+            return action
         }
     }
 
@@ -77,6 +92,13 @@ open class ConcurrentOperation<Value: Sendable>: Operation, @unchecked Sendable 
         completion?(result)
         didChangeValue(forKey: "isFinished")
     }
+}
+
+/// Where an operation is, as the queue sees it.
+enum OperationPhase: UInt8, AtomicRepresentable {
+    case waiting
+    case executing
+    case finished
 }
 
 /// The pure state machine behind ``ConcurrentOperation``: decides, its owner acts outside the lock.
@@ -103,14 +125,12 @@ struct OperationStateMachine<Value: Sendable> {
         self.completion = completion
     }
 
-    var isExecuting: Bool {
-        if case .executing = state { return true }
-        return false
-    }
-
-    var isFinished: Bool {
-        if case .finished = state { return true }
-        return false
+    var phase: OperationPhase {
+        switch state {
+        case .waiting: .waiting
+        case .executing: .executing
+        case .finished: .finished
+        }
     }
 
     mutating func start(isCancelled: Bool) -> Action {
