@@ -46,14 +46,15 @@ public final class HTTPUploader: Uploader {
         }
     }
 
-    /// One configuration with what it needs at each request, and the client that posts to its URL.
-    private struct Settings: Sendable {
-        var configuration: Configuration
-        var url: String
-        var encoder: any RecordEncoder
-        var bearerToken: SecretFile?
-        var basicPassword: SecretFile?
-        var client: UploadClient
+    /// One configuration with what it needs at each request, and the client that posts to its URL. A class: each
+    /// request takes the settings in force, which then costs a reference, not a copy of them all.
+    private final class Settings: Sendable {
+        let configuration: Configuration
+        let url: String
+        let encoder: any RecordEncoder
+        let bearerToken: SecretFile?
+        let basicPassword: SecretFile?
+        let client: UploadClient
 
         /// - Parameter current: The settings in use, whose client is kept when the URL and TLS are unchanged.
         /// - Throws: ``ConfigurationError`` for a URL that is not http(s) with a host, or TLS settings NIOSSL

@@ -12,8 +12,9 @@ import NIOSSL
 /// the remote before any answer (the remote ended an idle keep-alive connection just as it was taken) is sent once
 /// more on a new connection; nothing else is retried here, since retries are the shipper's to decide.
 ///
-/// It does only what the uploader needs, which is why it is not async-http-client: one hop to the loop per
-/// request at most, no task group or dispatch timer per request, the head and body in one write.
+/// It does only what the uploader needs, which is why it is not async-http-client: no hop when the caller runs on
+/// the loop (the delivery tasks do), no task group, future or dispatch timer per request, the head and body in one
+/// write. With one record per request, what a request costs besides is most of what delivery costs.
 final class UploadClient: Sendable {
     /// Connections idle for this long are closed.
     static let idleTimeout = TimeAmount.seconds(60)
@@ -23,21 +24,42 @@ final class UploadClient: Sendable {
     private let tls: NIOSSLContext?
     private let pool: NIOLoopBoundBox<Pool>
 
+    /// A connection and the handler at the end of its pipeline, found once when it connected.
+    private struct Connection: Sendable {
+        var channel: any Channel
+        var handler: NIOLoopBound<UploadConnectionHandler>
+    }
+
     private struct Pool {
-        var idle: [any Channel] = []
+        var idle: [Connection] = []
         /// Replaced by a client for other settings: requests that started with this one still run, each on a
         /// connection closed after it.
         var isRetired = false
         var isShutDown = false
     }
 
-    /// What one request has reached, touched only on the loop.
-    private struct Progress {
-        /// When the request times out.
-        var deadline: NIODeadline
-        var channel: (any Channel)?
-        var timeout: Scheduled<Void>?
-        var isFinished = false
+    /// Where one request has got to, touched only on the loop.
+    private enum Exchange {
+        /// `post` has not reached the loop yet.
+        case waiting
+        /// Cancelled before it reached the loop: it ends there with this error, sending nothing.
+        case cancelled
+        case running(Running)
+        case finished
+    }
+
+    /// A request on its way: what to send, whom to answer, and the connection and timer it holds. A class, so that
+    /// the steps of an exchange share it instead of copying it in and out of ``Exchange``.
+    private final class Running {
+        let request: Request
+        let continuation: CheckedContinuation<UploadResponse, any Error>
+        var connection: Connection?
+        var timeout: NIOScheduledCallback?
+
+        init(request: Request, continuation: CheckedContinuation<UploadResponse, any Error>) {
+            self.request = request
+            self.continuation = continuation
+        }
     }
 
     /// - Throws: A TLS configuration NIOSSL cannot make a context of (the loader has checked the files).
@@ -59,14 +81,19 @@ final class UploadClient: Sendable {
         head.uri = endpoint.target
         head.headers.replaceOrAdd(name: "Host", value: endpoint.hostHeader)
         head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
-        let request = Request(head: head, body: body, excerptLimit: excerptLimit)
-        let promise = eventLoop.makePromise(of: UploadResponse.self)
-        let progress = NIOLoopBoundBox.makeBoxSendingValue(Progress(deadline: .now() + timeout), eventLoop: eventLoop)
-        eventLoop.execute { self.start(request, progress, promise) }
+        let deadline = NIODeadline.now() + timeout
+        let exchange = NIOLoopBoundBox.makeBoxSendingValue(Exchange.waiting, eventLoop: eventLoop)
         return try await withTaskCancellationHandler {
-            try await promise.futureResult.get()
+            try await withCheckedThrowingContinuation { continuation in
+                let request = Request(head: head, body: body, excerptLimit: excerptLimit, deadline: deadline)
+                if eventLoop.inEventLoop {
+                    start(request, exchange, continuation)
+                } else {
+                    eventLoop.execute { self.start(request, exchange, continuation) }
+                }
+            }
         } onCancel: {
-            self.eventLoop.execute { self.abandon(progress, promise, with: CancellationError()) }
+            self.eventLoop.execute { self.abandon(exchange, with: CancellationError()) }
         }
     }
 
@@ -90,113 +117,130 @@ final class UploadClient: Sendable {
     private func closeIdle() {
         let idle = pool.value.idle
         pool.value.idle = []
-        for channel in idle { channel.close(promise: nil) }
+        for connection in idle { connection.channel.close(promise: nil) }
     }
 
     private struct Request: Sendable {
         var head: HTTPRequestHead
         var body: ByteBuffer
         var excerptLimit: Int
+        var deadline: NIODeadline
     }
 
     // MARK: On the loop
 
     private func start(
-        _ request: Request, _ progress: NIOLoopBoundBox<Progress>, _ promise: EventLoopPromise<UploadResponse>
+        _ request: Request, _ exchange: NIOLoopBoundBox<Exchange>,
+        _ continuation: CheckedContinuation<UploadResponse, any Error>
     ) {
-        guard !pool.value.isShutDown else {
-            promise.fail(UploadClientError.shutDown)
+        guard case .waiting = exchange.value else {
+            continuation.resume(throwing: CancellationError())
             return
         }
-        progress.value.timeout = eventLoop.scheduleTask(deadline: progress.value.deadline) {
-            let status = progress.value.channel.flatMap { Self.handler(of: $0)?.responseStatus }
-            self.abandon(progress, promise, with: UploadClientError.timedOut(status: status))
+        guard !pool.value.isShutDown else {
+            exchange.value = .finished
+            continuation.resume(throwing: UploadClientError.shutDown)
+            return
         }
-        promise.futureResult.whenComplete { _ in
-            progress.value.isFinished = true
-            progress.value.timeout?.cancel()
-        }
-        if let channel = takeIdle() {
-            send(request, on: channel, reused: true, progress, promise)
+        let running = Running(request: request, continuation: continuation)
+        running.timeout = try? eventLoop.assumeIsolated().scheduleCallback(
+            at: request.deadline, handler: TimeoutHandler(client: self, exchange: exchange))
+        exchange.value = .running(running)
+        if let connection = takeIdle() {
+            send(on: connection, reused: true, exchange)
         } else {
-            connectAndSend(request, progress, promise)
+            connectAndSend(exchange)
         }
     }
 
-    private func connectAndSend(
-        _ request: Request, _ progress: NIOLoopBoundBox<Progress>, _ promise: EventLoopPromise<UploadResponse>
-    ) {
-        connect(timeout: progress.value.deadline - .now()).whenComplete { result in
+    /// Ends a request that timed out, with the status of its response if the head had arrived.
+    private struct TimeoutHandler: NIOScheduledCallbackHandler {
+        let client: UploadClient
+        let exchange: NIOLoopBoundBox<Exchange>
+
+        func handleScheduledCallback(eventLoop: some EventLoop) {
+            guard case .running(let running) = exchange.value else { return }
+            client.abandon(exchange, with: UploadClientError.timedOut(status: running.connection?.handler.value.responseStatus))
+        }
+    }
+
+    private func connectAndSend(_ exchange: NIOLoopBoundBox<Exchange>) {
+        guard case .running(let running) = exchange.value else { return }
+        connect(timeout: running.request.deadline - .now()).whenComplete { result in
             switch result {
-            case .success(let channel):
-                guard !progress.value.isFinished else {
-                    channel.close(promise: nil)
+            case .success(let connection):
+                guard case .running = exchange.value else {
+                    connection.channel.close(promise: nil)
                     return
                 }
-                self.send(request, on: channel, reused: false, progress, promise)
+                self.send(on: connection, reused: false, exchange)
             case .failure(let error):
-                promise.fail(error)
+                self.finish(exchange, .failure(error))
             }
         }
     }
 
-    private func send(
-        _ request: Request, on channel: any Channel, reused: Bool, _ progress: NIOLoopBoundBox<Progress>,
-        _ promise: EventLoopPromise<UploadResponse>
-    ) {
-        guard let handler = Self.handler(of: channel) else {
-            channel.close(promise: nil)
-            connectAndSend(request, progress, promise)
-            return
-        }
-        progress.value.channel = channel
-        let attempt = eventLoop.makePromise(of: UploadResponse.self)
-        handler.send(request.head, body: request.body, excerptLimit: request.excerptLimit, promise: attempt)
-        attempt.futureResult.whenComplete { result in
-            guard !progress.value.isFinished else {
-                channel.close(promise: nil)
+    private func send(on connection: Connection, reused: Bool, _ exchange: NIOLoopBoundBox<Exchange>) {
+        guard case .running(let running) = exchange.value else { return }
+        running.connection = connection
+        let request = running.request
+        connection.handler.value.send(request.head, body: request.body, excerptLimit: request.excerptLimit) { result in
+            guard case .running = exchange.value else {
+                connection.channel.close(promise: nil)
                 return
             }
             switch result {
             case .success(let response):
-                self.release(channel, keepAlive: response.head.isKeepAlive)
-                promise.succeed(response)
+                self.release(connection, keepAlive: response.head.isKeepAlive)
+                self.finish(exchange, .success(response))
             case .failure(UploadClientError.connectionClosed(responseStarted: false)) where reused:
                 // The remote closed the idle connection as it was taken: a new one gets the request.
-                progress.value.channel = nil
-                self.connectAndSend(request, progress, promise)
+                self.connectAndSend(exchange)
             case .failure(let error):
-                channel.close(promise: nil)
-                promise.fail(error)
+                connection.channel.close(promise: nil)
+                self.finish(exchange, .failure(error))
             }
         }
     }
 
-    private func abandon(
-        _ progress: NIOLoopBoundBox<Progress>, _ promise: EventLoopPromise<UploadResponse>, with error: any Error
-    ) {
-        guard !progress.value.isFinished else { return }
-        let channel = progress.value.channel
-        promise.fail(error)
-        if let channel { Self.handler(of: channel)?.abandon(with: error) ?? channel.close(promise: nil) }
+    /// Answers the caller once; the timeout is cancelled.
+    private func finish(_ exchange: NIOLoopBoundBox<Exchange>, _ result: Result<UploadResponse, any Error>) {
+        guard case .running(let running) = exchange.value else { return }
+        exchange.value = .finished
+        if let timeout = running.timeout { eventLoop.assumeIsolated().cancelScheduledCallback(timeout) }
+        running.continuation.resume(with: result)
     }
 
-    private func takeIdle() -> (any Channel)? {
-        while let channel = pool.value.idle.popLast() {
-            if channel.isActive { return channel }
+    /// Ends a request early (cancelled, timed out): the caller gets `error`, and a connection the request was
+    /// using is closed, since its answer may still be under way.
+    private func abandon(_ exchange: NIOLoopBoundBox<Exchange>, with error: any Error) {
+        switch exchange.value {
+        case .waiting:
+            exchange.value = .cancelled
+        case .running(let running):
+            finish(exchange, .failure(error))
+            if let connection = running.connection { connection.handler.value.abandon(with: error) }
+        case .cancelled, .finished:
+            break
+        }
+    }
+
+    private func takeIdle() -> Connection? {
+        while let connection = pool.value.idle.popLast() {
+            if connection.channel.isActive { return connection }
         }
         return nil
     }
 
-    private func release(_ channel: any Channel, keepAlive: Bool) {
-        guard keepAlive, channel.isActive, !pool.value.isShutDown, !pool.value.isRetired else {
-            channel.close(promise: nil)
+    private func release(_ connection: Connection, keepAlive: Bool) {
+        guard keepAlive, connection.channel.isActive, !pool.value.isShutDown, !pool.value.isRetired else {
+            connection.channel.close(promise: nil)
             return
         }
-        pool.value.idle.append(channel)
+        pool.value.idle.append(connection)
     }
 
-    private func connect(timeout: TimeAmount) -> EventLoopFuture<any Channel> {
+    private func connect(timeout: TimeAmount) -> EventLoopFuture<Connection> {
         let tls = self.tls
         let serverName = endpoint.serverName
         let pool = self.pool
@@ -209,18 +253,20 @@ final class UploadClient: Sendable {
                         try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
                     }
                     try pipeline.addHTTPClientHandlers()
-                    try pipeline.addHandler(IdleStateHandler(allTimeout: Self.idleTimeout))
+                    // Reads alone tell an idle connection: every request is answered, and a write-watching
+                    // handler would cost a promise per write.
+                    try pipeline.addHandler(IdleStateHandler(readTimeout: Self.idleTimeout))
                     try pipeline.addHandler(UploadConnectionHandler())
                     // A connection the remote closes while idle leaves the pool.
                     channel.closeFuture.whenComplete { _ in
-                        pool.value.idle.removeAll { $0 === channel }
+                        pool.value.idle.removeAll { $0.channel === channel }
                     }
                 }
             }
             .connect(host: endpoint.connectHost, port: endpoint.port)
-    }
-
-    private static func handler(of channel: any Channel) -> UploadConnectionHandler? {
-        try? channel.pipeline.syncOperations.handler(type: UploadConnectionHandler.self)
+            .flatMapThrowing { channel in
+                let handler = try channel.pipeline.syncOperations.handler(type: UploadConnectionHandler.self)
+                return Connection(channel: channel, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop))
+            }
     }
 }

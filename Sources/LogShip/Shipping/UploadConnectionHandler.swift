@@ -9,8 +9,11 @@ final class UploadConnectionHandler: ChannelInboundHandler, RemovableChannelHand
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundOut = HTTPClientRequestPart
 
+    /// Told the response, or why there is none; called once per request.
+    typealias Completion = (Result<UploadResponse, any Error>) -> Void
+
     private struct Exchange {
-        var promise: EventLoopPromise<UploadResponse>
+        var completion: Completion
         var excerptLimit: Int
         var head: HTTPResponseHead?
         var excerpt: [UInt8] = []
@@ -32,22 +35,19 @@ final class UploadConnectionHandler: ChannelInboundHandler, RemovableChannelHand
         self.context = nil
     }
 
-    /// Writes a request; `promise` completes with its response, or fails when the connection ends first.
-    func send(_ head: HTTPRequestHead, body: ByteBuffer, excerptLimit: Int, promise: EventLoopPromise<UploadResponse>) {
+    /// Writes a request; `completion` is told its response, or the failure when the connection ends first.
+    ///
+    /// A request that cannot be written met a connection the remote had closed: the channel closes on a failed
+    /// write, and ``channelInactive(context:)`` fails the request.
+    func send(_ head: HTTPRequestHead, body: ByteBuffer, excerptLimit: Int, completion: @escaping Completion) {
         guard let context, context.channel.isActive, exchange == nil else {
-            promise.fail(failure ?? UploadClientError.connectionClosed(responseStarted: false))
+            completion(.failure(failure ?? UploadClientError.connectionClosed(responseStarted: false)))
             return
         }
-        exchange = Exchange(promise: promise, excerptLimit: excerptLimit)
+        exchange = Exchange(completion: completion, excerptLimit: excerptLimit)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        // A request that cannot be written met a connection the remote had closed.
-        let written = context.eventLoop.makePromise(of: Void.self)
-        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        written.futureResult.whenFailure { _ in
-            handler.value.fail(handler.value.failure ?? UploadClientError.connectionClosed(responseStarted: false))
-        }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 
     /// Fails the request under way with `error` and closes the connection (a timeout, a cancellation).
@@ -70,7 +70,7 @@ final class UploadConnectionHandler: ChannelInboundHandler, RemovableChannelHand
         case .end:
             guard let finished = exchange, let head = finished.head else { return }
             exchange = nil
-            finished.promise.succeed(UploadResponse(head: head, excerpt: finished.excerpt))
+            finished.completion(.success(UploadResponse(head: head, excerpt: finished.excerpt)))
         }
     }
 
@@ -97,6 +97,6 @@ final class UploadConnectionHandler: ChannelInboundHandler, RemovableChannelHand
     private func fail(_ error: any Error) {
         guard let failed = exchange else { return }
         exchange = nil
-        failed.promise.fail(error)
+        failed.completion(.failure(error))
     }
 }
