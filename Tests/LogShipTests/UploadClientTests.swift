@@ -18,14 +18,13 @@ struct UploadClientTests {
 
     /// POSTs one record, as the daemon encodes it, with `message`.
     func post(_ client: UploadClient, _ message: String) async throws -> UploadResponse {
-        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/")
-        head.headers.add(name: "Content-Type", value: "application/x-ndjson")
+        let headers = HTTPHeaders([("Content-Type", "application/x-ndjson")])
         let record = LogRecord(
             timestamp: Timestamp(rfc3339: "2026-11-22T10:00:00Z")!, priority: .info, severity: .informational,
             host: "web-1", source: .socket, message: message)
         var body = ByteBuffer(bytes: record.ndjsonLine)
         body.writeString("\n")
-        return try await client.post(head, body: body, timeout: .seconds(30), excerptLimit: 64)
+        return try await client.post(headers: headers, body: body, timeout: .seconds(30), excerptLimit: 64)
     }
 
     @Test("requests share a kept-alive connection; the answer's status and the start of its body come back")
@@ -53,5 +52,23 @@ struct UploadClientTests {
         client.shutdown()
         await #expect(throws: UploadClientError.shutDown) { _ = try await post(client, "refused") }
         #expect(receiver.records.map(\.message) == ["before", "after one", "after two"])
+    }
+
+    @Test("upload.headers reach the remote and win over the format's Content-Type; Host and Content-Length stay the client's")
+    func configuredHeaders() async throws {
+        let receiver = try await TestReceiver()
+        let uploader = try HTTPUploader(
+            configuration: .init(
+                url: receiver.url,
+                headers: [("X-Env", "staging"), ("Content-Type", "application/json"), ("Host", "elsewhere"), ("Content-Length", "1")]),
+            eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+        defer { uploader.shutdown() }
+        try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)], batchNumber: 7))
+        let headers = try #require(receiver.requests.first).headers
+        #expect(headers["X-Env"] == ["staging"])
+        #expect(headers["Content-Type"] == ["application/json"])
+        #expect(headers["Host"] == ["127.0.0.1:\(try #require(receiver.receiver.address.port))"])
+        #expect(headers["Content-Length"] == ["\(#"{"message":"m"}"#.utf8.count + 1)"])
+        #expect(headers["X-Logshipd-Records"] == ["1"] && headers["X-Logshipd-Batch"] == ["7"])
     }
 }

@@ -77,6 +77,8 @@ public final class LogReceiver: Sendable {
         public var format: String
         /// The `Content-Encoding` header, if any.
         public var contentEncoding: String?
+        /// Every header of the request, as it arrived.
+        public var headers: HTTPHeaders
         /// The body's size as it arrived, before decompression.
         public var bodyBytes: Int
         /// The decompressed body, when the behavior keeps bodies.
@@ -244,7 +246,7 @@ public final class LogReceiver: Sendable {
                 status: status, inFlightAtArrival: inFlight, arrivedAt: arrivedAt,
                 batch: head.headers.first(name: "X-Logshipd-Batch").flatMap { Int($0) },
                 authorization: head.headers.first(name: "Authorization"), path: head.uri, format: format.rawValue,
-                contentEncoding: contentEncoding, bodyBytes: body.readableBytes, body: keptBody))
+                contentEncoding: contentEncoding, headers: head.headers, bodyBytes: body.readableBytes, body: keptBody))
         if behavior.delay > .zero {
             try? await Task.sleep(for: behavior.delay)
         }

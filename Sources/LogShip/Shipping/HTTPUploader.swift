@@ -55,6 +55,14 @@ public final class HTTPUploader: Uploader {
         let bearerToken: SecretFile?
         let basicPassword: SecretFile?
         let client: UploadClient
+        /// The headers every request carries: the format's `Content-Type` and `upload.headers`, which win over
+        /// ours (`Host` and `Content-Length` aside, which the client sets).
+        let headers: HTTPHeaders
+        /// Whether `upload.headers` leaves `X-Logshipd-Records` and `X-Logshipd-Batch` to each request.
+        let sendsRecordCount: Bool
+        let sendsBatchNumber: Bool
+        /// Configured `Authorization` values: what a remote might echo back into an error message.
+        let configuredSecrets: [String]
 
         /// - Parameter current: The settings in use, whose client is kept when the URL and TLS are unchanged.
         /// - Throws: ``ConfigurationError`` for a URL that is not http(s) with a host, or TLS settings NIOSSL
@@ -62,6 +70,14 @@ public final class HTTPUploader: Uploader {
         init(_ configuration: Configuration, replacing current: Settings? = nil, eventLoop: any EventLoop) throws {
             self.configuration = configuration
             encoder = configuration.format.encoder
+            var headers = HTTPHeaders([("Content-Type", encoder.contentType)])
+            for (name, value) in configuration.headers where !["host", "content-length"].contains(name.lowercased()) {
+                headers.replaceOrAdd(name: name, value: value)
+            }
+            self.headers = headers
+            sendsRecordCount = !headers.contains(name: "X-Logshipd-Records")
+            sendsBatchNumber = !headers.contains(name: "X-Logshipd-Batch")
+            configuredSecrets = configuration.headers.filter { $0.0.lowercased() == "authorization" }.map(\.1)
             url = Self.url(configuration.url, defaultPath: encoder.defaultPath)
             bearerToken = configuration.bearerTokenFile.map(SecretFile.init(path:))
             basicPassword = configuration.basicAuthentication.map { SecretFile(path: $0.passwordFile) }
@@ -142,22 +158,20 @@ public final class HTTPUploader: Uploader {
     public func upload(_ payload: Payload) async throws {
         let settings = self.settings.withLock { $0 }
         let configuration = settings.configuration
-        var request = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/")
-        request.headers.add(name: "Content-Type", value: settings.encoder.contentType)
-        request.headers.add(name: "X-Logshipd-Records", value: String(payload.recordCount))
-        request.headers.add(name: "X-Logshipd-Batch", value: String(payload.batchNumber))
-        for (name, value) in configuration.headers {
-            request.headers.replaceOrAdd(name: name, value: value)
-        }
+        var headers = settings.headers
+        // Room for what this request adds, so that adding copies the shared headers once.
+        headers.reserveCapacity(headers.count + 4)
+        if settings.sendsRecordCount { headers.add(name: "X-Logshipd-Records", value: String(payload.recordCount)) }
+        if settings.sendsBatchNumber { headers.add(name: "X-Logshipd-Batch", value: String(payload.batchNumber)) }
         // What a remote might echo back into an error message, a log line or a dead letter's reason.
-        var secrets = configuration.headers.filter { $0.0.lowercased() == "authorization" }.map(\.1)
+        var secrets = settings.configuredSecrets
         if let token = try settings.bearerToken?.read(), !token.isEmpty {
-            request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
+            headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
             secrets.append(token)
         }
         if let user = configuration.basicAuthentication?.user, let password = try settings.basicPassword?.read() {
             let credentials = Data("\(user):\(password)".utf8).base64EncodedString()
-            request.headers.replaceOrAdd(name: "Authorization", value: "Basic \(credentials)")
+            headers.replaceOrAdd(name: "Authorization", value: "Basic \(credentials)")
             secrets += [password, credentials]
         }
         var body: ByteBuffer
@@ -168,7 +182,7 @@ public final class HTTPUploader: Uploader {
         }
         if configuration.gzip {
             body = try Self.gzip(body)
-            request.headers.add(name: "Content-Encoding", value: "gzip")
+            headers.add(name: "Content-Encoding", value: "gzip")
         }
 
         // Read past the limit by the longest secret, so that one crossing the cut is still found whole.
@@ -176,7 +190,7 @@ public final class HTTPUploader: Uploader {
         let response: UploadResponse
         do {
             response = try await settings.client.post(
-                request, body: body, timeout: TimeAmount(configuration.timeout), excerptLimit: Self.excerptLimit + margin)
+                headers: headers, body: body, timeout: TimeAmount(configuration.timeout), excerptLimit: Self.excerptLimit + margin)
         } catch UploadClientError.timedOut(let status?) where !(200...299).contains(status) {
             throw UploadError.status(status, responseExcerpt: "(response body timed out)")
         } catch {

@@ -70,17 +70,19 @@ final class UploadClient: Sendable {
         pool = .makeBoxSendingValue(Pool(), eventLoop: eventLoop)
     }
 
-    /// Posts `body` with `head` (whose target, `Host` and `Content-Length` this sets) and returns the response, of
-    /// whatever status.
+    /// Posts `body` to the endpoint's target and returns the response, of whatever status.
     ///
-    /// - Parameter excerptLimit: How much of the response body to keep; the rest is read and dropped.
+    /// - Parameters:
+    ///   - headers: The request's headers but `Host` and `Content-Length`, which this adds.
+    ///   - excerptLimit: How much of the response body to keep; the rest is read and dropped.
     /// - Throws: ``UploadClientError``, `CancellationError` when the calling task is cancelled (the connection is
     ///   closed), or the connection's own error (refused, reset, TLS).
-    func post(_ head: HTTPRequestHead, body: ByteBuffer, timeout: TimeAmount, excerptLimit: Int) async throws -> UploadResponse {
-        var head = head
-        head.uri = endpoint.target
-        head.headers.replaceOrAdd(name: "Host", value: endpoint.hostHeader)
-        head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
+    func post(headers: HTTPHeaders, body: ByteBuffer, timeout: TimeAmount, excerptLimit: Int) async throws -> UploadResponse {
+        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: endpoint.target)
+        head.headers.reserveCapacity(headers.count + 2)
+        head.headers.add(name: "Host", value: endpoint.hostHeader)
+        head.headers.add(contentsOf: headers)
+        head.headers.add(name: "Content-Length", value: String(body.readableBytes))
         let deadline = NIODeadline.now() + timeout
         let exchange = NIOLoopBoundBox.makeBoxSendingValue(Exchange.waiting, eventLoop: eventLoop)
         return try await withTaskCancellationHandler {
@@ -143,8 +145,15 @@ final class UploadClient: Sendable {
             return
         }
         let running = Running(request: request, continuation: continuation)
-        running.timeout = try? eventLoop.assumeIsolated().scheduleCallback(
-            at: request.deadline, handler: TimeoutHandler(client: self, exchange: exchange))
+        do {
+            running.timeout = try eventLoop.scheduleCallback(
+                at: request.deadline, handler: TimeoutHandler(client: self, exchange: exchange))
+        } catch {
+            // The loop is shutting down.
+            exchange.value = .finished
+            continuation.resume(throwing: error)
+            return
+        }
         exchange.value = .running(running)
         if let connection = takeIdle() {
             send(on: connection, reused: true, exchange)
@@ -207,7 +216,7 @@ final class UploadClient: Sendable {
     private func finish(_ exchange: NIOLoopBoundBox<Exchange>, _ result: Result<UploadResponse, any Error>) {
         guard case .running(let running) = exchange.value else { return }
         exchange.value = .finished
-        if let timeout = running.timeout { eventLoop.assumeIsolated().cancelScheduledCallback(timeout) }
+        running.timeout?.cancel()
         running.continuation.resume(with: result)
     }
 
