@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import Testing
 
@@ -332,6 +333,31 @@ struct SQLiteSpoolTests {
         #expect(try await writerLevel() == 2)
         try await store.settlingWrite { _ in }
         #expect(try await writerLevel() == 2, "a settling write commits with NORMAL and goes back to FULL")
+    }
+
+    @Test("a new spool file gets 32 KiB pages; a spool made with 4 KiB pages keeps them and its records")
+    func pageSize() async throws {
+        let directory = try TemporaryDirectory.make()
+        let fresh = try await SpoolDatabase.open(
+            path: "\(directory)/new.db", maximumBytes: 1 << 30, minimumFreeDiskBytes: 0,
+            cacheBudget: SpoolDatabase.cacheBudget, logger: .test)
+        #expect(fresh.pageSize == 32 << 10)
+        fresh.close()
+
+        // An older spool: the default 4 KiB pages, records in it.
+        let older = "\(directory)/old.db"
+        let queue = try DatabaseQueue(path: older)
+        try await queue.write { try $0.execute(sql: "CREATE TABLE t (x); DROP TABLE t") }
+        try queue.close()
+        let spool = try await SpoolKind.sqlite.make(path: older)
+        _ = try await spool.append([entry(.info, "kept")])
+        await spool.close()
+        let reopened = try await SpoolDatabase.open(
+            path: older, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, cacheBudget: SpoolDatabase.cacheBudget,
+            logger: .test)
+        defer { reopened.close() }
+        #expect(reopened.pageSize == 4096)
+        #expect(reopened.statistics().pending[.info] == 1)
     }
 
     @Test("a filling disk evicts lower classes like a full budget; crash records that find no room are refused",

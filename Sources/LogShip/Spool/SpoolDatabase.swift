@@ -20,6 +20,12 @@ final class SpoolDatabase: Sendable {
     /// comparison spends 15% less CPU per line with 16 MiB than with 1 MiB while delivering (it reads back fewer
     /// chunks); with the remote down, 1 MiB keeps the spool's memory flat however long the backlog grows.
     static let cacheBudget = SpoolLedger.CacheBudget(delivering: 16 << 20, stalled: 1 << 20)
+    /// SQLite's page size for a new spool file (an existing file keeps its own). Chunk blobs fill overflow pages,
+    /// and SQLite writes each WAL frame, and copies it at a checkpoint, with a system call of its own: 4 KiB pages
+    /// cost an intake of 220 000 socket lines about 49 000 `pwrite`s and 16 000 `pread`s. With 32 KiB pages,
+    /// intake alone and the batched comparison were 13–17% faster (medians of alternated runs); one record per
+    /// request about 6% slower, each acknowledgement rewriting larger pages; 16 and 64 KiB gained less.
+    static let newFilePageSize = 32 << 10
 
     let path: String
     let database: DatabasePool
@@ -49,6 +55,8 @@ final class SpoolDatabase: Sendable {
             // shrink it back after.
             let walLimit = max(minimumFreeDiskBytes / 2, 64 << 10)
             configuration.prepareDatabase { db in
+                // Before anything is written: no effect on a file that already has pages.
+                try db.execute(sql: "PRAGMA page_size = \(Self.newFilePageSize)")
                 // Chunks are written once and read once, in overflow pages streamed through: a page cache larger
                 // than the b-tree's inner pages holds nothing worth keeping (SQLite's default is 2 MiB a connection).
                 try db.execute(sql: "PRAGMA cache_size = -512")
