@@ -30,6 +30,8 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
     /// How long a commit waits for more items after the first one arrives.
     private let linger: Duration
     private let weight: @Sendable (Item) -> Int
+    /// Where the commits' task runs: the spool's writer (``SerialQueueTaskExecutor``), or the global pool.
+    private let executor: (any TaskExecutor)?
     private let commit: Commit
     private let reportFailure: FailureReport
     private let state = Mutex(State())
@@ -40,13 +42,15 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
     ///     it: zero for items whose callers wait, a few milliseconds where many small commits would cost more
     ///     than the wait (acknowledgements).
     ///   - weight: What one item weighs against `capacity`.
+    ///   - executor: Where the task that commits runs; the global pool when `nil`.
     init(
-        capacity: Int, linger: Duration = .zero, weight: @escaping @Sendable (Item) -> Int, commit: @escaping Commit,
-        reportFailure: @escaping FailureReport
+        capacity: Int, linger: Duration = .zero, weight: @escaping @Sendable (Item) -> Int,
+        executor: (any TaskExecutor)? = nil, commit: @escaping Commit, reportFailure: @escaping FailureReport
     ) {
         self.capacity = capacity
         self.linger = linger
         self.weight = weight
+        self.executor = executor
         self.commit = commit
         self.reportFailure = reportFailure
     }
@@ -115,7 +119,7 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
             return .startWriter
         }
         switch action {
-        case .startWriter: Task { await writeLoop() }
+        case .startWriter: Task(executorPreference: executor) { await self.writeLoop() }
         case .refuse: pending.waiter?.resume(throwing: SpoolError.closed)
         case .none: break
         }

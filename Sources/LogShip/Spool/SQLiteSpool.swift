@@ -66,6 +66,7 @@ public final class SQLiteSpool: Spool {
         commits = CommitQueue(
             capacity: Self.commitQueueCapacity,
             weight: { $0.entries.count },
+            executor: store.writerExecutor,
             commit: { groups in
                 let outcome = try await store.commit(groups)
                 availability.announce(outcome.classes)
@@ -81,6 +82,7 @@ public final class SQLiteSpool: Spool {
             capacity: .max,
             linger: Self.acknowledgementLinger,
             weight: { $0.records.count },
+            executor: store.writerExecutor,
             commit: { batches in
                 try await store.acknowledge(batches)
                 return batches.map { _ in () }

@@ -38,6 +38,8 @@ final class SpoolDatabase: Sendable {
     let ledger: Mutex<SpoolLedger>
     /// Chunks whose lines a background read is fetching.
     let prefetching = Mutex<Set<Int64>>([])
+    /// Where the group commits' tasks run: the serial queue the writer connection's queue targets.
+    let writerExecutor: SerialQueueTaskExecutor
 
     static func open(
         path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: SpoolLedger.CacheBudget,
@@ -49,7 +51,11 @@ final class SpoolDatabase: Sendable {
             configuration.label = "logshipd.spool"
             // Reads are rare (chunks whose lines are not kept, status, dead letters): two connections suffice.
             configuration.maximumReaderCount = 2
-            // Checkpoint the WAL before it outgrows half the free-space margin (up to 8 000 pages, 32 MiB: a
+            // The writer's queue runs on this one, so that the tasks committing groups run in turn with their
+            // writes (SerialQueueTaskExecutor). Only the writer: the readers keep their own queues.
+            let writerExecutor = SerialQueueTaskExecutor(DispatchQueue(label: "logshipd.spool.writer"))
+            configuration.writeTargetQueue = writerExecutor.queue
+            // Checkpoint the WAL before it outgrows half the free-space margin (up to 32 MiB: a
             // chunk is often delivered and deleted before the checkpoint, and a longer WAL copies fewer of them
             // into the database file; 1 000 pages cost the batched comparison a fifth more CPU per line), and
             // shrink it back after.
@@ -75,7 +81,8 @@ final class SpoolDatabase: Sendable {
             let pageSize = try await database.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096 }
             return SpoolDatabase(
                 path: path, database: database, lock: lock, maximumBytes: maximumBytes,
-                minimumFreeDiskBytes: minimumFreeDiskBytes, pageSize: pageSize, logger: logger, ledger: ledger)
+                minimumFreeDiskBytes: minimumFreeDiskBytes, pageSize: pageSize, logger: logger, ledger: ledger,
+                writerExecutor: writerExecutor)
         } catch {
             lock.release()
             throw SpoolError.storage("cannot open \(path): \(error)")
@@ -84,8 +91,9 @@ final class SpoolDatabase: Sendable {
 
     private init(
         path: String, database: DatabasePool, lock: SpoolLock, maximumBytes: Int, minimumFreeDiskBytes: Int,
-        pageSize: Int, logger: Logger, ledger: SpoolLedger
+        pageSize: Int, logger: Logger, ledger: SpoolLedger, writerExecutor: SerialQueueTaskExecutor
     ) {
+        self.writerExecutor = writerExecutor
         self.path = path
         self.database = database
         self.lock = lock
