@@ -360,6 +360,24 @@ struct SQLiteSpoolTests {
         #expect(reopened.statistics().pending[.info] == 1)
     }
 
+    @Test("a blob bound without a copy is stored whole, an empty one as an empty blob, and the statement runs on after")
+    func borrowedBlob() async throws {
+        let queue = try DatabaseQueue(path: "\(try TemporaryDirectory.make())/blobs.db")
+        let stored: [(Int64, Data?)] = try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, tag TEXT, b BLOB)")
+            let insert = try db.makeStatement(sql: "INSERT INTO t (id, b, tag) VALUES (?, ?, ?)")
+            try insert.execute([1, nil, "large"], blob: Array((0..<300_000).map { UInt8(truncatingIfNeeded: $0) }), at: 2)
+            try insert.execute([2, nil, "empty"], blob: [], at: 2)
+            // GRDB's own binding still works on the same statement.
+            try insert.execute(arguments: [3, Data([7, 8]), "plain"])
+            return try Row.fetchAll(db, sql: "SELECT id, b FROM t ORDER BY id").map { ($0[0], $0[1]) }
+        }
+        #expect(stored.map(\.0) == [1, 2, 3])
+        #expect(stored[0].1 == Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0) }))
+        #expect(stored[1].1 == Data(), "an empty blob, not NULL")
+        #expect(stored[2].1 == Data([7, 8]))
+    }
+
     @Test("a filling disk evicts lower classes like a full budget; crash records that find no room are refused",
           .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func diskFull() async throws {

@@ -203,16 +203,15 @@ final class SpoolDatabase: Sendable {
             let insert = try db.cachedStatement(
                 sql: "INSERT INTO chunk (id, priority, first_sequence, count, lines) VALUES (?, ?, ?, ?, ?)")
             for insertion in writes.insertions {
-                try insert.execute(arguments: [
-                    insertion.id, insertion.priority.rawValue, insertion.firstSequence, insertion.lines.count,
-                    Data(insertion.lines.bytes),
-                ])
+                try insert.execute(
+                    [insertion.id, insertion.priority.rawValue, insertion.firstSequence, insertion.lines.count, nil],
+                    blob: insertion.lines.bytes, at: 5)
             }
         }
         if !writes.extensions.isEmpty {
             let update = try db.cachedStatement(sql: "UPDATE chunk SET count = ?, lines = ? WHERE id = ?")
             for extended in writes.extensions {
-                try update.execute(arguments: [extended.lines.count, Data(extended.lines.bytes), extended.id])
+                try update.execute([extended.lines.count, nil, extended.id], blob: extended.lines.bytes, at: 2)
             }
         }
     }
