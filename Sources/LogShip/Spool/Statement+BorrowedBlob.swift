@@ -4,7 +4,7 @@ import GRDBSQLite
 extension Statement {
     /// Runs the statement with `arguments`, its parameter at `index` (1-based) bound to `blob` without a copy.
     ///
-    /// GRDB binds blobs as `Data`, and a chunk's lines are an array: converting them made a copy of up to 256 KiB,
+    /// GRDB binds blobs as `Data`, and a chunk's lines are an array: converting them made a copy of up to 224 KiB,
     /// in an allocation of its own, for every chunk written, on the writer that every commit waits for. Here the
     /// array's bytes are bound for this execution only (`SQLITE_STATIC`), and the parameter is bound to NULL again
     /// before they can go away. The arguments GRDB keeps with the statement hold the placeholder at `index`.

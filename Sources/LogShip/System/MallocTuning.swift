@@ -27,8 +27,12 @@ public enum MallocTuning {
     public static func applyForDaemon() {
         let environment = ProcessEnvironment()
         if environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, 8) }
-        if environment["MALLOC_MMAP_THRESHOLD_"] == nil { _ = mallopt(M_MMAP_THRESHOLD, 256 << 10) }
+        if environment["MALLOC_MMAP_THRESHOLD_"] == nil { _ = mallopt(M_MMAP_THRESHOLD, Int32(mapThreshold)) }
     }
+
+    /// The size from which glibc maps a block apart instead of taking it from an arena: buffers made often (a
+    /// spool chunk's lines) are kept below it.
+    static let mapThreshold = 256 << 10
 
     /// Trims at most once per 10 s: a spool that empties after every request (records arriving one at a time)
     /// must not trim after every request. An emptying within those 10 s gets its trim at their end, so the memory a
