@@ -302,7 +302,7 @@ struct Benchmark {
                 message: "GET /api/v1/orders/\(index * 7919 % 100_000) 200 \(index % 90 + 3)ms user=u\(index % 500)",
                 peer: PeerCredentials(pid: 4242, uid: 33, gid: 33, comm: "nginx"),
                 fields: ["syslog_identifier": "nginx", "request_id": "req-\(index * 104_729)"]
-            ).ndjsonLine
+            ).ndjsonLine[...]
         }
         let ndjsonBytes = Double(try UploadFormat.ndjson.encoder.encode(lines).count)
         print("encoding a batch of 1 000 access-log records, \(batches) batches (CPU time of one thread):")

@@ -93,7 +93,7 @@ struct HostileRemoteTests {
             configuration: .init(url: receiver.url, timeout: .seconds(10)),
             eventLoop: MultiThreadedEventLoopGroup.singleton.next())
         await #expect {
-            try await uploader.upload(Payload(lines: [Array("{}".utf8)], batchNumber: 1))
+            try await uploader.upload(Payload(lines: [Array("{}".utf8)[...]], batchNumber: 1))
         } throws: { error in
             (error as? UploadError)?.status == 401 && (error as? UploadError)?.fault == .endpointRefused
         }

@@ -63,7 +63,7 @@ struct UploadClientTests {
                 headers: [("X-Env", "staging"), ("Content-Type", "application/json"), ("Host", "elsewhere"), ("Content-Length", "1")]),
             eventLoop: MultiThreadedEventLoopGroup.singleton.next())
         defer { uploader.shutdown() }
-        try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)], batchNumber: 7))
+        try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 7))
         let headers = try #require(receiver.requests.first).headers
         #expect(headers["X-Env"] == ["staging"])
         #expect(headers["Content-Type"] == ["application/json"])

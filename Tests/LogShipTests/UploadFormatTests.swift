@@ -21,7 +21,7 @@ struct UploadFormatTests {
             timestamp: Timestamp(rfc3339: "2026-11-21T10:00:00.000001Z")!, priority: .info, severity: .informational,
             host: "web-1", source: .socket, message: "GET /health 200"),
     ]
-    static var lines: [[UInt8]] { records.map(\.ndjsonLine) }
+    static var lines: [ArraySlice<UInt8>] { records.map { $0.ndjsonLine[...] } }
 
     @Test("ndjson, json and loki bodies are exactly the expected bytes")
     func goldenBodies() throws {
@@ -46,7 +46,7 @@ struct UploadFormatTests {
             let record = parser.parse(Frame(bytes: Array(line.utf8), truncated: false), source: .socket, peer: nil, receivedAt: .now())
             #expect(record.timestamp.rfc3339 == "0000-01-01T00:00:00.000000Z", "\(line)")
             for format in UploadFormat.allCases {
-                #expect(throws: Never.self, "\(format)") { try format.encoder.encode([record.ndjsonLine]) }
+                #expect(throws: Never.self, "\(format)") { try format.encoder.encode([record.ndjsonLine[...]]) }
             }
         }
         #expect(Timestamp(microsecondsSinceEpoch: .max).rfc3339 == "9999-12-31T23:59:59.999999Z")

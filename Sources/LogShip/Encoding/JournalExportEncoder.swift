@@ -10,7 +10,7 @@ public struct JournalExportEncoder: RecordEncoder {
     public var contentType: String { "application/vnd.fdo.journal" }
     public var defaultPath: String { "/upload" }
 
-    public func encode(_ lines: [[UInt8]]) throws -> [UInt8] {
+    public func encode(_ lines: [ArraySlice<UInt8>]) throws -> [UInt8] {
         let decoder = JSONDecoder()
         var body: [UInt8] = []
         for line in lines {

@@ -6,7 +6,7 @@ struct LokiEncoder: RecordEncoder {
     var contentType: String { "application/json" }
     var defaultPath: String { "/loki/api/v1/push" }
 
-    func encode(_ lines: [[UInt8]]) throws -> [UInt8] {
+    func encode(_ lines: [ArraySlice<UInt8>]) throws -> [UInt8] {
         let decoder = JSONDecoder()
         var streams: [[String: String]: [(time: Int64, line: String)]] = [:]
         var order: [[String: String]] = []

@@ -8,7 +8,7 @@ struct OTLPEncoder: RecordEncoder {
     var contentType: String { "application/json" }
     var defaultPath: String { "/v1/logs" }
 
-    func encode(_ lines: [[UInt8]]) throws -> [UInt8] {
+    func encode(_ lines: [ArraySlice<UInt8>]) throws -> [UInt8] {
         let decoder = JSONDecoder()
         var groups: [Resource: [LogRecordJSON]] = [:]
         var order: [Resource] = []

@@ -7,7 +7,7 @@ public protocol RecordEncoder: Sendable {
     /// The path requests go to when `upload.url` names none.
     var defaultPath: String { get }
     /// The body for `lines`, canonical NDJSON lines without their newlines.
-    func encode(_ lines: [[UInt8]]) throws -> [UInt8]
+    func encode(_ lines: [ArraySlice<UInt8>]) throws -> [UInt8]
 }
 
 /// The formats `upload.format` names.

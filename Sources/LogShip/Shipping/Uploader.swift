@@ -13,14 +13,14 @@ public protocol Uploader: Sendable {
 public struct Payload: Sendable {
     /// The records in the spool's canonical form, one NDJSON line each (without newlines); the uploader encodes
     /// them in its format.
-    public var lines: [[UInt8]]
+    public var lines: [ArraySlice<UInt8>]
     public var recordCount: Int { lines.count }
     /// The claim this request carries, numbered in claim order since the daemon started; the halves of a refused
     /// batch keep their batch's number. Sent as `X-Logshipd-Batch`, so a receiver can tell claim order from
     /// arrival order and spot a retried batch.
     public var batchNumber: Int
 
-    public init(lines: [[UInt8]], batchNumber: Int) {
+    public init(lines: [ArraySlice<UInt8>], batchNumber: Int) {
         self.lines = lines
         self.batchNumber = batchNumber
     }

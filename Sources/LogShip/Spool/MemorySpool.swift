@@ -132,7 +132,7 @@ public final class MemorySpool: Spool {
                 let size = next.line.count + 1
                 if !records.isEmpty && bytes + size > limits.maxBytes { break }
                 state.queues[priority.rawValue].removeFirst()
-                records.append(SpooledRecord(sequence: next.sequence, line: next.line))
+                records.append(SpooledRecord(sequence: next.sequence, line: next.line[...]))
                 state.claimed[next.sequence] = (priority, next.line)
                 bytes += size
             }
@@ -200,7 +200,7 @@ public final class MemorySpool: Spool {
     private func unclaim(_ batch: Batch, notBefore: Date?) {
         state.withLock { state in
             let entries = batch.records.filter { state.claimed.removeValue(forKey: $0.sequence) != nil }
-                .map { Entry(sequence: $0.sequence, line: $0.line, notBefore: notBefore) }
+                .map { Entry(sequence: $0.sequence, line: Array($0.line), notBefore: notBefore) }
             Self.insertInOrder(entries, into: &state.queues[batch.priority.rawValue])
         }
     }
@@ -240,7 +240,7 @@ public final class MemorySpool: Spool {
                 guard let (record, priority, _) = state.deadLetters.removeValue(forKey: id) else { continue }
                 state.bytes += record.line.count + SpoolEntry.overhead
                 Self.insertInOrder(
-                    [Entry(sequence: record.sequence, line: record.line, notBefore: nil)],
+                    [Entry(sequence: record.sequence, line: Array(record.line), notBefore: nil)],
                     into: &state.queues[priority.rawValue])
                 count += 1
                 classes.insert(priority)

@@ -32,7 +32,7 @@ extension SpoolLedger {
         for (position, run) in Self.runs(picks) {
             { chunk in
                 for index in run {
-                    records.append(SpooledRecord(sequence: chunk.firstSequence + Int64(index), line: Array(chunk.lines!.line(index))))
+                    records.append(SpooledRecord(sequence: chunk.firstSequence + Int64(index), line: chunk.lines!.line(index)))
                 }
             }(queues[priority.rawValue].chunks[position])
             setMarks(.claimed, of: run, chunkAt: position, priority, from: .pending)
