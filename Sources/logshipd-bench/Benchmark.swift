@@ -313,7 +313,7 @@ struct Benchmark {
                 var bytes = 0
                 let start = threadCPUTime()
                 for _ in 0..<batches {
-                    var body = ByteBuffer(bytes: try encoder.encode(lines))
+                    var body = try encoder.encodeBuffer(lines)
                     if gzip { body = try HTTPUploader.gzip(body) }
                     bytes = body.readableBytes
                 }

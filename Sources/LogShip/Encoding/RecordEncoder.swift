@@ -1,3 +1,5 @@
+import NIOCore
+
 /// Turns a batch of records, in the spool's canonical form (one NDJSON line each), into a request body for one
 /// kind of receiver. The spool never stores another form, so records spooled before the format changed go out
 /// in the new one.
@@ -8,6 +10,14 @@ public protocol RecordEncoder: Sendable {
     var defaultPath: String { get }
     /// The body for `lines`, canonical NDJSON lines without their newlines.
     func encode(_ lines: [ArraySlice<UInt8>]) throws -> [UInt8]
+    /// The body for `lines`, in the buffer the request is written from; by default ``encode(_:)``'s bytes, copied.
+    func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer
+}
+
+extension RecordEncoder {
+    public func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer {
+        ByteBuffer(bytes: try encode(lines))
+    }
 }
 
 /// The formats `upload.format` names.

@@ -176,7 +176,7 @@ public final class HTTPUploader: Uploader {
         }
         var body: ByteBuffer
         do {
-            body = ByteBuffer(bytes: try settings.encoder.encode(payload.lines))
+            body = try settings.encoder.encodeBuffer(payload.lines)
         } catch {
             throw UploadError.transport("cannot encode the batch as \(configuration.format.rawValue): \(error)")
         }
