@@ -35,6 +35,7 @@ let package = Package(
         .systemLibrary(name: "CFuzzerDriver"),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         // The record and how bytes become one: small and free of I/O, so that the fuzzer builds it alone.
         .target(
             name: "LogShipRecord",
@@ -48,6 +49,7 @@ let package = Package(
                 "CMalloc",
                 "CSystemd",
                 "CUnixSocket",
+                "CZstd",
                 "LogShipRecord",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -4,6 +4,7 @@
 #   socat:    the README's example of writing a raw line to the socket
 #   libsqlite3-dev: the system SQLite that GRDB (the durable spool) builds against
 #   libsystemd-dev: sd_journal (the journal input) and sd_notify
+#   libzstd-dev: zstd, which compresses the spool's chunks
 #   systemd-journal-remote: makes the journal files the tests read (and journal-upload, the benchmark's peer)
 #   openssl:  makes the certificates of the TLS tests
 #   perl:     Sys::Syslog, a client the tests drive against the datagram socket
@@ -19,6 +20,7 @@ command -v logger >/dev/null 2>&1 || needed+=(bsdutils)
 command -v socat >/dev/null 2>&1 || needed+=(socat)
 [ -f /usr/include/sqlite3.h ] || needed+=(libsqlite3-dev)
 [ -f /usr/include/systemd/sd-journal.h ] || needed+=(libsystemd-dev)
+[ -f /usr/include/zstd.h ] || needed+=(libzstd-dev)
 [ -x /lib/systemd/systemd-journal-remote ] || needed+=(systemd-journal-remote)
 [ -x /usr/bin/openssl ] || needed+=(openssl)
 perl -MSys::Syslog -e 1 >/dev/null 2>&1 || needed+=(perl)

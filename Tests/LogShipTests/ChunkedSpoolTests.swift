@@ -168,6 +168,99 @@ struct ChunkedSpoolTests {
         await spool.close()
     }
 
+    @Test("chunks reach the file compressed, with the size of their lines, and read back whole after a restart")
+    func compressedChunks() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let texts = (0..<2000).map { "GET /api/v1/orders/\($0) 200 12ms user=u\($0 % 50) agent=curl/8.5.0" }
+        let first = try await open(path)
+        _ = try await first.append(texts.map { entry(.info, $0) })
+        await first.close()
+
+        let file = try DatabaseQueue(path: path)
+        let stored = try await file.read { db in
+            try Row.fetchAll(db, sql: "SELECT compression, size, length(lines) FROM chunk").map { row in
+                (compression: row[0] as Int, size: row[1] as Int, blob: row[2] as Int)
+            }
+        }
+        try file.close()
+        #expect(!stored.isEmpty && stored.allSatisfy { $0.compression == ChunkCompression.zstd.rawValue })
+        let size = stored.reduce(0) { $0 + $1.size }
+        #expect(size == texts.reduce(0) { $0 + $1.utf8.count + 1 }, "the size recorded is that of the lines")
+        #expect(stored.reduce(0) { $0 + $1.blob } * 4 < size, "lines alike compress to less than a quarter")
+
+        // No lines kept in memory: every claim reads its chunk back from the file.
+        let second = try await open(path, cacheBudget: .init(delivering: 0, stalled: 0))
+        #expect(await second.statistics().pending[.info] == texts.count)
+        var claimed: [String] = []
+        while case .batch(let batch, _) = try await second.claim(.info, limits: BatchLimits(maxRecords: 300, maxBytes: 1 << 30)) {
+            claimed += messages(batch)
+            try await second.acknowledge(batch)
+        }
+        #expect(claimed == texts)
+        await second.close()
+    }
+
+    @Test("lines that compression would not shrink are stored as they are")
+    func incompressibleLines() throws {
+        var generator = SystemRandomNumberGenerator()
+        let noise = (0..<4096).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let stored = ChunkCompression.stored(noise)
+        #expect(stored.compression == .none && stored.blob == noise)
+
+        let lines = Array(String(repeating: "{\"message\":\"disk full\"}\n", count: 200).utf8)
+        let compressed = ChunkCompression.stored(lines)
+        #expect(compressed.compression == .zstd && compressed.blob.count < lines.count)
+        #expect(try compressed.blob.withUnsafeBytes { try ChunkCompression.zstd.lines(fromBlob: $0, size: lines.count) } == lines)
+    }
+
+    @Test("a damaged compressed chunk is refused with a clear error, not read as lines")
+    func damagedCompressedChunk() throws {
+        let lines = Array(String(repeating: "{\"message\":\"disk full\"}\n", count: 200).utf8)
+        let frame = ChunkCompression.stored(lines).blob
+        #expect {
+            try Array(frame.prefix(frame.count / 2)).withUnsafeBytes {
+                try ChunkCompression.zstd.lines(fromBlob: $0, size: lines.count)
+            }
+        } throws: { "\($0)".contains("a compressed chunk does not decompress") }
+        #expect {
+            try frame.withUnsafeBytes { try ChunkCompression.zstd.lines(fromBlob: $0, size: lines.count + 1) }
+        } throws: { "\($0)".contains("a compressed chunk does not decompress") }
+    }
+
+    @Test("a version 3 spool (chunks as they are) is converted when opened; its chunks read back unchanged")
+    func convertsVersion3() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let old = try DatabaseQueue(path: path)
+        try await old.write { db in
+            try db.execute(sql: """
+                CREATE TABLE dead_letter (id INTEGER PRIMARY KEY AUTOINCREMENT, record_id INTEGER NOT NULL,
+                    priority INTEGER NOT NULL, line BLOB NOT NULL, status INTEGER, reason TEXT NOT NULL,
+                    failed_at TEXT NOT NULL);
+                CREATE TABLE input_position (input TEXT PRIMARY KEY, cursor TEXT NOT NULL);
+                CREATE TABLE chunk (id INTEGER PRIMARY KEY, priority INTEGER NOT NULL,
+                    first_sequence INTEGER NOT NULL, count INTEGER NOT NULL, lines BLOB NOT NULL);
+                CREATE TABLE chunk_settled (chunk_id INTEGER NOT NULL, first_index INTEGER NOT NULL,
+                    count INTEGER NOT NULL);
+                CREATE INDEX chunk_settled_by_chunk ON chunk_settled(chunk_id);
+                PRAGMA user_version = 3;
+                """)
+            try db.execute(
+                sql: "INSERT INTO chunk (id, priority, first_sequence, count, lines) VALUES (1, 1, 1, 3, ?)",
+                arguments: [Data("i1\ni2\ni3\n".utf8)])
+        }
+        try old.close()
+
+        let spool = try await open(path)
+        #expect(await spool.statistics().pending[.info] == 3)
+        #expect(await spool.statistics().bytes == 3 * (2 + SpoolEntry.overhead))
+        _ = try await spool.append([entry(.info, "i4")])
+        #expect(messages(try await claimBatch(spool, .info)) == ["i1", "i2", "i3", "i4"])
+        await spool.close()
+        let file = try DatabaseQueue(path: path)
+        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SpoolDatabase.schemaVersion)
+        try file.close()
+    }
+
     @Test("a version 2 spool (a row per record) is converted when opened, records and dead letters kept")
     func convertsVersion2() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"

@@ -126,8 +126,7 @@ extension SpoolDatabase {
             guard let line else {
                 // Not in memory: the chunk is untouched, so its first record is the oldest.
                 let prefix = try await database.read { db in
-                    try Row.fetchOne(db, sql: "SELECT substr(lines, 1, 64) FROM chunk WHERE id = ?", arguments: [chunkID])
-                        .map { row in try row.withUnsafeData(atIndex: 0) { $0.map { Array($0) } ?? [] } } ?? []
+                    try Self.lines(ofChunk: chunkID, db).flatMap { $0.count > 0 ? Array($0.line(0).prefix(64)) : nil } ?? []
                 }
                 timestamps[priority] = SpoolEntry.timestamp(ofLine: prefix)
                 continue

@@ -5,8 +5,10 @@ extension SpoolDatabase {
     /// The schema version this build writes (`PRAGMA user_version`).
     ///
     /// 1: a `record` table, one row per record. 2: `input_position`. 3: records in chunks (`chunk`,
-    /// `chunk_settled`); version 1 and 2 spools are converted when opened.
-    static let schemaVersion = 3
+    /// `chunk_settled`); version 1 and 2 spools are converted when opened. 4: chunks compressed
+    /// (``ChunkCompression``); a version 3 spool's chunks stay as they are until rewritten, and a version 3
+    /// logshipd refuses the file rather than read compressed lines as NDJSON.
+    static let schemaVersion = 4
 
     /// Creates the tables on a new spool, or brings an older one to this version; refuses a spool written by a
     /// newer schema.
@@ -39,9 +41,18 @@ extension SpoolDatabase {
                     );
                     """)
         }
-        try createChunkTables(db)
-        if version > 0 {
-            try moveRecordsIntoChunks(db)
+        if version == 3 {
+            try db.execute(
+                sql: """
+                    ALTER TABLE chunk ADD COLUMN compression INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE chunk ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+                    UPDATE chunk SET size = length(lines);
+                    """)
+        } else {
+            try createChunkTables(db)
+            if version > 0 {
+                try moveRecordsIntoChunks(db)
+            }
         }
         try db.execute(sql: "PRAGMA user_version = \(schemaVersion)")
     }
@@ -55,7 +66,10 @@ extension SpoolDatabase {
                     first_sequence INTEGER NOT NULL,   -- the class's sequence of its first record; the others
                                                        -- follow without gaps
                     count INTEGER NOT NULL,            -- its records, settled ones included
-                    lines BLOB NOT NULL                -- the NDJSON lines, each followed by a newline
+                    lines BLOB NOT NULL,               -- the NDJSON lines, each followed by a newline, stored
+                                                       -- as `compression` says (ChunkCompression)
+                    compression INTEGER NOT NULL DEFAULT 0,
+                    size INTEGER NOT NULL DEFAULT 0    -- the bytes of the lines before compression
                 );
                 CREATE TABLE chunk_settled (           -- records of a chunk that need nothing more: delivered,
                     chunk_id INTEGER NOT NULL,         -- dead-lettered or evicted; a chunk whose records are all
@@ -112,7 +126,7 @@ extension SpoolDatabase {
             settledRuns[row[0], default: []].append(first..<(first + count))
         }
         let rows = try Row.fetchCursor(
-            db, sql: "SELECT id, priority, first_sequence, count, length(lines) FROM chunk ORDER BY priority, first_sequence")
+            db, sql: "SELECT id, priority, first_sequence, count, size FROM chunk ORDER BY priority, first_sequence")
         var chunks: [(PriorityClass, SpoolChunk)] = []
         while let row = try rows.next() {
             guard let priority = PriorityClass(rawValue: row[1]) else { continue }

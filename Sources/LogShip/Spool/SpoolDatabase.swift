@@ -142,10 +142,19 @@ final class SpoolDatabase: Sendable {
         ledger.withLock { $0.apply(writes) }
     }
 
-    /// The blob of the chunk with `id`, or `nil` if it is no longer stored.
+    /// The lines of the chunk with `id`, decompressed, or `nil` if it is no longer stored.
+    ///
+    /// - Throws: ``SpoolError/storage(_:)`` when its blob does not decompress to the size recorded beside it.
     static func lines(ofChunk id: Int64, _ db: Database) throws -> ChunkLines? {
-        let row = try Row.fetchOne(db, sql: "SELECT lines FROM chunk WHERE id = ?", arguments: [id])
-        return try row.map { row in try row.withUnsafeData(atIndex: 0) { ChunkLines(blob: $0.map { Array($0) } ?? []) } }
+        guard let row = try Row.fetchOne(db, sql: "SELECT compression, size, lines FROM chunk WHERE id = ?", arguments: [id])
+        else { return nil }
+        guard let compression = ChunkCompression(rawValue: row[0]) else {
+            throw SpoolError.storage("chunk \(id) of the spool is stored in an unknown form (compression \(row[0] as Int))")
+        }
+        let size: Int = row[1]
+        return try row.withUnsafeData(atIndex: 2) { blob in
+            try ChunkLines(blob: (blob ?? Data()).withUnsafeBytes { try compression.lines(fromBlob: $0, size: size) })
+        }
     }
 
     // MARK: Status and shutdown
@@ -201,17 +210,23 @@ final class SpoolDatabase: Sendable {
         }
         if !writes.insertions.isEmpty {
             let insert = try db.cachedStatement(
-                sql: "INSERT INTO chunk (id, priority, first_sequence, count, lines) VALUES (?, ?, ?, ?, ?)")
+                sql: "INSERT INTO chunk (id, priority, first_sequence, count, compression, size, lines) VALUES (?, ?, ?, ?, ?, ?, ?)")
             for insertion in writes.insertions {
+                let stored = ChunkCompression.stored(insertion.lines.bytes)
                 try insert.execute(
-                    [insertion.id, insertion.priority.rawValue, insertion.firstSequence, insertion.lines.count, nil],
-                    blob: insertion.lines.bytes, at: 5)
+                    [insertion.id, insertion.priority.rawValue, insertion.firstSequence, insertion.lines.count,
+                     stored.compression.rawValue, insertion.lines.bytes.count, nil],
+                    blob: stored.blob, at: 7)
             }
         }
         if !writes.extensions.isEmpty {
-            let update = try db.cachedStatement(sql: "UPDATE chunk SET count = ?, lines = ? WHERE id = ?")
+            let update = try db.cachedStatement(
+                sql: "UPDATE chunk SET count = ?, compression = ?, size = ?, lines = ? WHERE id = ?")
             for extended in writes.extensions {
-                try update.execute([extended.lines.count, nil, extended.id], blob: extended.lines.bytes, at: 2)
+                let stored = ChunkCompression.stored(extended.lines.bytes)
+                try update.execute(
+                    [extended.lines.count, stored.compression.rawValue, extended.lines.bytes.count, nil, extended.id],
+                    blob: stored.blob, at: 4)
             }
         }
     }

@@ -1,0 +1,2 @@
+// zstd, which compresses the spool's chunks, for Swift.
+#include <zstd.h>
