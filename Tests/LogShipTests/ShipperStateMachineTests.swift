@@ -51,6 +51,69 @@ struct ShipperStateMachineTests {
         #expect(machine.runningCount == 3)
     }
 
+    @Test("an operation goes on to its class's next batch while the class has a backlog; each batch is counted once")
+    func continuing() throws {
+        var machine = Machine()
+        let id = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
+        _ = machine.operationStarted(id, now: t0)
+        _ = machine.claimed(id, moreLeft: true)
+        let first = machine.operationDelivered(id, report(delivered: 3), now: t0 + 1)
+        #expect(first)
+        #expect(machine.oldestBatchStart == t0 + 1, "the watchdog measures the batch under way")
+        _ = machine.claimed(id, moreLeft: true)
+        let second = machine.operationDelivered(id, report(delivered: 3), now: t0 + 2)
+        #expect(second)
+        _ = machine.claimed(id, moreLeft: false)
+        let third = machine.operationDelivered(id, report(delivered: 2), now: t0 + 3)
+        #expect(!third, "the class has nothing left")
+        #expect(machine.counters.deliveredRecords == 6 && machine.counters.requests == 2, "the last batch not yet")
+        _ = machine.operationFinished(id, .delivered(.attempted(report(delivered: 2))), now: t0 + 3)
+        #expect(machine.counters.deliveredRecords == 8 && machine.counters.requests == 3)
+        #expect(machine.runningCount == 0)
+    }
+
+    @Test("an operation stops after its batch for a waiting more urgent class, a pause, an operator, or shutdown")
+    func stoppingAfterABatch() throws {
+        // One info operation with a backlog, running; `interfere` changes one thing, then it asks to go on.
+        func afterOneBatch(_ interfere: (inout Machine, Machine.OperationID) -> DeliveryReport) throws -> Bool {
+            var machine = Machine()
+            let id = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
+            _ = machine.operationStarted(id, now: t0)
+            _ = machine.claimed(id, moreLeft: true)
+            let report = interfere(&machine, id)
+            return machine.operationDelivered(id, report, now: t0 + 1)
+        }
+        #expect(try afterOneBatch { _, _ in report(delivered: 1) }, "nothing interferes")
+        #expect(try afterOneBatch { machine, _ in
+            _ = machine.recordsAvailable([.debug])
+            return report(delivered: 1)
+        }, "a less urgent class waits its turn")
+        #expect(try !afterOneBatch { machine, _ in
+            _ = machine.recordsAvailable([.crash])
+            return report(delivered: 1)
+        }, "a crash operation waits: the slot goes to it")
+        #expect(try !afterOneBatch { _, _ in report(pause: pause(5, from: t0)) }, "its own request failed")
+        #expect(try !afterOneBatch { machine, _ in
+            let other = machine.recordsAvailable([.debug]).enqueue.map(\.id)
+            _ = machine.operationStarted(other[0], now: t0)
+            _ = machine.operationFinished(other[0], .delivered(.attempted(report(pause: pause(5, from: t0)))), now: t0)
+            return report(delivered: 1)
+        }, "another operation's request failed and paused delivery")
+        #expect(try !afterOneBatch { machine, _ in
+            _ = machine.setPausedByOperator(true)
+            return report(delivered: 1)
+        }, "logctl pause")
+        #expect(try !afterOneBatch { machine, _ in
+            _ = machine.beginShutdown()
+            return report(delivered: 1)
+        }, "shutdown began")
+        #expect(try !afterOneBatch { _, _ in
+            var failed = report(delivered: 0)
+            failed.spoolFailedUntil = t0 + 2
+            return failed
+        }, "the spool could not settle the batch")
+    }
+
     @Test("a class whose oldest record waits is blocked until then; an early timer is re-armed")
     func blockedClass() throws {
         var machine = Machine()
@@ -175,7 +238,7 @@ struct ShipperStateMachineTests {
 
     // MARK: Random schedules
 
-    @Test("random schedules keep the invariants: two in flight, at most one waiting per class and slot, no urgent work left without an operation, nothing started while paused, everything delivered",
+    @Test("random schedules keep the invariants: two in flight, at most one waiting per class and slot, no urgent work left without an operation, nothing started or continued while paused or ahead of a waiting more urgent class, everything delivered",
           arguments: 0..<40)
     func randomSchedules(seed: UInt64) throws {
         var simulation = Simulation(seed: seed, start: t0)
@@ -187,15 +250,18 @@ struct ShipperStateMachineTests {
         try simulation.shutDown()
     }
 
-    @Test("the random schedules do reach the race: operations started as a pause began are declined")
+    @Test("the random schedules do reach the race (operations started as a pause began are declined) and runs of batches")
     func pauseRaceIsExercised() throws {
         var declined = 0
+        var continued = 0
         for seed in UInt64(0)..<40 {
             var simulation = Simulation(seed: seed, start: t0)
             for _ in 0..<400 { try simulation.step() }
             declined += simulation.declinedDuringPause
+            continued += simulation.continued
         }
         #expect(declined > 0)
+        #expect(continued > 0)
     }
 }
 
@@ -224,6 +290,8 @@ private struct Simulation {
     var delivered = 0
     /// Operations the machine declined because the queue started them during a pause.
     var declinedDuringPause = 0
+    /// Batches an operation claimed after one of its own, in the same slot.
+    var continued = 0
     let batchLimit = 4
     let slots = 2
 
@@ -308,6 +376,12 @@ private struct Simulation {
             apply(machine.operationFinished(operation.id, .delivered(.nothingToSend), now: now))
             return
         }
+        try claim(for: operation)
+    }
+
+    /// A running operation claims its class's next batch and stays running, or finishes when there is none.
+    mutating func claim(for operation: Operation) throws {
+        var operation = operation
         try checkClassOrder(claiming: operation.priorityClass)
         var records = spool[operation.priorityClass, default: []]
         guard let first = records.first else {
@@ -341,7 +415,16 @@ private struct Simulation {
         case 0..<16:
             report.delivered = operation.batch
             delivered += operation.batch
-            apply(machine.operationFinished(operation.id, .delivered(.attempted(report)), now: now))
+            // As a LogOperation does after every batch: go on in the same slot if the machine lets it.
+            guard machine.operationDelivered(operation.id, report, now: now) else {
+                apply(machine.operationFinished(operation.id, .delivered(.attempted(report)), now: now))
+                return
+            }
+            continued += 1
+            let urgent = waiting.filter { !$0.isCancelled && $0.priorityClass > operation.priorityClass }
+            #expect(urgent.isEmpty, "\(operation.priorityClass) goes on while \(urgent.map(\.priorityClass)) waits")
+            #expect(!isSuspended, "nothing goes on while delivery is paused")
+            try claim(for: operation)
         case 16..<19:
             let until = now.addingTimeInterval(Double(random.next() % 5000 + 1) / 1000)
             report.failedRequests = 1

@@ -22,18 +22,24 @@ struct ShippingIntegrationTests {
     struct OvertakeCase: CustomTestStringConvertible, Sendable {
         var urgent: String
         var backlog: String
-        var testDescription: String { "\(urgent) overtakes \(backlog)" }
+        /// Records per request (`batch.max_records`); with one, the backlog's operations go from batch to batch in
+        /// their slots, and must give a slot up for the urgent record.
+        var batch = 100
+        var testDescription: String { "\(urgent) overtakes \(backlog), \(batch) per request" }
     }
 
     @Test(
         "an urgent record overtakes a queued backlog of 5 000 records",
-        arguments: [OvertakeCase(urgent: "crash", backlog: "info"), OvertakeCase(urgent: "error", backlog: "debug")])
+        arguments: [
+            OvertakeCase(urgent: "crash", backlog: "info"), OvertakeCase(urgent: "error", backlog: "debug"),
+            OvertakeCase(urgent: "crash", backlog: "info", batch: 1),
+        ])
     func urgentOvertakesBacklog(_ overtake: OvertakeCase) async throws {
         // The receiver holds every request until the urgent record is accepted: the moment the test looks at is
         // "both slots busy, the backlog in the spool", however fast this machine sends or delivers.
         let gate = Gate()
         let daemon = try await TestDaemon.start(receiver: .init(hold: { _ in await gate.wait() })) {
-            $0.batch.maxRecords = 100
+            $0.batch.maxRecords = overtake.batch
             $0.upload.timeout = .seconds(600)
         }
         try await daemon.send(count: 5_000, priority: overtake.backlog, prefix: "chatter")
@@ -61,7 +67,7 @@ struct ShippingIntegrationTests {
             .reduce(0) { $0 + $1.records.count }
         let overtaken = requests.filter { $0.batch! > carrier.batch! }.reduce(0) { $0 + $1.records.count }
         #expect(
-            pendingAtAcceptance >= 5_000 - 2 * maxInFlight * 100,
+            pendingAtAcceptance >= 5_000 - 2 * maxInFlight * overtake.batch,
             "with the receiver holding its requests, all but the held claims (and any on their way) were pending")
         #expect(
             Double(overtaken) >= 0.9 * Double(pendingAtAcceptance),

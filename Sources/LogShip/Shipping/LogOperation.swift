@@ -1,11 +1,17 @@
 import Foundation
 import Synchronization
 
-/// Carries one batch of one priority class to the remote.
+/// Carries batches of one priority class to the remote, one request at a time.
 ///
-/// The batch is claimed when the queue starts the operation, not when it is created, so it holds whatever
+/// The first batch is claimed when the queue starts the operation, not when it is created, so it holds whatever
 /// records waited while the queue's slots were busy. The operation's `queuePriority` comes from its class, so a
 /// waiting crash operation runs before waiting chatter.
+///
+/// Once a batch is settled, the operation asks the shipper whether to go on to the next batch of its class in the
+/// same slot; the shipper lets it only while nothing the queue would start first is waiting (see
+/// ``ShipperStateMachine/operationDelivered(_:_:now:)``). A slot that changes hands costs two thread switches
+/// (corelibs' queue starts every operation on a dispatch thread, the connections live on an event loop), which
+/// for a one-record request was more than the request itself.
 final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Sendable {
     // @unchecked: Operation is not checked for Sendable; the stored closures are immutable, `task` is in a Mutex.
 
@@ -15,6 +21,8 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
     private let admit: @Sendable () -> Bool
     /// Tells the shipper whether the claim left records of the class behind.
     private let claimed: @Sendable (_ moreLeft: Bool) -> Void
+    /// Tells the shipper how a batch was settled; returns whether to go on to the next batch of the class.
+    private let mayContinue: @Sendable (DeliveryReport) -> Bool
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     init(
@@ -22,12 +30,14 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
         delivery: BatchDelivery,
         admit: @escaping @Sendable () -> Bool,
         claimed: @escaping @Sendable (_ moreLeft: Bool) -> Void,
+        mayContinue: @escaping @Sendable (DeliveryReport) -> Bool,
         completion: @escaping Completion
     ) {
         self.priorityClass = priorityClass
         self.delivery = delivery
         self.admit = admit
         self.claimed = claimed
+        self.mayContinue = mayContinue
         super.init(completion: completion)
         queuePriority = priorityClass.queuePriority
         name = "LogOperation(\(priorityClass))"
@@ -38,8 +48,15 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
             finish(.success(.nothingToSend))
             return
         }
-        let work = Task(executorPreference: delivery.executor) { [delivery, priorityClass, claimed] in
-            let result = await Result(catching: { try await delivery.deliverNext(priorityClass, claimed: claimed) })
+        let work = Task(executorPreference: delivery.executor) { [delivery, priorityClass, claimed, mayContinue] in
+            let result = await Result(catching: {
+                var outcome = try await delivery.deliverNext(priorityClass, claimed: claimed)
+                // The report of the batch the operation stops after is the result, which the shipper counts.
+                while case .attempted(let report) = outcome, !Task.isCancelled, mayContinue(report) {
+                    outcome = try await delivery.deliverNext(priorityClass, claimed: claimed)
+                }
+                return outcome
+            })
             self.finish(result)
         }
         task.withLock { $0 = work }

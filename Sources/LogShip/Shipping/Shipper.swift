@@ -56,8 +56,8 @@ public final class Shipper: Service, Sendable {
     ///   - delivery: What each operation does: claim, post, settle.
     ///   - maxInFlight: The most requests open at once (`upload.max_in_flight`).
     ///   - shutdownTimeout: How long requests in flight may take to finish after shutdown begins.
-    ///   - stuckAfter: How long an operation may run before the shipping path counts as wedged (``isMoving``);
-    ///     every request is bounded by `upload.timeout`, so a few times that.
+    ///   - stuckAfter: How long an operation may spend on one batch before the shipping path counts as wedged
+    ///     (``isMoving``); every request is bounded by `upload.timeout`, so a few times that.
     ///   - queue: The queue to use; the shipper sets its concurrency. Injected for tests.
     public init(
         delivery: BatchDelivery,
@@ -107,9 +107,10 @@ public final class Shipper: Service, Sendable {
         perform(state.withLock { $0.machine.setPausedByOperator(paused) })
     }
 
-    /// Whether the shipping path moves: no operation has run longer than `stuckAfter`. What feeds the watchdog.
+    /// Whether the shipping path moves: no operation has spent longer than `stuckAfter` on one batch. What feeds
+    /// the watchdog.
     public var isMoving: Bool {
-        guard let oldest = state.withLock({ $0.machine.oldestRunningStart }) else { return true }
+        guard let oldest = state.withLock({ $0.machine.oldestBatchStart }) else { return true }
         return Date().timeIntervalSince(oldest) < stuckAfter.seconds
     }
 
@@ -143,6 +144,11 @@ public final class Shipper: Service, Sendable {
 
     private func claimed(_ id: OperationID, moreLeft: Bool) {
         perform(state.withLock { $0.machine.claimed(id, moreLeft: moreLeft) })
+    }
+
+    /// Operation `id` settled a batch; returns whether it may go on to the next one of its class.
+    private func operationDelivered(_ id: OperationID, _ report: DeliveryReport) -> Bool {
+        state.withLock { $0.machine.operationDelivered(id, report, now: Date()) }
     }
 
     private func operationFinished(_ id: OperationID, _ result: Result<DeliveryOutcome, any Error>) {
@@ -214,6 +220,7 @@ public final class Shipper: Service, Sendable {
             delivery: delivery,
             admit: { [weak self] in self?.operationStarted(id) ?? false },
             claimed: { [weak self] moreLeft in self?.claimed(id, moreLeft: moreLeft) },
+            mayContinue: { [weak self] report in self?.operationDelivered(id, report) ?? false },
             completion: { [weak self] result in self?.operationFinished(id, result) })
         state.withLock { $0.operations[id] = operation }
         queue.addOperation(operation)

@@ -3,13 +3,18 @@ import Foundation
 /// The shipper's decisions, without the queue, the clock, tasks or locks: events go in, ``Actions`` come out.
 ///
 /// The ``Shipper`` holds the machine in a lock, tells it what happened (records became available, the queue
-/// started an operation, a claim was made, an operation finished, a timer fired, shutdown began) and carries out
-/// the returned actions after releasing the lock: create and enqueue operations, suspend or resume the queue, arm
-/// timers, cancel operations, wake whoever waits for the shipper to go idle.
+/// started an operation, a claim was made, an operation settled a batch, an operation finished, a timer fired,
+/// shutdown began) and carries out the returned actions after releasing the lock: create and enqueue operations,
+/// suspend or resume the queue, arm timers, cancel operations, wake whoever waits for the shipper to go idle.
 ///
 /// The rules it keeps:
 /// - One *waiting* operation per class; the backlog stays in the spool. When a slot frees, the queue picks the
 ///   most urgent waiting class, and that operation claims what its class accumulated.
+/// - A running operation goes on to its class's next batch, without giving up its slot, only while its class has
+///   a backlog and no operation of a more urgent class waits: a slot changes hands (a hop through the queue's
+///   threads, which costs a one-record request more than the request itself) only when the queue's priority
+///   order would choose differently. A crash operation that starts waiting is started after the request in
+///   flight, as it would be if every batch had an operation of its own.
 /// - While a class has a backlog (its last claim left records behind), it keeps one waiting operation per slot,
 ///   and every operation of it that starts puts the class's next one in the queue at once, so a freeing slot
 ///   always finds the class waiting. One per slot, because the queue may have taken a waiting operation to start
@@ -87,9 +92,10 @@ struct ShipperStateMachine: Sendable {
 
     private struct Operation {
         var priorityClass: PriorityClass
-        /// When the queue started it; `nil` while it waits.
-        var startedAt: Date?
-        var isRunning: Bool { startedAt != nil }
+        /// When it began its current batch: when the queue started it, or when it went on to a next batch; `nil`
+        /// while it waits.
+        var batchStartedAt: Date?
+        var isRunning: Bool { batchStartedAt != nil }
     }
 
     private enum Phase {
@@ -128,8 +134,8 @@ struct ShipperStateMachine: Sendable {
     /// Operations the queue is running.
     var runningCount: Int { operations.values.count { $0.isRunning } }
 
-    /// When the longest-running operation started, if any runs.
-    var oldestRunningStart: Date? { operations.values.compactMap(\.startedAt).min() }
+    /// When the longest-running batch began, if any operation runs.
+    var oldestBatchStart: Date? { operations.values.compactMap(\.batchStartedAt).min() }
 
     /// Operations created and not yet started.
     var waitingClasses: [PriorityClass] { operations.values.filter { !$0.isRunning }.map(\.priorityClass) }
@@ -161,7 +167,7 @@ struct ShipperStateMachine: Sendable {
             enqueueIfNeeded(operation.priorityClass, &actions)
             return (false, actions)
         }
-        operations[id]?.startedAt = now
+        operations[id]?.batchStartedAt = now
         if backlogged.contains(operation.priorityClass) {
             enqueueIfNeeded(operation.priorityClass, &actions)
         }
@@ -181,6 +187,24 @@ struct ShipperStateMachine: Sendable {
         return actions
     }
 
+    /// Operation `id` settled a batch as `report` says and would claim the next one of its class. Returns whether
+    /// it may: while its class is backlogged and the batch went through, unless delivery is paused (by the remote
+    /// or an operator), shutdown has begun, the class is blocked, or an operation of a more urgent class waits.
+    ///
+    /// A batch the operation goes on from is counted here; otherwise the operation finishes with `report`, and
+    /// ``operationFinished(_:_:now:)`` counts it.
+    mutating func operationDelivered(_ id: OperationID, _ report: DeliveryReport, now: Date) -> Bool {
+        guard phase == .running, let operation = operations[id], operation.isRunning,
+            report.pause == nil, report.spoolFailedUntil == nil,
+            pause == nil, !isPausedByOperator,
+            backlogged.contains(operation.priorityClass), blocked[operation.priorityClass] == nil,
+            !operations.values.contains(where: { !$0.isRunning && $0.priorityClass > operation.priorityClass })
+        else { return false }
+        count(report)
+        operations[id]?.batchStartedAt = now
+        return true
+    }
+
     /// Operation `id` finished.
     mutating func operationFinished(_ id: OperationID, _ completion: Completion, now: Date) -> Actions {
         var actions = Actions()
@@ -188,15 +212,10 @@ struct ShipperStateMachine: Sendable {
         let priorityClass = operation.priorityClass
         switch completion {
         case .delivered(.attempted(let report)):
-            counters.deliveredRecords += report.delivered
-            counters.deadLetteredRecords += report.deadLettered
-            counters.requests += report.requests
-            counters.failedRequests += report.failedRequests
+            count(report)
             if let pause = report.pause {
                 lastError = (pause.reason, now)
                 begin(pause, &actions)
-            } else if report.delivered > 0 || report.deadLettered > 0, self.pause == nil {
-                remote = .accepting
             }
             if let until = report.spoolFailedUntil {
                 lastError = ("the spool could not settle a batch", now)
@@ -285,6 +304,17 @@ struct ShipperStateMachine: Sendable {
     }
 
     // MARK: Decisions
+
+    /// Adds a settled batch to the counters; records it took or dead-lettered show that the remote accepts again.
+    private mutating func count(_ report: DeliveryReport) {
+        counters.deliveredRecords += report.delivered
+        counters.deadLetteredRecords += report.deadLettered
+        counters.requests += report.requests
+        counters.failedRequests += report.failedRequests
+        if report.pause == nil, report.delivered > 0 || report.deadLettered > 0, pause == nil {
+            remote = .accepting
+        }
+    }
 
     /// Creates waiting operations for a class until it has one (one per slot while it is backlogged), unless the
     /// class is blocked or shutdown has begun.
