@@ -41,11 +41,12 @@ public final class Daemon: Sendable {
         self.logger = logger
     }
 
-    /// The thread every daemon in this process uploads on: a loop of its own, not one of
+    /// The threads every daemon in this process uploads on: loops of their own, not
     /// `MultiThreadedEventLoopGroup.singleton`'s, where the ingest sockets decode frames. A busy input then never
     /// holds up reading a response or writing the next request (measured: the 20 ms receiver's cycles while
-    /// lines pour in). Like the singleton, it lives as long as the process and is never shut down.
-    private static let uploadGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    /// lines pour in). A daemon uses one loop per request it may have in flight, up to one per core
+    /// (``UploadLoops``). Like the singleton, the group lives as long as the process and is never shut down.
+    private static let uploadGroup = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
 
     /// Opens the spool, builds the shipper and binds the sockets.
     ///
@@ -67,10 +68,10 @@ public final class Daemon: Sendable {
     ) async throws -> Daemon {
         checkOpenFileLimit(configuration.ingest, logger: logger)
         let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
-        // One loop for every upload connection and the delivery tasks that use them (EventLoopTaskExecutor).
-        let uploadLoop = uploadGroup.next()
+        // The loops of the upload connections and of the delivery tasks that use them (EventLoopTaskExecutor).
+        let uploadLoops = UploadLoops(Array(uploadGroup.makeIterator().prefix(configuration.upload.maxInFlight)))
         let httpUploader = uploader == nil
-            ? try HTTPUploader(configuration: uploadConfiguration, eventLoop: uploadLoop) : nil
+            ? try HTTPUploader(configuration: uploadConfiguration, eventLoops: uploadLoops.eventLoops) : nil
         let spool = try await openSpool(configuration.spool, logger: logger)
         if configuration.tls.insecureSkipVerify {
             logger.warning("tls.insecure_skip_verify is on: any server certificate is accepted, uploads can be intercepted")
@@ -83,7 +84,7 @@ public final class Daemon: Sendable {
             backoff: RetryBackoff(initial: configuration.upload.retryInitial, maximum: configuration.upload.retryMax),
             retryAfterMaximum: configuration.upload.retryAfterMax,
             logger: logger)
-        delivery.executor = EventLoopTaskExecutor(uploadLoop)
+        delivery.loops = uploadLoops
         if let metrics {
             delivery.observeRequest = { @Sendable duration in metrics.recordRequest(duration) }
         }

@@ -30,9 +30,8 @@ public struct BatchDelivery: Sendable {
     public var logger: Logger
     /// Told how long each request took (the metrics' latency histogram).
     public var observeRequest: (@Sendable (Duration) -> Void)?
-    /// Where delivery tasks run: the upload client's event loop (``EventLoopTaskExecutor``), or the global pool
-    /// when `nil`.
-    public var executor: (any TaskExecutor)?
+    /// Where delivery tasks run: the upload connections' event loops, or the global pool when `nil`.
+    public var loops: UploadLoops?
     /// The batch limits and the `Retry-After` cap, which a reload may change for every operation at once.
     private let settings: Settings
     private let unclearRefusals = UnclearRefusals()
@@ -279,7 +278,7 @@ public struct BatchDelivery: Sendable {
     /// Runs a settling write in a task of its own: it must complete even when the operation was cancelled
     /// (GRDB does not start a write in a cancelled task), or the batch would stay claimed until a restart.
     private func settle(_ write: @escaping @Sendable () async throws -> Void) async throws {
-        try await Task(executorPreference: executor) { try await write() }.value
+        try await Task(executorPreference: loops?.current) { try await write() }.value
     }
 
     private func metadata(_ batch: Batch) -> Logger.Metadata {

@@ -46,15 +46,16 @@ public final class HTTPUploader: Uploader {
         }
     }
 
-    /// One configuration with what it needs at each request, and the client that posts to its URL. A class: each
-    /// request takes the settings in force, which then costs a reference, not a copy of them all.
+    /// One configuration with what it needs at each request, and the clients that post to its URL, one per loop.
+    /// A class: each request takes the settings in force, which then costs a reference, not a copy of them all.
     private final class Settings: Sendable {
         let configuration: Configuration
         let url: String
         let encoder: any RecordEncoder
         let bearerToken: SecretFile?
         let basicPassword: SecretFile?
-        let client: UploadClient
+        /// One per upload loop, in the order of the loops.
+        let clients: [UploadClient]
         /// The headers every request carries: the format's `Content-Type` and `upload.headers`, which win over
         /// ours (`Host` and `Content-Length` aside, which the client sets).
         let headers: HTTPHeaders
@@ -64,10 +65,10 @@ public final class HTTPUploader: Uploader {
         /// Configured `Authorization` values: what a remote might echo back into an error message.
         let configuredSecrets: [String]
 
-        /// - Parameter current: The settings in use, whose client is kept when the URL and TLS are unchanged.
+        /// - Parameter current: The settings in use, whose clients are kept when the URL and TLS are unchanged.
         /// - Throws: ``ConfigurationError`` for a URL that is not http(s) with a host, or TLS settings NIOSSL
         ///   refuses (the loader has checked both).
-        init(_ configuration: Configuration, replacing current: Settings? = nil, eventLoop: any EventLoop) throws {
+        init(_ configuration: Configuration, replacing current: Settings? = nil, eventLoops: [any EventLoop]) throws {
             self.configuration = configuration
             encoder = configuration.format.encoder
             var headers = HTTPHeaders([("Content-Type", encoder.contentType)])
@@ -82,17 +83,24 @@ public final class HTTPUploader: Uploader {
             bearerToken = configuration.bearerTokenFile.map(SecretFile.init(path:))
             basicPassword = configuration.basicAuthentication.map { SecretFile(path: $0.passwordFile) }
             if let current, current.sharesConnections(with: url, configuration) {
-                client = current.client
+                clients = current.clients
                 return
             }
             guard let endpoint = UploadEndpoint(url: url, connectHost: configuration.connectHost) else {
                 throw ConfigurationError("upload.url: not an http:// or https:// URL with a host")
             }
             do {
-                client = try UploadClient(endpoint: endpoint, tls: configuration.tls, eventLoop: eventLoop)
+                // One TLS context serves every loop's connections.
+                let tls = endpoint.usesTLS ? try NIOSSLContext(configuration: configuration.tls ?? .makeClientConfiguration()) : nil
+                clients = eventLoops.map { UploadClient(endpoint: endpoint, tls: tls, eventLoop: $0) }
             } catch {
                 throw ConfigurationError("tls: \(error)")
             }
+        }
+
+        /// The client of the loop the caller runs on (a delivery task runs on one), or the first.
+        var clientForCurrentLoop: UploadClient {
+            clients.first { $0.eventLoop.inEventLoop } ?? clients[0]
         }
 
         /// Whether a request to `url` with `configuration` may use these settings' connections: same address,
@@ -118,17 +126,24 @@ public final class HTTPUploader: Uploader {
 
     private static let excerptLimit = 512
 
-    private let eventLoop: any EventLoop
+    private let eventLoops: [any EventLoop]
     /// What a reload may change; each request reads it once.
     private let settings: Mutex<Settings>
 
     /// - Parameters:
     ///   - configuration: Where and how to post.
-    ///   - eventLoop: Where the connections live; delivery tasks running there reach them without a hop.
+    ///   - eventLoops: Where the connections live, each loop with its own: a request goes out on the loop its
+    ///     delivery task runs on, without a hop (``UploadLoops``), or on the first.
     /// - Throws: ``ConfigurationError`` for a URL or TLS settings that cannot be used.
-    public init(configuration: Configuration, eventLoop: any EventLoop) throws {
-        self.eventLoop = eventLoop
-        settings = Mutex(try Settings(configuration, eventLoop: eventLoop))
+    public init(configuration: Configuration, eventLoops: [any EventLoop]) throws {
+        precondition(!eventLoops.isEmpty, "uploads need a loop")
+        self.eventLoops = eventLoops
+        settings = Mutex(try Settings(configuration, eventLoops: eventLoops))
+    }
+
+    /// An uploader whose connections all live on `eventLoop`.
+    public convenience init(configuration: Configuration, eventLoop: any EventLoop) throws {
+        try self.init(configuration: configuration, eventLoops: [eventLoop])
     }
 
     /// Uses `configuration` from the next request on (a reload). The connections are kept unless the URL or TLS
@@ -137,17 +152,19 @@ public final class HTTPUploader: Uploader {
     /// - Throws: ``ConfigurationError`` for a URL or TLS settings that cannot be used; nothing changes then.
     public func update(_ configuration: Configuration) throws {
         // Built outside the lock (a TLS context may read the trust store); reloads come one at a time.
-        let new = try Settings(configuration, replacing: settings.withLock { $0 }, eventLoop: eventLoop)
+        let new = try Settings(configuration, replacing: settings.withLock { $0 }, eventLoops: eventLoops)
         let old = settings.withLock { current in
             defer { current = new }
             return current
         }
-        if old.client !== new.client { old.client.retire() }
+        if old.clients[0] !== new.clients[0] {
+            for client in old.clients { client.retire() }
+        }
     }
 
     /// Closes the connections; uploads fail from then on.
     public func shutdown() {
-        settings.withLock { $0 }.client.shutdown()
+        for client in settings.withLock({ $0 }).clients { client.shutdown() }
     }
 
     /// Posts `payload`, the whole exchange (connection, request, response head and body) bounded by the
@@ -189,7 +206,7 @@ public final class HTTPUploader: Uploader {
         let margin = secrets.map(\.utf8.count).max() ?? 0
         let response: UploadResponse
         do {
-            response = try await settings.client.post(
+            response = try await settings.clientForCurrentLoop.post(
                 headers: headers, body: body, timeout: TimeAmount(configuration.timeout), excerptLimit: Self.excerptLimit + margin)
         } catch UploadClientError.timedOut(let status?) where !(200...299).contains(status) {
             throw UploadError.status(status, responseExcerpt: "(response body timed out)")

@@ -48,7 +48,8 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
             finish(.success(.nothingToSend))
             return
         }
-        let work = Task(executorPreference: delivery.executor) { [delivery, priorityClass, claimed, mayContinue] in
+        let executor = delivery.loops?.take()
+        let work = Task(executorPreference: executor) { [delivery, priorityClass, claimed, mayContinue] in
             let result = await Result(catching: {
                 var outcome = try await delivery.deliverNext(priorityClass, claimed: claimed)
                 // The report of the batch the operation stops after is the result, which the shipper counts.
@@ -57,6 +58,7 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
                 }
                 return outcome
             })
+            if let executor { delivery.loops?.release(executor) }
             self.finish(result)
         }
         task.withLock { $0 = work }

@@ -62,10 +62,10 @@ final class UploadClient: Sendable {
         }
     }
 
-    /// - Throws: A TLS configuration NIOSSL cannot make a context of (the loader has checked the files).
-    init(endpoint: UploadEndpoint, tls: TLSConfiguration?, eventLoop: any EventLoop) throws {
+    /// - Parameter tls: The context of an `https` endpoint's connections; `nil` for `http`.
+    init(endpoint: UploadEndpoint, tls: NIOSSLContext?, eventLoop: any EventLoop) {
         self.endpoint = endpoint
-        self.tls = endpoint.usesTLS ? try NIOSSLContext(configuration: tls ?? .makeClientConfiguration()) : nil
+        self.tls = tls
         self.eventLoop = eventLoop
         pool = .makeBoxSendingValue(Pool(), eventLoop: eventLoop)
     }
