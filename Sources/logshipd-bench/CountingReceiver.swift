@@ -4,14 +4,14 @@ import NIOPosix
 import Synchronization
 
 /// The side-by-side comparison's remote: an HTTP/1.1 server on loopback that counts the NDJSON lines of every POST
-/// and answers 200, after a fixed delay if asked, on its event loop.
+/// and answers 200, after a fixed delay if asked, on the connection's event loop.
 ///
 /// It does as little per request as an HTTP server can, so that the shippers compared are what is measured: no task
 /// per request, no hop off the loop, the answer's head and end in one write. It has two threads, one per request a
 /// shipper keeps in flight: on one, one-record requests kept it 70% busy and held both shippers back (measured:
-/// syslog-ng 15 000 lines/s on one thread, 17 000-19 000 on two). `LogReceiver`
-/// (`logctl receive`, the tests' remote) decodes and reports every request; here that cost was as large as a
-/// shipper's own and fell on the same two cores.
+/// syslog-ng 15 000 lines/s on one thread, 17 000-19 000 on two). `LogReceiver` (`logctl receive`, the tests'
+/// remote) decodes and reports every request; here that cost was as large as a shipper's own and fell on the same
+/// two cores.
 final class CountingReceiver: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
@@ -53,7 +53,7 @@ final class CountingReceiver: Sendable {
         try await lines.wait(for: count, within: timeout)
     }
 
-    /// Closes the listening socket and the connections, and stops the loop.
+    /// Closes the listening socket and the connections, and stops the loops.
     func shutdown() async {
         try? await channel.close()
         try? await group.shutdownGracefully()

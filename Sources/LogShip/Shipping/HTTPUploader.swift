@@ -91,7 +91,8 @@ public final class HTTPUploader: Uploader {
             }
             do {
                 // One TLS context serves every loop's connections.
-                let tls = endpoint.usesTLS ? try NIOSSLContext(configuration: configuration.tls ?? .makeClientConfiguration()) : nil
+                let tls = endpoint.usesTLS
+                    ? try NIOSSLContext(configuration: configuration.tls ?? .makeClientConfiguration()) : nil
                 clients = eventLoops.map { UploadClient(endpoint: endpoint, tls: tls, eventLoop: $0) }
             } catch {
                 throw ConfigurationError("tls: \(error)")
@@ -157,7 +158,8 @@ public final class HTTPUploader: Uploader {
             defer { current = new }
             return current
         }
-        if old.clients[0] !== new.clients[0] {
+        // A new URL or TLS replaces every loop's client at once; each old one closes its connections.
+        if !old.clients.elementsEqual(new.clients, by: ===) {
             for client in old.clients { client.retire() }
         }
     }
@@ -207,7 +209,8 @@ public final class HTTPUploader: Uploader {
         let response: UploadResponse
         do {
             response = try await settings.clientForCurrentLoop.post(
-                headers: headers, body: body, timeout: TimeAmount(configuration.timeout), excerptLimit: Self.excerptLimit + margin)
+                headers: headers, body: body, timeout: TimeAmount(configuration.timeout),
+                excerptLimit: Self.excerptLimit + margin)
         } catch UploadClientError.timedOut(let status?) where !(200...299).contains(status) {
             throw UploadError.status(status, responseExcerpt: "(response body timed out)")
         } catch {

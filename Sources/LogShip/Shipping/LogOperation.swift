@@ -10,8 +10,11 @@ import Synchronization
 /// Once a batch is settled, the operation asks the shipper whether to go on to the next batch of its class in the
 /// same slot; the shipper lets it only while nothing the queue would start first is waiting (see
 /// ``ShipperStateMachine/operationDelivered(_:_:now:)``). A slot that changes hands costs two thread switches
-/// (corelibs' queue starts every operation on a dispatch thread, the connections live on an event loop), which
+/// (corelibs' queue starts every operation on a dispatch thread, the connections live on the upload loops), which
 /// for a one-record request was more than the request itself.
+///
+/// An operation runs its whole run of batches on one upload loop, the least busy when it started
+/// (``UploadLoops``), so that the requests in flight are written and answered on threads of their own.
 final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Sendable {
     // @unchecked: Operation is not checked for Sendable; the stored closures are immutable, `task` is in a Mutex.
 

@@ -193,6 +193,10 @@ struct ShipperStateMachine: Sendable {
     ///
     /// A batch the operation goes on from is counted here; otherwise the operation finishes with `report`, and
     /// ``operationFinished(_:_:now:)`` counts it.
+    ///
+    /// - Note: A pause that `report` carries begins when the operation finishes, a moment after this declines:
+    ///   in that moment the other slot's operation may still go on to one more batch, which then meets the same
+    ///   remote and is handled like the first.
     mutating func operationDelivered(_ id: OperationID, _ report: DeliveryReport, now: Date) -> Bool {
         guard phase == .running, let operation = operations[id], operation.isRunning,
             report.pause == nil, report.spoolFailedUntil == nil,

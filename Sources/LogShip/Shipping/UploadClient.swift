@@ -7,7 +7,7 @@ import NIOSSL
 /// to the remote.
 ///
 /// A request takes an idle connection or opens one, and gives it back when the response lets it stay open; the
-/// shipper's cap on requests in flight is what bounds the connections. One timeout bounds the whole exchange,
+/// requests in flight on the loop bound its connections, and the shipper caps those. One timeout bounds the whole exchange,
 /// connecting and the response body included. A request whose reused connection turns out to have been closed by
 /// the remote before any answer (the remote ended an idle keep-alive connection just as it was taken) is sent once
 /// more on a new connection; nothing else is retried here, since retries are the shipper's to decide.

@@ -6,21 +6,26 @@ import Synchronization
 /// An operation runs its requests on one loop, the one with the fewest operations when it starts, so that with two
 /// requests in flight each is written and answered on a thread of its own, as by two workers. On one loop, the
 /// two requests' system calls (most of what a one-record request costs) took turns.
+///
+/// - Important: Every ``take()`` is matched by exactly one ``release(_:)`` once the operation's last request has
+///   settled, or the loop counts as busy for good and later operations crowd onto the others.
 public final class UploadLoops: Sendable {
     /// One executor per loop, in the order of the loops.
-    public let executors: [EventLoopTaskExecutor]
+    let executors: [EventLoopTaskExecutor]
     private let operationCounts: Mutex<[Int]>
 
     /// - Parameter loops: At least one loop; the upload connections of each live on it.
-    public init(_ loops: [any EventLoop]) {
+    init(_ loops: [any EventLoop]) {
         precondition(!loops.isEmpty, "uploads need a loop")
         executors = loops.map(EventLoopTaskExecutor.init)
         operationCounts = Mutex(Array(repeating: 0, count: loops.count))
     }
 
-    public var eventLoops: [any EventLoop] { executors.map(\.eventLoop) }
+    /// The loops, in the order of ``executors``: where ``HTTPUploader`` keeps a client each.
+    var eventLoops: [any EventLoop] { executors.map(\.eventLoop) }
 
-    /// The executor of the loop with the fewest operations, counted for the caller until ``release(_:)``.
+    /// The executor of the loop with the fewest operations (the first of those tied), counted for the caller
+    /// until ``release(_:)``.
     func take() -> EventLoopTaskExecutor {
         let index = operationCounts.withLock { counts in
             let index = counts.indices.min { counts[$0] < counts[$1] }!

@@ -1,0 +1,50 @@
+import NIOCore
+import NIOPosix
+import Testing
+
+import LogShipRecord
+import LogShipTestKit
+@testable import LogShip
+
+/// How requests in flight are spread over the upload loops, and that each goes out on its own loop's connection.
+@Suite("Upload loops")
+struct UploadLoopsTests {
+    @Test("an operation takes the loop with the fewest operations, the first when tied; a release makes a loop free")
+    func leastBusy() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
+        let loops = UploadLoops(Array(group.makeIterator()))
+        let (first, second) = (loops.executors[0], loops.executors[1])
+
+        let taken = (0..<4).map { _ in loops.take() }
+        #expect(taken.map { $0 === first } == [true, false, true, false], "taken in turn: 1–0, 1–1, 2–1, 2–2")
+        loops.release(second)
+        #expect(loops.take() === second, "2–1 after the release: the second loop is the less busy")
+        loops.release(first)
+        loops.release(first)
+        #expect(loops.take() === first, "0–2")
+    }
+
+    @Test("with two loops, a request goes out on the connection of the loop its delivery task runs on")
+    func connectionPerLoop() async throws {
+        let receiver = try await TestReceiver()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let loops = UploadLoops(Array(group.makeIterator()))
+        let uploader = try HTTPUploader(configuration: .init(url: receiver.url), eventLoops: loops.eventLoops)
+        for (index, executor) in (loops.executors + loops.executors).enumerated() {
+            let line = LogRecord(
+                timestamp: Timestamp(rfc3339: "2026-11-22T10:00:00Z")!, priority: .info, severity: .informational,
+                host: "web-1", source: .socket, message: "m\(index)"
+            ).ndjsonLine
+            try await Task(executorPreference: executor) {
+                try await uploader.upload(Payload(lines: [line[...]], batchNumber: index))
+            }.value
+        }
+        uploader.shutdown()
+        try await group.shutdownGracefully()
+
+        #expect(receiver.records.map(\.message) == ["m0", "m1", "m2", "m3"])
+        // Had both requests of a pair gone out on one loop's client, its one kept-alive connection would carry all four.
+        #expect(receiver.receiver.statistics.connections == 2, "one kept-alive connection per loop")
+    }
+}
