@@ -7,10 +7,11 @@ import UnixSignals
 
 /// logshipd assembled: sockets bound, spool, shipper and HTTP client, ready to run as one service group.
 ///
-/// ``start(configuration:logger:shutdownSignals:)`` opens the spool and binds every socket before anything runs,
-/// so a spool or socket held by another daemon stops start-up with a clear error. ``run()`` serves until
-/// SIGTERM/SIGINT (or ``shutdown()``); the inputs stop first, then the shipper lets requests in flight finish
-/// within `upload.shutdown_timeout`, and what is not delivered stays in the spool.
+/// ``start(configuration:logger:shutdownSignals:serviceManager:uploader:reloading:)`` opens the spool and binds
+/// every socket before anything runs, so a spool or socket held by another daemon stops start-up with a clear
+/// error. ``run()`` serves until SIGTERM/SIGINT (or ``shutdown()``), also one that came while it started; the
+/// inputs stop first, then the shipper lets requests in flight finish within `upload.shutdown_timeout`, and what
+/// is not delivered stays in the spool.
 public final class Daemon: Sendable {
     /// The configuration running now (a reload changes it).
     public var configuration: DaemonConfiguration { live.configuration }
@@ -23,12 +24,15 @@ public final class Daemon: Sendable {
     private let live: LiveConfiguration
     private let httpUploader: HTTPUploader?
     private let serviceGroup: ServiceGroup
+    /// The shutdown signals, trapped since `start` began; ``run()`` hands each to the service group.
+    private let shutdownRequests: UnixSignalsSequence
     private let notifier: (any ServiceManagerNotifier)?
     private let logger: Logger
 
     private init(
         live: LiveConfiguration, metricsAddress: SocketAddress?, shipper: Shipper, intake: RecordIntake, spool: any Spool,
-        httpUploader: HTTPUploader?, serviceGroup: ServiceGroup, notifier: (any ServiceManagerNotifier)?, logger: Logger
+        httpUploader: HTTPUploader?, serviceGroup: ServiceGroup, shutdownRequests: UnixSignalsSequence,
+        notifier: (any ServiceManagerNotifier)?, logger: Logger
     ) {
         self.live = live
         self.metricsAddress = metricsAddress
@@ -37,6 +41,7 @@ public final class Daemon: Sendable {
         self.spool = spool
         self.httpUploader = httpUploader
         self.serviceGroup = serviceGroup
+        self.shutdownRequests = shutdownRequests
         self.notifier = notifier
         self.logger = logger
     }
@@ -66,6 +71,11 @@ public final class Daemon: Sendable {
         uploader: (any Uploader)? = nil,
         reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil
     ) async throws -> Daemon {
+        // Trapped before anything is bound or opened. Untrapped, a SIGTERM in the moments before the service
+        // group runs (its sockets already there, `systemctl stop` right after a start) or a SIGHUP just after
+        // READY=1 ends the process with the signal's default action: no graceful stop, exit by signal.
+        let shutdownRequests = await UnixSignalsSequence(trapping: shutdownSignals)
+        let hangups = reloading == nil ? nil : await UnixSignalsSequence(trapping: .sighup)
         checkOpenFileLimit(configuration.ingest, logger: logger)
         let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
         // The loops of the upload connections and of the delivery tasks that use them (EventLoopTaskExecutor).
@@ -128,9 +138,10 @@ public final class Daemon: Sendable {
         let live = LiveConfiguration(
             configuration, uploader: httpUploader, delivery: delivery, journal: journal, logLevel: reloading?.logLevel)
         var reporters: [any Service] = []
-        if let reloading {
+        if let reloading, let hangups {
             reporters.append(
-                ReloadService(load: reloading.load, live: live, notifier: serviceManager?.notifier, logger: logger))
+                ReloadService(
+                    hangups: hangups, load: reloading.load, live: live, notifier: serviceManager?.notifier, logger: logger))
         }
         if let serviceManager {
             reporters.append(
@@ -147,7 +158,6 @@ public final class Daemon: Sendable {
                 .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
                       failureTerminationBehavior: .gracefullyShutdownGroup)
             },
-            gracefulShutdownSignals: shutdownSignals,
             logger: logger)
         // A backstop: the shipper bounds its own drain, this bounds everything else.
         groupConfiguration.maximumGracefulShutdownDuration = configuration.upload.shutdownTimeout + .seconds(10)
@@ -155,7 +165,7 @@ public final class Daemon: Sendable {
         return Daemon(
             live: live, metricsAddress: metricsServer?.address, shipper: shipper, intake: intake, spool: spool,
             httpUploader: httpUploader, serviceGroup: ServiceGroup(configuration: groupConfiguration),
-            notifier: serviceManager?.notifier, logger: logger)
+            shutdownRequests: shutdownRequests, notifier: serviceManager?.notifier, logger: logger)
     }
 
     /// One line for `systemctl status`: what waits per class, what is in flight, what was delivered, and what
@@ -271,12 +281,21 @@ public final class Daemon: Sendable {
                 "logship.upload.url": "\(configuration.upload.url)",
                 "logship.upload.max_in_flight": "\(configuration.upload.maxInFlight)",
             ])
+        // A signal that came while the daemon started is delivered here at once; the group, told before it runs,
+        // starts its services and stops them again.
+        let forwarding = Task { [serviceGroup, shutdownRequests, logger] in
+            for await signal in shutdownRequests {
+                logger.info("\(signal): stopping", metadata: ["logship.signal": "\(signal)"])
+                await serviceGroup.triggerGracefulShutdown()
+            }
+        }
         var failure: (any Error)?
         do {
             try await serviceGroup.run()
         } catch {
             failure = error
         }
+        forwarding.cancel()
         let statistics = await spool.statistics()
         if statistics.pendingTotal + statistics.claimed > 0 {
             let kept = configuration.spool.path == "memory"

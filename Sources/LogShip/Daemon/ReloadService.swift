@@ -6,18 +6,22 @@ import UnixSignals
 /// Reloads the configuration on SIGHUP (`systemctl reload logshipd`): reads it again, and if it is valid, has the
 /// daemon apply what can change while running; a configuration with an error is rejected whole.
 struct ReloadService: Service {
+    private let hangups: UnixSignalsSequence
     private let load: @Sendable () async throws -> DaemonConfiguration
     private let live: LiveConfiguration
     private let notifier: (any ServiceManagerNotifier)?
     private let logger: Logger
 
     /// - Parameters:
+    ///   - hangups: SIGHUP, trapped since the daemon began to start: one that comes before this service runs
+    ///     (just after `READY=1`) waits here instead of ending the process.
     ///   - load: Reads the configuration as at start-up (file and environment).
     ///   - live: What applies it.
     init(
-        load: @escaping @Sendable () async throws -> DaemonConfiguration, live: LiveConfiguration,
-        notifier: (any ServiceManagerNotifier)?, logger: Logger
+        hangups: UnixSignalsSequence, load: @escaping @Sendable () async throws -> DaemonConfiguration,
+        live: LiveConfiguration, notifier: (any ServiceManagerNotifier)?, logger: Logger
     ) {
+        self.hangups = hangups
         self.load = load
         self.live = live
         self.notifier = notifier
@@ -25,7 +29,6 @@ struct ReloadService: Service {
     }
 
     func run() async throws {
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
         await cancelWhenGracefulShutdown {
             for await _ in hangups {
                 await reload()
