@@ -5,13 +5,14 @@ import LogShip
 public enum LogshipdProcess {
     /// Writes `logshipd.yaml` in `directory` for a daemon posting to `url`; `ingest`, `upload`, `spoolKeys` and
     /// `journal` add keys to their sections (the journal stays off without any, the datagram socket without a
-    /// `datagram:` key in `ingest`), `sections` adds whole sections (`["tls": ["ca_file: …"]]`).
+    /// `datagram:` key in `ingest`), `sections` adds whole sections (`["tls": ["ca_file: …"]]`), `batchRecords` is
+    /// `batch.max_records`.
     ///
     /// - Returns: The configuration's path.
     @discardableResult
     public static func configure(
-        directory: String, url: String, ingest: [String] = [], upload: [String] = [], spool: String? = nil,
-        spoolKeys: [String] = [], journal: [String] = [], sections: [String: [String]] = [:]
+        directory: String, url: String, ingest: [String] = [], upload: [String] = [], batchRecords: Int = 500,
+        spool: String? = nil, spoolKeys: [String] = [], journal: [String] = [], sections: [String: [String]] = [:]
     ) throws -> String {
         let path = "\(directory)/logshipd.yaml"
         let datagramOff = ingest.contains { $0.hasPrefix("datagram:") } ? [] : ["datagram: \"\""]
@@ -30,7 +31,7 @@ public enum LogshipdProcess {
             upload:
             \(uploadKeys)
             batch:
-              max_records: 500
+              max_records: \(batchRecords)
             spool:
             \(spoolSection)
             \(journalSection)

@@ -83,6 +83,67 @@ struct CrashRecoveryTests {
         #expect(try await daemon.wait().status == 0)
     }
 
+    @Test("SIGTERM while operations go from batch to batch: the two requests in flight finish, none starts after, and a restart delivers the rest exactly once")
+    func stopDuringRunsOfBatches() async throws {
+        // One record per request, so that each slot's operation goes on from batch to batch; from request
+        // `heldFrom` on the remote holds its answers, so the stop comes with both slots busy and a backlog left.
+        let heldFrom = 40
+        let gate = Gate()
+        defer { gate.open() }
+        let receiver = try await TestReceiver(behavior: .init(hold: { sequence in
+            if sequence >= heldFrom { await gate.wait() }
+        }))
+        let directory = try TemporaryDirectory.make()
+        try LogshipdProcess.configure(
+            directory: directory, url: receiver.url, upload: ["timeout: 10m", "shutdown_timeout: 60s"], batchRecords: 1)
+        let first = try await LogshipdProcess.start(directory: directory)
+        let messages = (0..<500).map { "record \($0)" }
+        let sent = try await run(
+            Binaries.logctl, ["send", "--socket", "\(directory)/control.sock"],
+            stdin: Data((messages.joined(separator: "\n") + "\n").utf8))
+        #expect(sent.status == 0, "\(sent.standardError)")
+        try await receiver.waitUntil { $0.count == heldFrom + 2 }
+
+        // The gate opens once the shipper has begun its drain (it says so): from then on no operation may go on.
+        first.signal(SIGTERM)
+        try await waitUntil(within: .seconds(60)) { first.standardErrorSoFar.contains("waiting for requests in flight") }
+        gate.open()
+        let stopped = try await first.wait(within: .seconds(60))
+        #expect(stopped.status == 0, "\(stopped.standardError)")
+        #expect(receiver.requests.count == heldFrom + 2, "the held requests were answered and no other went out")
+
+        let daemon = try await LogshipdProcess.start(directory: directory)
+        try await receiver.waitFor(records: messages.count)
+        let received = receiver.records.map(\.message)
+        #expect(received.count == messages.count && Set(received) == Set(messages), "every record exactly once, across the stop")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.wait().status == 0)
+    }
+
+    @Test("SIGTERM the moment the sockets are there stops the daemon cleanly (exit 0); SIGHUP then does not end it")
+    func signalsWhileStarting() async throws {
+        // LogshipdProcess.start returns as soon as the control socket exists, before the service group runs:
+        // the moment `systemctl stop` (or `reload`, just after READY=1) may come.
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        try LogshipdProcess.configure(directory: directory, url: receiver.url)
+        for _ in 0..<3 {
+            let daemon = try await LogshipdProcess.start(directory: directory)
+            daemon.signal(SIGTERM)
+            let stopped = try await daemon.wait(within: .seconds(60))
+            #expect(stopped.status == 0, "\(stopped.standardError)")
+        }
+
+        let daemon = try await LogshipdProcess.start(directory: directory)
+        daemon.signal(SIGHUP)
+        // A daemon that SIGHUP ended would not answer.
+        let status = try await LogshipdProcess.status(directory: directory)
+        #expect(status.pending.values.reduce(0, +) == 0)
+        daemon.signal(SIGTERM)
+        let stopped = try await daemon.wait(within: .seconds(60))
+        #expect(stopped.status == 0, "\(stopped.standardError)")
+    }
+
     @Test("SIGTERM with a request in flight past the shutdown timeout: exit 0, and the batch is sent after a restart")
     func gentleStopKeepsBatch() async throws {
         // A remote that never answers: only the shutdown timeout can end the stop.
