@@ -285,7 +285,7 @@ public final class Daemon: Sendable {
         // starts its services and stops them again.
         let forwarding = Task { [serviceGroup, shutdownRequests, logger] in
             for await signal in shutdownRequests {
-                logger.info("\(signal): stopping", metadata: ["logship.signal": "\(signal)"])
+                logger.info("stopping on a signal", metadata: ["logship.signal": "\(signal)"])
                 await serviceGroup.triggerGracefulShutdown()
             }
         }
