@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// logshipd assembled: sockets bound, spool, shipper and HTTP client, ready to run as one service group.
@@ -26,6 +27,7 @@ public final class Daemon: Sendable {
     private let serviceGroup: ServiceGroup
     /// The shutdown signals, trapped since `start` began; ``run()`` hands each to the service group.
     private let shutdownRequests: UnixSignalsSequence
+    private let hasRun = Atomic(false)
     private let notifier: (any ServiceManagerNotifier)?
     private let logger: Logger
 
@@ -61,8 +63,12 @@ public final class Daemon: Sendable {
     ///     `NOTIFY_SOCKET` is set), and the watchdog interval it expects; `nil` reports to nobody.
     ///   - uploader: What carries batches to the remote instead of HTTP: a test's, to stand in for a remote.
     ///   - reloading: How to read the configuration again on SIGHUP, and the log level a reload sets; `nil`
-    ///     ignores SIGHUP.
+    ///     leaves SIGHUP alone.
     /// - Throws: ``SpoolError`` when the spool cannot be opened, ``IngestError`` when a socket cannot be bound.
+    /// - Important: `shutdownSignals`, and SIGHUP with `reloading`, are trapped from before the first socket is
+    ///   bound: from then on they no longer take their default action, and one that comes before ``run()`` waits
+    ///   for it. Dispatch, which traps them, keeps its handler for the life of the process, so a process whose
+    ///   `start` threw no longer dies of them either; logshipd exits at once then.
     public static func start(
         configuration: DaemonConfiguration,
         logger: Logger,
@@ -71,13 +77,13 @@ public final class Daemon: Sendable {
         uploader: (any Uploader)? = nil,
         reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil
     ) async throws -> Daemon {
+        checkOpenFileLimit(configuration.ingest, logger: logger)
+        let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
         // Trapped before anything is bound or opened. Untrapped, a SIGTERM in the moments before the service
         // group runs (its sockets already there, `systemctl stop` right after a start) or a SIGHUP just after
         // READY=1 ends the process with the signal's default action: no graceful stop, exit by signal.
         let shutdownRequests = await UnixSignalsSequence(trapping: shutdownSignals)
         let hangups = reloading == nil ? nil : await UnixSignalsSequence(trapping: .sighup)
-        checkOpenFileLimit(configuration.ingest, logger: logger)
-        let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
         // The loops of the upload connections and of the delivery tasks that use them (EventLoopTaskExecutor).
         let uploadLoops = UploadLoops(Array(uploadGroup.makeIterator().prefix(configuration.upload.maxInFlight)))
         let httpUploader = uploader == nil
@@ -272,7 +278,9 @@ public final class Daemon: Sendable {
     /// Runs until shutdown; returns once every service has stopped and the HTTP client is closed.
     ///
     /// - Throws: The first error a service failed with.
+    /// - Important: A daemon runs once.
     public func run() async throws {
+        precondition(!hasRun.exchange(true, ordering: .relaxed), "Daemon.run() is called once")
         // The sockets are bound and listening and the spool is open: producers can write from now on.
         notifier?.notify("READY=1\nSTATUS=\(await Self.statusLine(shipper: shipper, spool: spool))")
         logger.info(
@@ -281,21 +289,23 @@ public final class Daemon: Sendable {
                 "logship.upload.url": "\(configuration.upload.url)",
                 "logship.upload.max_in_flight": "\(configuration.upload.maxInFlight)",
             ])
-        // A signal that came while the daemon started is delivered here at once; the group, told before it runs,
-        // starts its services and stops them again.
-        let forwarding = Task { [serviceGroup, shutdownRequests, logger] in
-            for await signal in shutdownRequests {
-                logger.info("stopping on a signal", metadata: ["logship.signal": "\(signal)"])
-                await serviceGroup.triggerGracefulShutdown()
+        let outcome = await withDiscardingTaskGroup { tasks in
+            // A signal that came while the daemon started is handed over at once. Told before it runs, the group
+            // remembers it and stops its services as soon as it has started them.
+            tasks.addTask { [serviceGroup, shutdownRequests, logger] in
+                var stopping = false
+                for await signal in shutdownRequests {
+                    logger.log(
+                        level: stopping ? .debug : .info, stopping ? "already stopping" : "stopping on a signal",
+                        metadata: ["logship.signal": "\(signal)"])
+                    stopping = true
+                    await serviceGroup.triggerGracefulShutdown()
+                }
             }
+            let outcome = await Result(catching: { try await serviceGroup.run() })
+            tasks.cancelAll()
+            return outcome
         }
-        var failure: (any Error)?
-        do {
-            try await serviceGroup.run()
-        } catch {
-            failure = error
-        }
-        forwarding.cancel()
         let statistics = await spool.statistics()
         if statistics.pendingTotal + statistics.claimed > 0 {
             let kept = configuration.spool.path == "memory"
@@ -307,7 +317,7 @@ public final class Daemon: Sendable {
         await spool.close()
         httpUploader?.shutdown()
         logger.info("logshipd stopped")
-        if let failure { throw failure }
+        try outcome.get()
     }
 
     /// Begins a graceful shutdown, as SIGTERM does.

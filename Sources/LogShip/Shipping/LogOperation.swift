@@ -72,14 +72,3 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
         task.withLock { $0 }?.cancel()
     }
 }
-
-extension Result where Failure == any Error {
-    /// Captures the outcome of an async throwing closure.
-    init(catching body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
-        }
-    }
-}

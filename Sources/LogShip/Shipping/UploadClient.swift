@@ -7,10 +7,10 @@ import NIOSSL
 /// to the remote.
 ///
 /// A request takes an idle connection or opens one, and gives it back when the response lets it stay open; the
-/// requests in flight on the loop bound its connections, and the shipper caps those. One timeout bounds the whole exchange,
-/// connecting and the response body included. A request whose reused connection turns out to have been closed by
-/// the remote before any answer (the remote ended an idle keep-alive connection just as it was taken) is sent once
-/// more on a new connection; nothing else is retried here, since retries are the shipper's to decide.
+/// requests in flight on the loop bound its connections, and the shipper caps those. One timeout bounds the whole
+/// exchange, connecting and the response body included. A request whose reused connection turns out to have been
+/// closed by the remote before any answer (the remote ended an idle keep-alive connection just as it was taken) is
+/// sent once more on a new connection; nothing else is retried here, since retries are the shipper's to decide.
 ///
 /// It does only what the uploader needs, which is why it is not async-http-client: no hop when the caller runs on
 /// the loop (the delivery tasks do), no task group, future or dispatch timer per request, the head and body in one
