@@ -40,11 +40,19 @@ public final class TestDaemon: Sendable {
         configure: (inout DaemonConfiguration) -> Void = { _ in }
     ) async throws -> TestDaemon {
         let directory = try directory ?? TemporaryDirectory.make()
+        var configuration = Self.configuration(directory: directory, url: receiver.url)
+        configure(&configuration)
+        let daemon = try await Daemon.start(configuration: configuration, logger: .test, shutdownSignals: [])
+        return TestDaemon(directory: directory, receiver: receiver, daemon: daemon, configuration: configuration)
+    }
+
+    /// The tests' configuration: sockets in `directory`, posting to `url`, an in-memory spool, short retries.
+    public static func configuration(directory: String, url: String) -> DaemonConfiguration {
         var configuration = DaemonConfiguration()
         configuration.ingest.stream = "\(directory)/ingest.sock"
         configuration.ingest.datagram = "\(directory)/ingest.dgram"
         configuration.ingest.control = "\(directory)/control.sock"
-        configuration.upload.url = receiver.url
+        configuration.upload.url = url
         configuration.upload.retryInitial = .milliseconds(50)
         configuration.upload.retryMax = .milliseconds(500)
         // A loaded machine can answer late: a test that counts deliveries exactly must not see a retry for that.
@@ -52,9 +60,7 @@ public final class TestDaemon: Sendable {
         configuration.upload.timeout = .seconds(60)
         configuration.spool.path = "memory"
         configuration.spool.maxBytes = 256 << 20
-        configure(&configuration)
-        let daemon = try await Daemon.start(configuration: configuration, logger: .test, shutdownSignals: [])
-        return TestDaemon(directory: directory, receiver: receiver, daemon: daemon, configuration: configuration)
+        return configuration
     }
 
     /// Writes lines to the ingest stream socket over one connection, then closes it.

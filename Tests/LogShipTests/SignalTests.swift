@@ -17,12 +17,8 @@ struct SignalTests {
 
     @Test("a shutdown signal that comes between start and run is kept: run() starts the services and stops them")
     func signalBeforeRun() async throws {
-        let directory = try TemporaryDirectory.make()
-        var configuration = DaemonConfiguration()
-        configuration.ingest.stream = "\(directory)/ingest.sock"
-        configuration.ingest.datagram = ""
-        configuration.ingest.control = "\(directory)/control.sock"
-        configuration.spool.path = "memory"
+        let receiver = try await TestReceiver()
+        let configuration = TestDaemon.configuration(directory: try TemporaryDirectory.make(), url: receiver.url)
         // SIGWINCH stands in for SIGTERM in this shared test process: its default action is to do nothing, so a
         // signal the daemon did not trap is lost (and run() would not return), not the death of every test.
         let daemon = try await Daemon.start(configuration: configuration, logger: .test, shutdownSignals: [.sigwinch])

@@ -16,13 +16,18 @@ struct UploadClientTests {
             eventLoop: MultiThreadedEventLoopGroup.singleton.next())
     }
 
+    /// One record with `message`, as the daemon encodes it.
+    static func line(_ message: String) -> [UInt8] {
+        LogRecord(
+            timestamp: Timestamp(rfc3339: "2026-11-22T10:00:00Z")!, priority: .info, severity: .informational,
+            host: "web-1", source: .socket, message: message
+        ).ndjsonLine
+    }
+
     /// POSTs one record, as the daemon encodes it, with `message`.
     func post(_ client: UploadClient, _ message: String) async throws -> UploadResponse {
         let headers = HTTPHeaders([("Content-Type", "application/x-ndjson")])
-        let record = LogRecord(
-            timestamp: Timestamp(rfc3339: "2026-11-22T10:00:00Z")!, priority: .info, severity: .informational,
-            host: "web-1", source: .socket, message: message)
-        var body = ByteBuffer(bytes: record.ndjsonLine)
+        var body = ByteBuffer(bytes: Self.line(message))
         body.writeString("\n")
         return try await client.post(headers: headers, body: body, timeout: .seconds(30), excerptLimit: 64)
     }

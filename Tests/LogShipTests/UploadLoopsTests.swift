@@ -2,7 +2,6 @@ import NIOCore
 import NIOPosix
 import Testing
 
-import LogShipRecord
 import LogShipTestKit
 @testable import LogShip
 
@@ -34,10 +33,7 @@ struct UploadLoopsTests {
         var connections: [Int] = []
         let (first, second) = (loops.executors[0], loops.executors[1])
         for (index, executor) in [first, first, second, second].enumerated() {
-            let line = LogRecord(
-                timestamp: Timestamp(rfc3339: "2026-11-22T10:00:00Z")!, priority: .info, severity: .informational,
-                host: "web-1", source: .socket, message: "m\(index)"
-            ).ndjsonLine
+            let line = UploadClientTests.line("m\(index)")
             try await Task(executorPreference: executor) {
                 try await uploader.upload(Payload(lines: [line[...]], batchNumber: index))
             }.value
