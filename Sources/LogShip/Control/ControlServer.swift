@@ -63,8 +63,8 @@ public struct ControlServer: Service {
     private func serve(_ connection: UnixStreamListener.Connection, peer: PeerCredentials) async {
         do {
             try await connection.executeThenClose { reads, responses in
-                for try await requests in reads {
-                    for frame in requests {
+                for try await read in reads {
+                    for frame in read.frames {
                         let response = await respond(to: frame, peer: peer)
                         var line = try JSONEncoder().encode(response)
                         line.append(UInt8(ascii: "\n"))
@@ -178,13 +178,13 @@ public struct ControlServer: Service {
             }
         }
         do {
-            let receipt = try await intake.accept(records)
+            let (receipt, demoted) = try await intake.accept(records, from: peer)
             if receipt.refused > 0 {
                 return ControlResponse(
                     ok: false, accepted: receipt.accepted,
                     error: "spool full of crash records: \(receipt.refused) crash record(s) refused")
             }
-            return ControlResponse(ok: true, accepted: receipt.accepted)
+            return ControlResponse(ok: true, accepted: receipt.accepted, demoted: demoted > 0 ? demoted : nil)
         } catch {
             logger.error("records from logctl not accepted", metadata: ["logship.error": "\(error)"])
             return .failure("not accepted: \(error)")

@@ -7,6 +7,10 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     /// Records received from all inputs since start.
     public var received = 0
     public var truncated = 0
+    /// Frames with nothing but whitespace, dropped since start.
+    public var blank = 0
+    /// Crash claims beyond their sender's crash budget, stored as errors since start.
+    public var demoted = 0
     /// Unclaimed records in the spool per class name.
     public var pending: [String: Int] = [:]
     /// Seconds since the oldest record of each class the spool holds was written (by its timestamp).

@@ -29,6 +29,8 @@ final class DaemonStatusSource: Sendable {
         status.uptimeSeconds = (ContinuousClock.now - startedAt).seconds
         status.received = intakeStatistics.received
         status.truncated = intakeStatistics.truncated
+        status.blank = intakeStatistics.blank
+        status.demoted = intakeStatistics.demoted
         status.pending = Dictionary(uniqueKeysWithValues: spoolStatistics.pending.map { ($0.key.description, $0.value) })
         if let oldest = try? await spool.oldestTimestamps() {
             status.oldestPendingAgeSeconds = Dictionary(uniqueKeysWithValues: oldest.map { priority, timestamp in

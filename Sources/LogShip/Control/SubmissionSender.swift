@@ -20,40 +20,51 @@ public struct SubmissionSender {
 
     /// Sends messages in one request.
     ///
+    /// - Returns: How many crash records the daemon accepted as errors, beyond the sender's crash budget.
     /// - Throws: ``ControlClientError`` or ``SendError`` with the one line to print.
-    public func send(_ messages: [String]) throws {
+    @discardableResult
+    public func send(_ messages: [String]) throws -> Int {
         let client = try ControlClient(path: path)
         let now = Timestamp.now().rfc3339
-        try send(messages.map { submission($0, truncated: false, at: now) }, with: client, acceptedBefore: 0)
+        return try send(messages.map { submission($0, truncated: false, at: now) }, with: client, acceptedBefore: 0)
+            .demoted
     }
 
     /// Sends each line of `descriptor` as a record, in chunks; a chunk goes as soon as no more input is ready,
     /// so `tail -f | logctl send` ships promptly.
-    public func sendLines(fromDescriptor descriptor: Int32) throws {
+    ///
+    /// - Returns: How many crash records the daemon accepted as errors, beyond the sender's crash budget.
+    @discardableResult
+    public func sendLines(fromDescriptor descriptor: Int32) throws -> Int {
         let client = try ControlClient(path: path)
         let reader = LineReader(descriptor: descriptor, maximumLineBytes: Self.maximumLineBytes)
         var chunk: [Submission] = []
         var chunkBytes = 0
         var accepted = 0
+        var demoted = 0
+        func sendChunk() throws {
+            let answer = try send(chunk, with: client, acceptedBefore: accepted)
+            accepted += answer.accepted
+            demoted += answer.demoted
+            chunk.removeAll(keepingCapacity: true)
+            chunkBytes = 0
+        }
         while let line = try reader.next() {
             let text = String(decoding: line.bytes[...].trimmingLineEnding(), as: UTF8.self)
             let encodedBytes = Self.encodedSizeBound(of: text) + submissionOverhead
             if !chunk.isEmpty && chunkBytes + encodedBytes > Self.chunkBytes {
-                accepted += try send(chunk, with: client, acceptedBefore: accepted)
-                chunk.removeAll(keepingCapacity: true)
-                chunkBytes = 0
+                try sendChunk()
             }
             chunk.append(submission(text, truncated: line.truncated, at: Timestamp.now().rfc3339))
             chunkBytes += encodedBytes
             if chunk.count >= Self.chunkRecords || chunkBytes >= Self.chunkBytes || !reader.hasInputReady {
-                accepted += try send(chunk, with: client, acceptedBefore: accepted)
-                chunk.removeAll(keepingCapacity: true)
-                chunkBytes = 0
+                try sendChunk()
             }
         }
         if !chunk.isEmpty {
-            try send(chunk, with: client, acceptedBefore: accepted)
+            try sendChunk()
         }
+        return demoted
     }
 
     /// What each submission adds to its message in the request: its keys, priority, timestamp and the
@@ -83,15 +94,16 @@ public struct SubmissionSender {
                    truncated: truncated ? true : nil)
     }
 
-    @discardableResult
-    private func send(_ submissions: [Submission], with client: ControlClient, acceptedBefore: Int) throws -> Int {
+    private func send(
+        _ submissions: [Submission], with client: ControlClient, acceptedBefore: Int
+    ) throws -> (accepted: Int, demoted: Int) {
         let response = try client.send(ControlRequest(command: .send, records: submissions))
         guard response.ok else {
             let reason = response.error ?? "records not accepted"
             let accepted = acceptedBefore + (response.accepted ?? 0)
             throw SendError(description: accepted > 0 ? "\(reason) (\(accepted) earlier record(s) were accepted)" : reason)
         }
-        return response.accepted ?? submissions.count
+        return (response.accepted ?? submissions.count, response.demoted ?? 0)
     }
 }
 

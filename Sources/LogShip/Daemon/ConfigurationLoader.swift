@@ -15,6 +15,7 @@ public struct ConfigurationLoader: Sendable {
     static let knownKeys: Set<String> = [
         "ingest.stream", "ingest.datagram", "ingest.control", "ingest.socket_mode", "ingest.max_record_bytes",
         "ingest.max_connections", "ingest.max_connections_per_process",
+        "intake.crash_budget.per_second", "intake.crash_budget.burst",
         "upload.url", "upload.format", "upload.max_in_flight", "upload.timeout", "upload.headers",
         "upload.retry_initial", "upload.retry_max", "upload.retry_after_max", "upload.shutdown_timeout",
         "batch.max_records", "batch.max_bytes",
@@ -109,8 +110,7 @@ public struct ConfigurationLoader: Sendable {
                 values.problems.append("\(path): \(section) must be a mapping of keys")
                 continue
             }
-            for (keyNode, value) in entries {
-                let key = "\(section).\(keyNode.string ?? "\(keyNode)")"
+            for (key, value) in Self.flattened(entries, under: section) {
                 do {
                     guard knownKeys.contains(key) else {
                         throw ConfigurationError("\(path): unknown key \(key)")
@@ -128,6 +128,18 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         return values
+    }
+
+    /// The entries of a section with their dotted key paths; a mapping under a key that takes no mapping of its
+    /// own (`intake: {crash_budget: {burst: 5}}`) stands for the keys below it.
+    private static func flattened(_ entries: Node.Mapping, under prefix: String) -> [(String, Node)] {
+        entries.flatMap { keyNode, value -> [(String, Node)] in
+            let key = "\(prefix).\(keyNode.string ?? "\(keyNode)")"
+            if let nested = value.mapping, key != "upload.headers", !knownKeys.contains(key) {
+                return flattened(nested, under: key)
+            }
+            return [(key, value)]
+        }
     }
 
     /// A sequence of scalars, or one scalar holding a comma-separated list.
@@ -172,6 +184,10 @@ public struct ConfigurationLoader: Sendable {
         values.read(
             "ingest.max_connections_per_process", into: &configuration.ingest.maxConnectionsPerProcess,
             .integer(1...100_000))
+
+        values.read(
+            "intake.crash_budget.per_second", into: &configuration.intake.crashBudgetPerSecond, .number(0...1_000_000))
+        values.read("intake.crash_budget.burst", into: &configuration.intake.crashBudgetBurst, .integer(0...1_000_000))
 
         values.read("upload.url", into: &configuration.upload.url, .httpURL)
         values.read("upload.format", into: &configuration.upload.format, .format)

@@ -111,7 +111,7 @@ public final class Daemon: Sendable {
             // Every request is bounded by upload.timeout; settling adds a disk write or two.
             stuckAfter: configuration.upload.timeout * 3 + .seconds(5),
             logger: logger)
-        let intake = RecordIntake(spool: spool)
+        let intake = RecordIntake(spool: spool, crashBudget: CrashBudget.Settings(configuration.intake))
 
         let inputs: [any Service]
         let journal: JournalIngestServer?
@@ -142,7 +142,7 @@ public final class Daemon: Sendable {
             }
         }
         let live = LiveConfiguration(
-            configuration, uploader: httpUploader, delivery: delivery, journal: journal, logLevel: reloading?.logLevel)
+            configuration, uploader: httpUploader, delivery: delivery, intake: intake, journal: journal, logLevel: reloading?.logLevel)
         var reporters: [any Service] = []
         if let reloading, let hangups {
             reporters.append(

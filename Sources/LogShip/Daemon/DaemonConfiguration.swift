@@ -19,6 +19,13 @@ public struct DaemonConfiguration: Sendable {
         public var maxConnectionsPerProcess = 256
     }
 
+    public struct Intake: Sendable {
+        /// Crash claims a user regains per second (`intake.crash_budget.per_second`); root's are not counted.
+        public var crashBudgetPerSecond = 10.0
+        /// Crash claims a user may make at once (`intake.crash_budget.burst`).
+        public var crashBudgetBurst = 100
+    }
+
     public struct Upload: Sendable {
         public var url = "http://127.0.0.1:8514/ingest"
         public var format = UploadFormat.ndjson
@@ -98,6 +105,7 @@ public struct DaemonConfiguration: Sendable {
     }
 
     public var ingest = Ingest()
+    public var intake = Intake()
     public var metrics = Metrics()
     public var upload = Upload()
     public var auth = Auth()

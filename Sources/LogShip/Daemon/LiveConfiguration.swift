@@ -2,23 +2,25 @@ import Foundation
 import Synchronization
 
 /// The configuration a daemon runs with, and the parts of it that follow a reload without a restart: the upload
-/// URL, format, compression, headers, timeout, credentials and TLS files, the retry bounds and `Retry-After` cap, the batch limits, the journal's
-/// selection (units, excluded units, least priority) and the log level. Anything else that changed is named and
-/// left for a restart.
+/// URL, format, compression, headers, timeout, credentials and TLS files, the retry bounds and `Retry-After` cap, the
+/// batch limits, the crash budget, the journal's selection (units, excluded units, least priority) and the log
+/// level. Anything else that changed is named and left for a restart.
 final class LiveConfiguration: Sendable {
     private let current: Mutex<DaemonConfiguration>
     private let uploader: HTTPUploader?
     private let delivery: BatchDelivery
+    private let intake: RecordIntake
     private let journal: JournalIngestServer?
     private let logLevel: LogLevelControl?
 
     init(
-        _ configuration: DaemonConfiguration, uploader: HTTPUploader?, delivery: BatchDelivery,
+        _ configuration: DaemonConfiguration, uploader: HTTPUploader?, delivery: BatchDelivery, intake: RecordIntake,
         journal: JournalIngestServer?, logLevel: LogLevelControl?
     ) {
         current = Mutex(configuration)
         self.uploader = uploader
         self.delivery = delivery
+        self.intake = intake
         self.journal = journal
         self.logLevel = logLevel
     }
@@ -38,6 +40,7 @@ final class LiveConfiguration: Sendable {
         delivery.update(
             limits: BatchLimits(maxRecords: new.batch.maxRecords, maxBytes: new.batch.maxBytes),
             retryAfterMaximum: new.upload.retryAfterMax)
+        intake.updateCrashBudget(CrashBudget.Settings(new.intake))
         journal?.updateSelection(new.journal)
         logLevel?.level = new.logLevel
         return Self.restartOnlyChanges(from: old, to: new)

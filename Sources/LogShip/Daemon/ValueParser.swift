@@ -68,6 +68,15 @@ extension ValueParser<Int> {
     }
 }
 
+extension ValueParser<Double> {
+    /// A number, with a fraction or not, within `range`.
+    static func number(_ range: ClosedRange<Double>) -> ValueParser {
+        ValueParser(expected: "a number from \(range.lowerBound.formatted()) to \(range.upperBound.formatted())") {
+            Double($0.trimmingCharacters(in: .whitespaces)).flatMap { $0.isFinite && range.contains($0) ? $0 : nil }
+        }
+    }
+}
+
 extension ValueParser<Duration> {
     /// The longest duration any key accepts: far beyond any sensible setting, far inside what every clock and
     /// timer type here can hold.

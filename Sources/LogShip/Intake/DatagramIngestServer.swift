@@ -5,8 +5,9 @@ import ServiceLifecycle
 /// The ingest datagram socket: one record per datagram, for `/dev/log`-style clients (`logger -d`, glibc
 /// `syslog()`).
 public struct DatagramIngestServer: Service {
-    /// How many queued datagrams are read per wake-up before they are spooled together.
-    private static let batchLimit = 256
+    /// How many queued datagrams are read per wake-up before they are spooled together, and about how many bytes
+    /// of them: what does not fit waits in the socket's queue.
+    private static let batchLimit = (datagrams: 256, bytes: 1 << 20)
 
     private let socket: UnixDatagramSocket
     private let parser: RecordParser
@@ -39,8 +40,9 @@ public struct DatagramIngestServer: Service {
                 while !Task.isCancelled && !Task.isShuttingDownGracefully {
                     let datagrams: [UnixDatagramSocket.Datagram]
                     do {
-                        guard let received = try await reader.runIfActive({ try socket.receive(limit: Self.batchLimit) })
-                        else { break }
+                        guard let received = try await reader.runIfActive({
+                            try socket.receive(limit: Self.batchLimit.datagrams, bytes: Self.batchLimit.bytes)
+                        }) else { break }
                         datagrams = received
                     } catch let error as IngestError {
                         // A failed receive (ENOMEM, ENOBUFS, …) loses at most what it was reading; the socket
@@ -50,13 +52,10 @@ public struct DatagramIngestServer: Service {
                         continue
                     }
                     let receivedAt = Timestamp.now()
-                    let records = datagrams.map { datagram in
-                        parser.encode(
-                            datagram.frame, source: .datagram, peer: datagram.peer,
-                            receivedAt: receivedAt)
-                    }
+                    let records = datagrams.filter { !$0.frame.isBlank }
+                    intake.countBlank(datagrams.count - records.count)
                     do {
-                        try await intake.submit(records)
+                        try await submit(records, receivedAt: receivedAt)
                     } catch let error as SpoolError where error == .closed {
                         break
                     } catch {
@@ -73,5 +72,21 @@ public struct DatagramIngestServer: Service {
             throw error
         }
         try await reader.shutdownGracefully()
+    }
+
+    /// Hands datagrams to the intake in runs from one user, in order: each user's crash claims are weighed
+    /// against its own budget.
+    private func submit(_ datagrams: [UnixDatagramSocket.Datagram], receivedAt: Timestamp) async throws {
+        var start = datagrams.startIndex
+        while start < datagrams.endIndex {
+            let sender = datagrams[start].peer
+            let end = datagrams[start...].firstIndex { $0.peer?.uid != sender?.uid } ?? datagrams.endIndex
+            try await intake.submit(
+                datagrams[start..<end].map {
+                    parser.encode($0.frame, source: .datagram, peer: $0.peer, receivedAt: receivedAt)
+                },
+                from: sender)
+            start = end
+        }
     }
 }

@@ -1,18 +1,43 @@
 import NIOCore
 
-/// Passes on the frames decoded from one read of a connection together, as one array, so that a client writing
-/// fast costs one hop into the intake per read instead of one per record.
+/// Frames a connection gave, handed on together, and how many blank frames were dropped among them.
+struct FrameRead: Sendable {
+    var frames: [Frame] = []
+    /// Frames with nothing but whitespace (``Frame/isBlank``), dropped here and only counted.
+    var blank = 0
+    /// The bytes of `frames`.
+    var bytes = 0
+
+    var isEmpty: Bool { frames.isEmpty && blank == 0 }
+}
+
+/// Passes on the frames decoded from one read of a connection together, so that a client writing fast costs one
+/// hop into the intake per read instead of one per record, and drops blank frames.
 ///
-/// Frames are collected until the read completes; frames decoded at end of input (a last line without a
-/// newline) arrive without a read completing, so they are passed on when the input closes or the channel ends.
+/// One hand-over holds at most ``maximumFrames`` frames and about ``maximumBytes`` bytes: the async channel
+/// stops reading the socket while two hand-overs wait, so what a sender writes beyond that waits in its socket.
+/// Frames decoded at end of input (a last line without a newline) arrive without a read completing, so they are
+/// passed on when the input closes or the channel ends.
 final class FrameBatcher: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = Frame
-    typealias InboundOut = [Frame]
+    typealias InboundOut = FrameRead
 
-    private var pending: [Frame] = []
+    static let maximumFrames = 512
+    static let maximumBytes = 256 << 10
+
+    private var pending = FrameRead()
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        pending.append(unwrapInboundIn(data))
+        let frame = unwrapInboundIn(data)
+        if frame.isBlank {
+            pending.blank += 1
+            return
+        }
+        pending.frames.append(frame)
+        pending.bytes += frame.bytes.count
+        if pending.frames.count >= Self.maximumFrames || pending.bytes >= Self.maximumBytes {
+            flush(context)
+        }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -37,8 +62,8 @@ final class FrameBatcher: ChannelInboundHandler, RemovableChannelHandler {
 
     private func flush(_ context: ChannelHandlerContext) {
         guard !pending.isEmpty else { return }
-        let frames = pending
-        pending = []
-        context.fireChannelRead(wrapInboundOut(frames))
+        let read = pending
+        pending = FrameRead()
+        context.fireChannelRead(wrapInboundOut(read))
     }
 }

@@ -2,22 +2,39 @@ import Synchronization
 
 /// Where every input hands its records: they are encoded and stored in the spool, which tells the shipper once
 /// they are committed.
+///
+/// Intake also holds what one sender may cost the daemon: blank frames are dropped and counted, what one read
+/// hands over goes to the spool in slices the commit queue makes room for, and a sender's crash claims are
+/// weighed against its ``CrashBudget``.
 public final class RecordIntake: Sendable {
     /// Counts since start.
     public struct Statistics: Hashable, Sendable {
         public var received = 0
         public var truncated = 0
+        /// Frames with nothing but whitespace, dropped.
+        public var blank = 0
+        /// Crash claims beyond their sender's budget, stored as errors.
+        public var demoted = 0
     }
+
+    /// The most records of one read handed to the spool at once: the commit queue waits for room between
+    /// slices, so a read of tiny lines cannot queue more than a slice beyond the queue's capacity.
+    static let sliceRecords = 256
 
     private let spool: any Spool
     private let counters = Mutex(Statistics())
+    private let crashBudget: Mutex<CrashBudget>
 
-    public init(spool: any Spool) {
-        self.spool = spool
+    public convenience init(spool: any Spool) {
+        self.init(spool: spool, crashBudget: .default)
     }
 
-    /// Stores records and returns once they are committed: for `logctl send`, whose acknowledgement means the
-    /// records are safe.
+    init(spool: any Spool, crashBudget: CrashBudget.Settings) {
+        self.spool = spool
+        self.crashBudget = Mutex(CrashBudget(crashBudget))
+    }
+
+    /// Stores records the host vouches for (the journal's) and returns once they are committed.
     ///
     /// - Parameters:
     ///   - position: Where the input has read to, committed with the records (the journal's cursor); with a
@@ -36,15 +53,64 @@ public final class RecordIntake: Sendable {
         return receipt
     }
 
-    /// Hands records to the spool's next commit without waiting for it: for the ingest sockets, whose clients
-    /// expect no answer. Waits only while the spool's commit queue is full.
-    public func submit(_ records: [EncodedRecord]) async throws {
+    /// Stores what `sender` sent on the control socket (`logctl send`) and returns once it is committed: the
+    /// acknowledgement means the records are safe. Crash claims beyond the sender's budget are stored as errors.
+    ///
+    /// - Returns: The spool's receipt, and how many crash claims were stored as errors.
+    @discardableResult
+    public func accept(
+        _ records: [LogRecord], from sender: PeerCredentials
+    ) async throws -> (receipt: AppendReceipt, demoted: Int) {
+        let demotions = admitCrashClaims(records.lazy.map { $0.priority == .crash }, uid: sender.uid)
+        let admitted = demotions.isEmpty
+            ? records
+            : records.enumerated().map { demotions.contains($0.offset) ? $0.element.demotingCrashClaim() : $0.element }
+        return (try await accept(admitted), demotions.count)
+    }
+
+    /// Hands what one read of a socket gave to the spool's next commits without waiting for them: for the ingest
+    /// sockets, whose clients expect no answer. Waits while the spool's commit queue is full, so that what a
+    /// sender writes faster than the spool commits waits in its socket.
+    ///
+    /// - Parameters:
+    ///   - records: The read's records, in order.
+    ///   - sender: Who sent them, as the kernel reports it; crash claims are weighed against its uid's budget.
+    public func submit(_ records: [EncodedRecord], from sender: PeerCredentials?) async throws {
         guard !records.isEmpty else { return }
+        // A datagram without credentials (never seen with SO_PASSCRED) is weighed as uid -1's, the "nobody" of
+        // the kernel's interfaces.
+        let demotions = admitCrashClaims(records.lazy.map { $0.priority == .crash }, uid: sender?.uid ?? .max)
         count(records.count, truncated: records.count { $0.truncated })
-        try await spool.enqueue(records.map(SpoolEntry.init))
+        for slice in records.indices.chunked(Self.sliceRecords) {
+            try await spool.enqueue(slice.map { index in
+                SpoolEntry(demotions.contains(index) ? records[index].demotingCrashClaim() : records[index])
+            })
+        }
+    }
+
+    /// Applies a reloaded crash budget; what each user has spent carries over.
+    func updateCrashBudget(_ settings: CrashBudget.Settings) {
+        crashBudget.withLock { $0.settings = settings }
+    }
+
+    /// Counts frames dropped for holding nothing but whitespace.
+    public func countBlank(_ frames: Int) {
+        guard frames > 0 else { return }
+        counters.withLock { $0.blank += frames }
     }
 
     public var statistics: Statistics { counters.withLock { $0 } }
+
+    /// Weighs the crash claims among records against `uid`'s budget; returns the positions of those beyond it.
+    private func admitCrashClaims(_ claims: some Collection<Bool>, uid: UInt32) -> Set<Int> {
+        guard claims.contains(true) else { return [] }
+        let now = ContinuousClock.now
+        let demoted = crashBudget.withLock { budget in
+            Set(claims.enumerated().filter { $0.element && !budget.admit(uid: uid, now: now) }.map(\.offset))
+        }
+        if !demoted.isEmpty { counters.withLock { $0.demoted += demoted.count } }
+        return demoted
+    }
 
     private func count(_ received: Int, truncated: Int) {
         counters.withLock { counters in

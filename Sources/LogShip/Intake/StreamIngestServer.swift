@@ -49,9 +49,12 @@ public struct StreamIngestServer: Service {
     private func serve(_ connection: UnixStreamListener.Connection, peer: PeerCredentials) async {
         do {
             try await connection.executeThenClose { reads, _ in
-                for try await frames in reads {
+                for try await read in reads {
+                    intake.countBlank(read.blank)
                     let receivedAt = Timestamp.now()
-                    try await intake.submit(frames.map { parser.encode($0, source: .socket, peer: peer, receivedAt: receivedAt) })
+                    try await intake.submit(
+                        read.frames.map { parser.encode($0, source: .socket, peer: peer, receivedAt: receivedAt) },
+                        from: peer)
                 }
             }
         } catch is CancellationError {

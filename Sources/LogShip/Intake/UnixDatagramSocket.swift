@@ -68,12 +68,13 @@ struct UnixDatagramSocket: Sendable {
             maximumRecordBytes: maximumRecordBytes)
     }
 
-    /// Blocks until datagrams arrive or ``wake()`` is called, then returns up to `limit` of those queued.
+    /// Blocks until datagrams arrive or ``wake()`` is called, then returns up to `limit` of those queued, and
+    /// none after the one that brings their size to `bytes`.
     ///
     /// - Returns: The datagrams read, never empty; `nil` once ``wake()`` has been called. A wake-up that finds
     ///   nothing to read (a signal, a datagram another reader took) waits again instead of returning empty, so
     ///   that an empty read can never be mistaken for the end.
-    func receive(limit: Int) throws -> [Datagram]? {
+    func receive(limit: Int, bytes: Int) throws -> [Datagram]? {
         var buffer = [UInt8](repeating: 0, count: maximumRecordBytes)
         while true {
             var descriptors = [
@@ -86,9 +87,13 @@ struct UnixDatagramSocket: Sendable {
             if descriptors[1].revents != 0 { return nil }
 
             var datagrams: [Datagram] = []
+            var received = 0
             var senders = SenderNames()
-            while datagrams.count < limit, let datagram = try receiveOne(into: &buffer, senders: &senders) {
+            while datagrams.count < limit, received < bytes,
+                let datagram = try receiveOne(into: &buffer, senders: &senders)
+            {
                 datagrams.append(datagram)
+                received += datagram.frame.bytes.count
             }
             if !datagrams.isEmpty { return datagrams }
         }
@@ -127,7 +132,7 @@ struct UnixDatagramSocket: Sendable {
             peer: hasCredentials != 0 ? PeerCredentials(credentials, comm: senders.name(of: credentials.pid)) : nil)
     }
 
-    /// Makes a blocked or later ``receive(limit:)`` return at once.
+    /// Makes a blocked or later ``receive(limit:bytes:)`` return at once.
     func wake() {
         var one: UInt64 = 1
         _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)

@@ -15,9 +15,9 @@ import Synchronization
 /// connection is closed as soon as it is accepted.
 final class UnixStreamListener: Sendable {
     /// A connection: the frames of each read together, and the bytes to answer with.
-    typealias Connection = NIOAsyncChannel<[Frame], ByteBuffer>
+    typealias Connection = NIOAsyncChannel<FrameRead, ByteBuffer>
 
-    /// A connection reads ahead of its handler by at most two reads (each up to 64 KiB of frames): a client
+    /// A connection reads ahead of its handler by at most two hand-overs of frames (``FrameBatcher``): a client
     /// writing faster than the spool commits waits in its socket, not in the daemon's memory.
     private static let connectionConfiguration = Connection.Configuration(
         backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2))

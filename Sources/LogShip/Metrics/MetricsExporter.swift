@@ -27,6 +27,10 @@ final class MetricsExporter: Sendable {
         let totals: [(String, String, @Sendable (DaemonStatus) -> Int)] = [
             ("logshipd_records_received_total", "Records received from all inputs.", { $0.received }),
             ("logshipd_records_truncated_total", "Records cut at the size limit.", { $0.truncated }),
+            ("logshipd_frames_blank_total", "Frames with nothing but whitespace, dropped.", { $0.blank }),
+            ("logshipd_records_demoted_total", "Crash claims beyond their sender's crash budget, stored as errors.", {
+                $0.demoted
+            }),
             ("logshipd_records_delivered_total", "Records the remote accepted.", { $0.delivered }),
             ("logshipd_records_dead_lettered_total", "Records moved to the dead-letter table.", { $0.deadLettered }),
             ("logshipd_records_evicted_total", "Records evicted to make room.", { $0.evicted }),

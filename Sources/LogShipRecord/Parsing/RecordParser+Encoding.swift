@@ -1,11 +1,14 @@
 /// A parsed record ready for the spool: its class and its NDJSON line, and whether it was cut, which intake
 /// counts.
 public struct EncodedRecord: Hashable, Sendable {
-    public var priority: PriorityClass
+    public private(set) var priority: PriorityClass
     /// The record's ``LogRecord/ndjsonLine``.
-    public var line: [UInt8]
+    public private(set) var line: [UInt8]
     /// Whether the message was cut at the size limit.
-    public var truncated: Bool
+    public private(set) var truncated: Bool
+    /// The record itself when its sender claims the crash class, which intake may take back
+    /// (``demotingCrashClaim()``); `nil` for every other record, which is only ever stored as its line.
+    public private(set) var crashClaim: LogRecord?
 
     public init(priority: PriorityClass, line: [UInt8], truncated: Bool) {
         self.priority = priority
@@ -15,6 +18,30 @@ public struct EncodedRecord: Hashable, Sendable {
 
     public init(_ record: LogRecord) {
         self.init(priority: record.priority, line: record.ndjsonLine, truncated: record.truncated)
+        if record.priority == .crash { crashClaim = record }
+    }
+
+    /// The same record as a crash claim beyond its sender's budget: its content kept, stored as an error and
+    /// marked (``LogRecord/demotingCrashClaim()``). A record that claims no crash is returned as it is.
+    public func demotingCrashClaim() -> EncodedRecord {
+        guard let crashClaim else { return self }
+        return EncodedRecord(crashClaim.demotingCrashClaim())
+    }
+}
+
+extension LogRecord {
+    /// The field that marks a record whose sender claimed the crash class beyond its budget; its value is the
+    /// class claimed.
+    public static let demotedFromField = "demoted_from"
+
+    /// The record as its sender's crash claim beyond the budget leaves it: error class, the rest as sent, and a
+    /// ``demotedFromField`` field saying so.
+    public func demotingCrashClaim() -> LogRecord {
+        guard priority == .crash else { return self }
+        var record = self
+        record.priority = .error
+        record.fields[Self.demotedFromField] = PriorityClass.crash.description
+        return record
     }
 }
 

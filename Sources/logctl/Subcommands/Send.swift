@@ -37,14 +37,16 @@ struct Send: ParsableCommand {
             },
             uniquingKeysWith: { _, last in last })
         let sender = SubmissionSender(path: control.path, priority: priority, fields: fields.isEmpty ? nil : fields)
+        let demoted: Int
         do {
-            if message.isEmpty {
-                try sender.sendLines(fromDescriptor: STDIN_FILENO)
-            } else {
-                try sender.send([message.joined(separator: " ")])
-            }
+            demoted = message.isEmpty
+                ? try sender.sendLines(fromDescriptor: STDIN_FILENO) : try sender.send([message.joined(separator: " ")])
         } catch {
             fail("\(error)")
+        }
+        if demoted > 0 {
+            FileHandle.standardError.write(Data(
+                "logctl: \(demoted) crash record(s) went beyond your user's crash budget and were accepted as errors\n".utf8))
         }
     }
 }

@@ -37,6 +37,7 @@ struct Status: ParsableCommand {
         lines.append("delivered     \(status.delivered) in \(status.requests) requests (\(status.failedRequests) failed and retried)")
         lines.append("dead letters  \(status.deadLetters) (\(status.deadLettered) since start)")
         lines.append("received      \(status.received) (truncated \(status.truncated)); evicted \(status.evicted), refused \(status.refused)")
+        lines.append("dropped       \(status.blank) blank frame(s); \(status.demoted) crash claim(s) over budget stored as errors")
         lines.append("spool         \(bytes(status.spoolBytes)) of \(bytes(status.spoolBudget))")
         if status.operatorPaused {
             lines.append("uploads       paused by an operator (logctl resume restarts them)")
