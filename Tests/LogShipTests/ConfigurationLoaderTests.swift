@@ -45,6 +45,18 @@ struct ConfigurationLoaderTests {
         #expect(configuration.spool.maxBytes == 1_073_741_824)
     }
 
+    @Test("the crash budget's nested keys come from the file and the environment; an unknown nested key is named")
+    func crashBudget() async throws {
+        let configuration = try await load(
+            "intake:\n  crash_budget:\n    per_second: 0.5\n    burst: 7\n",
+            environment: ["LOGSHIPD_INTAKE_CRASH_BUDGET_BURST": "3"])
+        #expect(configuration.intake.crashBudgetPerSecond == 0.5 && configuration.intake.crashBudgetBurst == 3)
+        let defaults = try await load(nil)
+        #expect(defaults.intake.crashBudgetPerSecond == 10 && defaults.intake.crashBudgetBurst == 100)
+        #expect(await loadError("intake:\n  crash_budget:\n    per_minute: 1\n").contains("unknown key intake.crash_budget.per_minute"))
+        #expect(await loadError("intake:\n  crash_budget:\n    per_second: -1\n").contains("intake.crash_budget.per_second: invalid value"))
+    }
+
     @Test("environment variables override the file")
     func environmentOverrides() async throws {
         let configuration = try await load(
