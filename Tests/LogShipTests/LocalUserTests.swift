@@ -97,4 +97,145 @@ struct LocalUserTests {
         #expect(demotedAhead.isEmpty, "\(demotedAhead.count) demoted records went ahead of root's crash report")
         try await daemon.stop()
     }
+
+    @Test(
+        "40 control connections from nobody, each sending 8 MiB without a newline: each is refused at 1 MiB and closed after the idle timeout, RSS stays bounded, root's status is answered",
+        .enabled(if: canSwitchUser))
+    func controlFrameFlood() async throws {
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        chmod(directory, 0o755)
+        try LogshipdProcess.configure(
+            directory: directory, url: receiver.url, ingest: ["socket_mode: \"0666\"", "control_idle_timeout: 2s"])
+        let daemon = try await LogshipdProcess.start(directory: directory)
+        _ = try await LogshipdProcess.status(directory: directory)
+        let idle = try Self.memory("VmRSS", of: daemon.pid)
+
+        let holder = try ConnectionHolder(
+            asUser: 65534, target: "\(directory)/control.sock", count: 40, payloadBytes: 8 << 20)
+        try await waitUntil(within: .seconds(120)) { holder.hasWritten }
+        #expect(holder.connected == 40, "\(holder.output)")
+        let status = try await LogshipdProcess.status(directory: directory)
+        #expect(status.version == LogShipVersion.current, "root's status is answered meanwhile")
+        try await waitUntil(within: .seconds(60)) { holder.closed == 40 }
+        let peak = try Self.memory("VmHWM", of: daemon.pid)
+        print("control frame flood: idle \(idle / 1024) MiB, peak \(peak / 1024) MiB")
+        #expect(peak - idle < 80 << 10, "peak RSS \(peak) KiB against \(idle) KiB idle")
+
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.wait().status == 0)
+    }
+
+    @Test(
+        "a user holding every control connection it may leaves root's logctl status answered; a third user is turned away",
+        .enabled(if: canSwitchUser))
+    func operatorNeverLockedOut() async throws {
+        let daemon = try await TestDaemon.start {
+            $0.ingest.socketMode = 0o666
+            $0.ingest.maxConnections = 8
+            $0.ingest.maxConnectionsPerUser = 8
+        }
+        chmod(daemon.directory, 0o755)
+        // Eight connections from nobody: four get in, the four kept for operators are refused to it.
+        let holder = try ConnectionHolder(asUser: 65534, target: daemon.controlPath, count: 8)
+        try await waitUntil { holder.closed == 4 }
+        let other = try ConnectionHolder(asUser: 20_001, target: daemon.controlPath, count: 1)
+        try await waitUntil { other.closed == 1 }
+
+        let status = try await run(Binaries.logctl, ["status", "--socket", daemon.controlPath])
+        #expect(status.status == 0, "\(status.standardError)")
+        #expect(status.standardOutput.contains("logshipd \(LogShipVersion.current)"))
+        #expect(holder.closed == 4, "nobody's four stay open: \(holder.output)")
+        try await daemon.stop()
+    }
+
+    @Test("dead letters are for root and logshipd's user; a limit out of range is refused, not passed to SQLite",
+          .enabled(if: canSwitchUser))
+    func deadLetterAccess() async throws {
+        let receiver = try await TestReceiver(behavior: .init { _, records in
+            records.contains { $0.message.hasPrefix("poison") } ? 400 : 200
+        })
+        let daemon = try await TestDaemon.start(receiver: receiver) { $0.ingest.socketMode = 0o666 }
+        chmod(daemon.directory, 0o755)
+        #expect(try await daemon.send([Submission(message: "poison from root")]).ok)
+        try await eventually { try await daemon.status().deadLetters == 1 }
+
+        let asNobody = try await Self.asNobody([Binaries.logctl, "dead-letters", "--socket", daemon.controlPath])
+        #expect(asNobody.status == 1 && !asNobody.standardOutput.contains("poison"))
+        #expect(asNobody.standardError.contains("dead-letters needs root or logshipd's own user"), "\(asNobody.standardError)")
+
+        let path = daemon.controlPath
+        for limit in [-1, 0, 10_001] {
+            let response = try await offloaded {
+                try ControlClient(path: path).send(ControlRequest(command: .deadLetters, limit: limit))
+            }
+            #expect(!response.ok && response.error?.contains("limit \(limit) is out of range") == true, "\(response)")
+        }
+        let listed = try await run(Binaries.logctl, ["dead-letters", "--socket", daemon.controlPath])
+        #expect(listed.status == 0 && listed.standardOutput.contains("poison from root"), "\(listed.standardError)")
+        try await daemon.stop()
+    }
+
+    @Test("a request over 1 MiB gets a clear error; logctl cuts a longer line so that it fits, and marks it")
+    func requestLimit() async throws {
+        let daemon = try await TestDaemon.start { $0.ingest.maxRecordBytes = 512 << 10 }
+        let response = try await daemon.send([Submission(message: String(repeating: "x", count: 2 << 20))])
+        #expect(!response.ok)
+        #expect(response.error?.contains("larger than the control socket's limit of 1MiB") == true, "\(response)")
+
+        // 900 000 quotation marks: twice that once escaped, more than a request holds.
+        let line = String(repeating: "\"", count: 900_000) + "\n"
+        let sent = try await run(Binaries.logctl, ["send", "--socket", daemon.controlPath], stdin: Data(line.utf8))
+        #expect(sent.status == 0, "\(sent.standardError)")
+        try await daemon.receiver.waitFor(records: 1)
+        let record = try #require(daemon.receiver.records.first)
+        #expect(record.truncated && record.message.allSatisfy { $0 == "\"" } && record.message.utf8.count < 512 << 10)
+        try await daemon.stop()
+    }
+
+    @Test("an idle control connection is closed after the timeout, a flush that waits longer is still answered, and logctl's client connects again")
+    func controlIdleTimeout() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let daemon = try await TestDaemon.start(receiver: .init(hold: { _ in await gate.wait() })) {
+            $0.ingest.controlIdleTimeout = .seconds(1)
+            $0.upload.timeout = .seconds(600)
+        }
+        let path = daemon.controlPath
+        // Used by one blocking call at a time, each on the thread pool.
+        nonisolated(unsafe) let client = try ControlClient(path: path)
+        #expect(try await offloaded { try client.send(ControlRequest(command: .status)) }.ok)
+        #expect(try await daemon.send([Submission(message: "held")]).ok)
+        try await daemon.receiver.waitFor(records: 1)
+
+        // A flush that cannot finish while the receiver holds the record, beside a connection that sends nothing.
+        let started = ContinuousClock.now
+        let witness = try UnixClient(path: path, type: .stream)
+        let flush = Task { try await run(Binaries.logctl, ["flush", "--socket", path, "--timeout", "60s"]) }
+        try await waitUntil(within: .seconds(30)) { UnixClient.closedByPeer([witness]) == 1 }
+        #expect(ContinuousClock.now - started >= .seconds(1), "not before the timeout")
+        gate.open()
+        let flushed = try await flush.value
+        #expect(flushed.status == 0, "the flush outlived the idle timeout: \(flushed.standardError)")
+
+        // The status connection above has been idle as long as the witness: the client finds it closed and
+        // connects again.
+        #expect(try await offloaded { try client.send(ControlRequest(command: .status)) }.ok)
+        try await daemon.stop()
+    }
+
+    @Test("the metrics endpoint serves a few connections at once and closes idle ones", .enabled(if: canSwitchUser))
+    func metricsConnections() async throws {
+        let daemon = try await TestDaemon.start {
+            $0.metrics.listen = "127.0.0.1:0"
+            $0.metrics.maxConnections = 2
+            $0.metrics.idleTimeout = .seconds(1)
+        }
+        let port = try #require(daemon.daemon.metricsAddress?.port)
+        let holder = try ConnectionHolder(asUser: 65534, target: "127.0.0.1:\(port)", count: 3)
+        try await waitUntil { holder.closed == 1 }
+        #expect(holder.connected == 3, "the third is accepted and closed at once: \(holder.output)")
+        try await waitUntil { holder.closed == 3 }
+        try await daemon.stop()
+    }
 }

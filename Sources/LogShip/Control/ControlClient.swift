@@ -4,9 +4,13 @@ import Glibc
 import Foundation
 
 /// A blocking client for the control socket, as `logctl` uses it: connect, send a request line, read the answer.
+///
+/// The daemon closes a control connection whose requests are all answered once it stays quiet too long
+/// (`ingest.control_idle_timeout`); a client that waited between requests (`tail -f | logctl send`) finds that out
+/// before its next request and connects again.
 public final class ControlClient {
     private let path: String
-    private let descriptor: Int32
+    private var descriptor: Int32
     private var pending: [UInt8] = []
 
     /// Connects to the daemon's control socket.
@@ -14,24 +18,40 @@ public final class ControlClient {
     /// - Throws: ``ControlClientError`` saying why the daemon cannot be reached.
     public init(path: String) throws {
         self.path = path
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw ControlClientError.unreachable(path, errno: errno) }
-        let connected = withUnixAddress(path) { connect(descriptor, $0, $1) }
-        guard connected == 0 else {
-            let code = errno
-            close(descriptor)
-            throw ControlClientError.unreachable(path, errno: code)
-        }
+        descriptor = try Self.connect(path)
     }
 
     deinit {
         close(descriptor)
     }
 
+    private static func connect(_ path: String) throws -> Int32 {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw ControlClientError.unreachable(path, errno: errno) }
+        let connected = withUnixAddress(path) { Glibc.connect(descriptor, $0, $1) }
+        guard connected == 0 else {
+            let code = errno
+            close(descriptor)
+            throw ControlClientError.unreachable(path, errno: code)
+        }
+        return descriptor
+    }
+
+    /// Whether the daemon has closed this connection while it was quiet: between requests nothing else is ever
+    /// readable.
+    private var isClosedByDaemon: Bool {
+        var descriptors = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)]
+        return poll(&descriptors, 1, 0) > 0 && descriptors[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0
+    }
+
     /// Sends one request and waits for its response.
     ///
     /// - Throws: ``ControlClientError`` if the connection breaks or the answer is not a response.
     public func send(_ request: ControlRequest) throws -> ControlResponse {
+        if pending.isEmpty && isClosedByDaemon {
+            close(descriptor)
+            descriptor = try Self.connect(path)
+        }
         var line = try JSONEncoder().encode(request)
         line.append(UInt8(ascii: "\n"))
         try line.withUnsafeBytes { bytes in

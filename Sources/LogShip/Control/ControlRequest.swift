@@ -20,6 +20,9 @@ public struct ControlRequest: Codable, Hashable, Sendable {
         case flush
     }
 
+    /// How many dead letters one `dead-letters` request may list, and one `requeue` or `purge` may name by id.
+    public static let deadLetterLimits = 1...10_000
+
     public var command: Command
     public var records: [Submission]?
     public var ids: [Int64]?

@@ -8,6 +8,9 @@ import ServiceLifecycle
 /// `send` is answered only after the records are accepted by the spool, so a zero exit from `logctl send` means
 /// the daemon has them.
 public struct ControlServer: Service {
+    /// Control connections only root and logshipd's own user may take, however many other users hold.
+    static let operatorReserve = 4
+
     private let listener: UnixStreamListener
     private let intake: RecordIntake
     private let shipper: Shipper
@@ -80,7 +83,8 @@ public struct ControlServer: Service {
 
     private func respond(to frame: Frame, peer: PeerCredentials) async -> ControlResponse {
         if frame.truncated {
-            return .failure("request larger than \(ControlProtocol.maximumRequestBytes) bytes")
+            return .failure(
+                "request larger than the control socket's limit of \(ConfigurationText.bytes(ControlProtocol.maximumRequestBytes)); send fewer or shorter records at a time")
         }
         let request: ControlRequest
         do {
@@ -94,8 +98,15 @@ public struct ControlServer: Service {
         case .status:
             return ControlResponse(ok: true, status: await statusSource.status())
         case .deadLetters:
+            // Dead letters are other users' records, refused by the remote: not for every member of the group.
+            if let refusal = refusal(of: request.command, to: peer) { return refusal }
+            let limit = request.limit ?? 100
+            guard ControlRequest.deadLetterLimits.contains(limit) else {
+                return .failure(
+                    "limit \(limit) is out of range: list \(ControlRequest.deadLetterLimits.lowerBound) to \(ControlRequest.deadLetterLimits.upperBound) dead letters at a time")
+            }
             do {
-                return ControlResponse(ok: true, deadLetters: try await spool.deadLetters(limit: request.limit ?? 100))
+                return ControlResponse(ok: true, deadLetters: try await spool.deadLetters(limit: limit))
             } catch {
                 return .failure("cannot read dead letters: \(error)")
             }
@@ -113,6 +124,10 @@ public struct ControlServer: Service {
             guard let selection = Self.selection(request) else {
                 return .failure("name dead letter ids, or all")
             }
+            if case .ids(let ids) = selection, ids.count > ControlRequest.deadLetterLimits.upperBound {
+                return .failure(
+                    "\(ids.count) ids in one request; name at most \(ControlRequest.deadLetterLimits.upperBound), or all")
+            }
             do {
                 let count = request.command == .requeue
                     ? try await spool.requeueDeadLetters(selection) : try await spool.purgeDeadLetters(selection)
@@ -126,8 +141,8 @@ public struct ControlServer: Service {
         }
     }
 
-    /// Commands that change what the daemon does are for root and logshipd's own user; `send` and `status` are
-    /// for whoever may use the socket (its group).
+    /// Commands that change what the daemon does, and the dead letters (other users' records), are for root and
+    /// logshipd's own user; `send`, `status` and `flush` are for whoever may use the socket (its group).
     private func refusal(of command: ControlRequest.Command, to peer: PeerCredentials) -> ControlResponse? {
         let own = getuid()
         guard peer.uid != 0 && peer.uid != own else { return nil }

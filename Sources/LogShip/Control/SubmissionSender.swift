@@ -7,6 +7,9 @@ public struct SubmissionSender {
     /// logctl's own cut for a stdin line, so a huge line never has to fit in memory whole; the daemon applies
     /// its (usually smaller) record limit on top.
     public static let maximumLineBytes = 1 << 20
+    /// What one submission may take in a request, escaped: a message longer than that is cut (and marked) here,
+    /// so that one record always fits in one request.
+    static let maximumSubmissionBytes = ControlProtocol.maximumRequestBytes - (64 << 10)
 
     private let path: String
     private let priority: String
@@ -78,20 +81,36 @@ public struct SubmissionSender {
     /// (six bytes for one), `"`, `\\` and `/` two, and a non-ASCII byte is counted twice in case the encoder
     /// escapes it. Counting raw bytes instead let a chunk of control characters grow past the request limit.
     static func encodedSizeBound(of text: String) -> Int {
-        var bytes = 0
-        for byte in text.utf8 {
-            switch byte {
-            case 0..<0x20: bytes += 6
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), 0x80...: bytes += 2
-            default: bytes += 1
-            }
+        text.utf8.reduce(0) { $0 + encodedSizeBound(of: $1) }
+    }
+
+    private static func encodedSizeBound(of byte: UInt8) -> Int {
+        switch byte {
+        case 0..<0x20: 6
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), 0x80...: 2
+        default: 1
         }
-        return bytes
     }
 
     private func submission(_ message: String, truncated: Bool, at timestamp: String) -> Submission {
-        Submission(message: message, priority: priority, fields: fields, timestamp: timestamp,
-                   truncated: truncated ? true : nil)
+        let (fitted, cut) = Self.cut(message, toEncodedBytes: Self.maximumSubmissionBytes - submissionOverhead)
+        return Submission(
+            message: fitted, priority: priority, fields: fields, timestamp: timestamp,
+            truncated: truncated || cut ? true : nil)
+    }
+
+    /// The longest prefix of `text` whose encoding takes at most `budget` bytes (see ``encodedSizeBound(of:)``),
+    /// without a broken last character; and whether anything was cut.
+    static func cut(_ text: String, toEncodedBytes budget: Int) -> (String, Bool) {
+        guard encodedSizeBound(of: text) > budget else { return (text, false) }
+        var kept = 0
+        var bytes = 0
+        for byte in text.utf8 {
+            bytes += encodedSizeBound(of: byte)
+            guard bytes <= budget else { break }
+            kept += 1
+        }
+        return (String(decoding: Array(text.utf8.prefix(kept))[...].droppingIncompleteUTF8Suffix(), as: UTF8.self), true)
     }
 
     private func send(

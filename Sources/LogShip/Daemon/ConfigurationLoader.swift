@@ -14,7 +14,8 @@ public struct ConfigurationLoader: Sendable {
     /// The keys a file may hold; any other stops start-up with its name.
     static let knownKeys: Set<String> = [
         "ingest.stream", "ingest.datagram", "ingest.control", "ingest.socket_mode", "ingest.max_record_bytes",
-        "ingest.max_connections", "ingest.max_connections_per_process",
+        "ingest.max_connections", "ingest.max_connections_per_user", "ingest.max_connections_per_process",
+        "ingest.control_idle_timeout", "metrics.max_connections", "metrics.idle_timeout",
         "intake.crash_budget.per_second", "intake.crash_budget.burst",
         "upload.url", "upload.format", "upload.max_in_flight", "upload.timeout", "upload.headers",
         "upload.retry_initial", "upload.retry_max", "upload.retry_after_max", "upload.shutdown_timeout",
@@ -178,12 +179,20 @@ public struct ConfigurationLoader: Sendable {
         values.read("ingest.datagram", into: &configuration.ingest.datagram, .text)
         values.read("ingest.control", into: &configuration.ingest.control, .nonEmptyText)
         values.read("ingest.socket_mode", into: &configuration.ingest.socketMode, .fileMode)
-        // At most the control socket's request limit: one record must fit in one `logctl send` request.
-        values.read("ingest.max_record_bytes", into: &configuration.ingest.maxRecordBytes, .byteCount(256...(16 << 20)))
-        values.read("ingest.max_connections", into: &configuration.ingest.maxConnections, .integer(1...100_000))
+        // Half the control socket's request limit: one record must fit in one `logctl send` request.
         values.read(
-            "ingest.max_connections_per_process", into: &configuration.ingest.maxConnectionsPerProcess,
+            "ingest.max_record_bytes", into: &configuration.ingest.maxRecordBytes,
+            .byteCount(256...(ControlProtocol.maximumRequestBytes / 2)))
+        values.read("ingest.max_connections", into: &configuration.ingest.maxConnections, .integer(1...100_000))
+        // The name of earlier versions, when the cap was counted per process; the per-user key wins.
+        values.read(
+            "ingest.max_connections_per_process", into: &configuration.ingest.maxConnectionsPerUser,
             .integer(1...100_000))
+        values.read(
+            "ingest.max_connections_per_user", into: &configuration.ingest.maxConnectionsPerUser, .integer(1...100_000))
+        values.read(
+            "ingest.control_idle_timeout", into: &configuration.ingest.controlIdleTimeout,
+            .duration(minimum: .milliseconds(100)))
 
         values.read(
             "intake.crash_budget.per_second", into: &configuration.intake.crashBudgetPerSecond, .number(0...1_000_000))
@@ -213,6 +222,9 @@ public struct ConfigurationLoader: Sendable {
         values.read("tls.min_version", into: &configuration.tls.minVersion, .oneOf(["1.2", "1.3"]))
         values.read("tls.insecure_skip_verify", into: &configuration.tls.insecureSkipVerify, .boolean)
         values.read("metrics.listen", into: &configuration.metrics.listen, .listenAddress)
+        values.read("metrics.max_connections", into: &configuration.metrics.maxConnections, .integer(1...1024))
+        values.read(
+            "metrics.idle_timeout", into: &configuration.metrics.idleTimeout, .duration(minimum: .milliseconds(100)))
 
         values.read("batch.max_records", into: &configuration.batch.maxRecords, .integer(1...1_000_000))
         values.read("batch.max_bytes", into: &configuration.batch.maxBytes, .byteCount(1024...(64 << 20)))

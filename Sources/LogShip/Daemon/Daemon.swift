@@ -134,7 +134,9 @@ public final class Daemon: Sendable {
             }
             do {
                 metricsServer = try await MetricsServer(
-                    host: address.host, port: address.port, exporter: metrics, status: statusSource, logger: logger)
+                    host: address.host, port: address.port, maximumConnections: configuration.metrics.maxConnections,
+                    idleTimeout: configuration.metrics.idleTimeout, exporter: metrics, status: statusSource,
+                    logger: logger)
             } catch {
                 await spool.close()
                 httpUploader?.shutdown()
@@ -224,8 +226,10 @@ public final class Daemon: Sendable {
         let hostname = configuration.hostname.isEmpty ? Hostname.current : configuration.hostname
         let parser = RecordParser(hostname: hostname)
         let ingest = configuration.ingest
-        let limits = UnixStreamListener.Limits(
-            maximum: ingest.maxConnections, maximumPerProcess: ingest.maxConnectionsPerProcess)
+        let limits = UnixStreamListener.Limits(maximum: ingest.maxConnections, maximumPerUser: ingest.maxConnectionsPerUser)
+        var controlLimits = limits
+        controlLimits.operatorReserve = ControlServer.operatorReserve
+        controlLimits.requestDeadline = ingest.controlIdleTimeout
         var passed = PassedSockets.take()
         let stream = SOCK_STREAM.rawValue, datagram = SOCK_DGRAM.rawValue
         let passedStream = ingest.stream.isEmpty ? nil : passed.take(name: "ingest", path: ingest.stream, type: Int32(stream))
@@ -270,7 +274,7 @@ public final class Daemon: Sendable {
         inputs.append(
             try await ControlServer.bind(
                 path: ingest.control, passed: passedControl, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
-                limits: limits, hostname: hostname, intake: intake, shipper: shipper, spool: spool,
+                limits: controlLimits, hostname: hostname, intake: intake, shipper: shipper, spool: spool,
                 statusSource: statusSource, group: group, logger: logger))
         return (inputs, journal, statusSource)
     }

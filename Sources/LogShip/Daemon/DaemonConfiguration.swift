@@ -15,8 +15,11 @@ public struct DaemonConfiguration: Sendable {
         public var maxRecordBytes = 65_536
         /// Connections each stream socket serves at once; more are accepted and closed at once.
         public var maxConnections = 1024
-        /// Connections one process may hold on each stream socket, so one runaway client cannot take them all.
-        public var maxConnectionsPerProcess = 256
+        /// Connections one user (uid) may hold on each stream socket, so that one user's processes cannot take
+        /// them all.
+        public var maxConnectionsPerUser = 256
+        /// How long a control connection with every request answered may wait before sending the next one.
+        public var controlIdleTimeout: Duration = .seconds(30)
     }
 
     public struct Intake: Sendable {
@@ -102,6 +105,10 @@ public struct DaemonConfiguration: Sendable {
     public struct Metrics: Sendable {
         /// `host:port` to serve Prometheus metrics on (`127.0.0.1:9464`); empty serves none.
         public var listen = ""
+        /// Scrapes served at once; more connections are closed at once.
+        public var maxConnections = 16
+        /// How long a metrics connection may stay silent before it is closed.
+        public var idleTimeout: Duration = .seconds(30)
     }
 
     public var ingest = Ingest()

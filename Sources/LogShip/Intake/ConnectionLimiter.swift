@@ -1,6 +1,10 @@
 /// Decides whether a stream socket may take one more connection: at most `maximum` at once, and at most
-/// `maximumPerProcess` from one process, so one runaway client can neither exhaust the daemon's file descriptors
-/// nor crowd out every other producer.
+/// `maximumPerUser` from one user (uid), so that one user's processes, however many it forks, can neither exhaust
+/// the daemon's file descriptors nor crowd out every other producer.
+///
+/// On the control socket a few places are kept for operators (root and logshipd's own user): other users are
+/// refused once only `operatorReserve` places are left, and an operator may hold that many more than the per-user
+/// cap, so that `logctl status` still gets in while another user holds every place it may.
 ///
 /// A pure value: the listener holds it in a lock and closes refused connections itself.
 struct ConnectionLimiter: Sendable {
@@ -12,26 +16,38 @@ struct ConnectionLimiter: Sendable {
     }
 
     let maximum: Int
-    let maximumPerProcess: Int
+    let maximumPerUser: Int
+    let operatorReserve: Int
+    let operators: Set<UInt32>
     /// Refusals are logged at most once per this interval, with a count, so a flood cannot flood the log.
     let reportInterval: Duration
 
     private(set) var open = 0
-    private var openPerProcess: [Int32: Int] = [:]
+    private var openPerUser: [UInt32: Int] = [:]
     private var unreportedRefusals = 0
     private var lastReport: ContinuousClock.Instant?
 
-    init(maximum: Int, maximumPerProcess: Int, reportInterval: Duration = .seconds(10)) {
-        precondition(maximum > 0 && maximumPerProcess > 0)
+    /// - Parameters:
+    ///   - operatorReserve: Places only `operators` may take; 0 treats every user alike.
+    init(
+        maximum: Int, maximumPerUser: Int, operatorReserve: Int = 0, operators: Set<UInt32> = [],
+        reportInterval: Duration = .seconds(10)
+    ) {
+        precondition(maximum > 0 && maximumPerUser > 0 && operatorReserve >= 0)
         self.maximum = maximum
-        self.maximumPerProcess = maximumPerProcess
+        self.maximumPerUser = maximumPerUser
+        self.operatorReserve = min(operatorReserve, maximum - 1)
+        self.operators = operators
         self.reportInterval = reportInterval
     }
 
-    /// Admits or refuses a connection from process `pid` at `now`.
-    mutating func admit(pid: Int32, now: ContinuousClock.Instant) -> Admission {
-        let fromProcess = openPerProcess[pid, default: 0]
-        guard open < maximum, fromProcess < maximumPerProcess else {
+    /// Admits or refuses a connection from user `uid` at `now`.
+    mutating func admit(uid: UInt32, now: ContinuousClock.Instant) -> Admission {
+        let fromUser = openPerUser[uid, default: 0]
+        let isOperator = operators.contains(uid)
+        let places = isOperator ? maximum : maximum - operatorReserve
+        let userPlaces = isOperator ? maximumPerUser + operatorReserve : maximumPerUser
+        guard open < places, fromUser < userPlaces else {
             unreportedRefusals += 1
             if let lastReport, now - lastReport < reportInterval { return .refuse(report: nil) }
             lastReport = now
@@ -39,14 +55,14 @@ struct ConnectionLimiter: Sendable {
             return .refuse(report: unreportedRefusals)
         }
         open += 1
-        openPerProcess[pid] = fromProcess + 1
+        openPerUser[uid] = fromUser + 1
         return .accept
     }
 
-    /// Frees the place of an accepted connection from `pid` once it has closed.
-    mutating func release(pid: Int32) {
-        guard let fromProcess = openPerProcess[pid] else { return }
+    /// Frees the place of an accepted connection from `uid` once it has closed.
+    mutating func release(uid: UInt32) {
+        guard let fromUser = openPerUser[uid] else { return }
         open -= 1
-        openPerProcess[pid] = fromProcess > 1 ? fromProcess - 1 : nil
+        openPerUser[uid] = fromUser > 1 ? fromUser - 1 : nil
     }
 }

@@ -22,14 +22,22 @@ final class UnixStreamListener: Sendable {
     private static let connectionConfiguration = Connection.Configuration(
         backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2))
 
-    /// How many connections the listener serves at once.
+    /// How many connections the listener serves at once, and how long a request may take to arrive.
     struct Limits: Sendable {
         var maximum: Int
-        var maximumPerProcess: Int
+        var maximumPerUser: Int
+        /// Places only root and logshipd's own user may take (see ``ConnectionLimiter``).
+        var operatorReserve = 0
+        /// For a request/response socket: how long a client with every request answered has to send the next
+        /// one before its connection is closed (``RequestDeadlineHandler``); `nil` for the ingest socket, whose
+        /// clients may stay quiet for as long as they like.
+        var requestDeadline: Duration?
 
-        init(maximum: Int, maximumPerProcess: Int) {
+        init(maximum: Int, maximumPerUser: Int, operatorReserve: Int = 0, requestDeadline: Duration? = nil) {
             self.maximum = maximum
-            self.maximumPerProcess = min(maximumPerProcess, maximum)
+            self.maximumPerUser = min(maximumPerUser, maximum)
+            self.operatorReserve = operatorReserve
+            self.requestDeadline = requestDeadline
         }
     }
 
@@ -49,7 +57,9 @@ final class UnixStreamListener: Sendable {
         self.ownsPath = ownsPath
         self.server = server
         self.accepted = accepted
-        limiter = Mutex(ConnectionLimiter(maximum: limits.maximum, maximumPerProcess: limits.maximumPerProcess))
+        limiter = Mutex(ConnectionLimiter(
+            maximum: limits.maximum, maximumPerUser: limits.maximumPerUser, operatorReserve: limits.operatorReserve,
+            operators: [0, getuid()]))
         self.logger = logger
     }
 
@@ -59,7 +69,7 @@ final class UnixStreamListener: Sendable {
     /// - Parameters:
     ///   - passed: A listening socket passed by systemd, to use instead of binding.
     ///   - maximumFrameBytes: The longest record a connection may send; longer ones are cut and marked.
-    ///   - limits: How many connections are served at once, in all and from one process.
+    ///   - limits: How many connections are served at once, in all and from one user.
     /// - Throws: ``IngestError`` when the path is in use or cannot be bound.
     static func bind(
         path: String, passed: Int32? = nil, mode: mode_t, maximumFrameBytes: Int, limits: Limits,
@@ -76,6 +86,9 @@ final class UnixStreamListener: Sendable {
                 try channel.pipeline.syncOperations.addHandler(
                     ByteToMessageHandler(StreamFrameDecoder(maximumRecordBytes: maximumFrameBytes)))
                 try channel.pipeline.syncOperations.addHandler(FrameBatcher())
+                if let deadline = limits.requestDeadline {
+                    try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(timeout: deadline))
+                }
                 // Read comm now: a short-lived client (logger) may be gone by the time its data is read.
                 let peer = PeerCredentials(credentials)
                 return (try accepted.admit(channel) {
@@ -142,7 +155,7 @@ final class UnixStreamListener: Sendable {
                     }
                     group.addTask {
                         await handler(connection, peer)
-                        self.limiter.withLock { $0.release(pid: peer.pid) }
+                        self.limiter.withLock { $0.release(uid: peer.uid) }
                     }
                 }
             }
@@ -157,17 +170,18 @@ final class UnixStreamListener: Sendable {
     }
 
     private func admit(_ peer: PeerCredentials) -> Bool {
-        let admission = limiter.withLock { $0.admit(pid: peer.pid, now: .now) }
+        let admission = limiter.withLock { $0.admit(uid: peer.uid, now: .now) }
         guard case .refuse(let report) = admission else { return true }
         if let report {
-            let limits = limiter.withLock { ($0.maximum, $0.maximumPerProcess) }
+            let limits = limiter.withLock { ($0.maximum, $0.maximumPerUser) }
             logger.warning(
                 "connection limit reached; closing new connections",
                 metadata: [
                     "logship.socket": "\(path)",
                     "logship.connections.refused": "\(report)",
                     "logship.connections.maximum": "\(limits.0)",
-                    "logship.connections.maximum_per_process": "\(limits.1)",
+                    "logship.connections.maximum_per_user": "\(limits.1)",
+                    "logship.peer.uid": "\(peer.uid)",
                     "logship.peer.pid": "\(peer.pid)",
                     "logship.peer.comm": "\(peer.comm ?? "?")",
                 ])

@@ -3,10 +3,16 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
 /// Serves `GET /metrics` in Prometheus text format on `metrics.listen`.
+///
+/// At most `maximumConnections` are served at once (more are closed as soon as they are accepted), and a
+/// connection that sends nothing for `idleTimeout` is closed: a scraper needs one, and nobody may hold many.
 public final class MetricsServer: Service, Sendable {
     private let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+    private let maximumConnections: Int
+    private let openConnections = Mutex(0)
     private let exporter: MetricsExporter
     private let status: DaemonStatusSource
     private let logger: Logger
@@ -17,12 +23,18 @@ public final class MetricsServer: Service, Sendable {
     /// Binds `host:port`.
     ///
     /// - Throws: When the address cannot be bound.
-    init(host: String, port: Int, exporter: MetricsExporter, status: DaemonStatusSource, logger: Logger) async throws {
+    init(
+        host: String, port: Int, maximumConnections: Int, idleTimeout: Duration, exporter: MetricsExporter,
+        status: DaemonStatusSource, logger: Logger
+    ) async throws {
+        let idle = TimeAmount.nanoseconds(Int64(idleTimeout.seconds * 1e9))
         server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idle))
+                    try channel.pipeline.syncOperations.addHandler(IdleConnectionCloser())
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                         wrappingChannelSynchronously: channel)
@@ -30,6 +42,7 @@ public final class MetricsServer: Service, Sendable {
             }
         guard let address = server.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         self.address = address
+        self.maximumConnections = maximumConnections
         self.exporter = exporter
         self.status = status
         self.logger = logger
@@ -44,7 +57,19 @@ public final class MetricsServer: Service, Sendable {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { connections in
                     for try await connection in connections {
-                        group.addTask { await self.serve(connection) }
+                        let admitted = openConnections.withLock { open in
+                            guard open < maximumConnections else { return false }
+                            open += 1
+                            return true
+                        }
+                        guard admitted else {
+                            group.addTask { try? await connection.executeThenClose { _, _ in } }
+                            continue
+                        }
+                        group.addTask {
+                            await self.serve(connection)
+                            self.openConnections.withLock { $0 -= 1 }
+                        }
                     }
                 }
                 group.cancelAll()

@@ -36,7 +36,10 @@ struct DeadLetters: ParsableCommand {
         } else if all || !ids.isEmpty {
             throw ValidationError("ids and --all go with --requeue or --purge")
         }
-        if limit < 1 { throw ValidationError("--limit must be at least 1") }
+        let limits = ControlRequest.deadLetterLimits
+        if !limits.contains(limit) {
+            throw ValidationError("--limit must be from \(limits.lowerBound) to \(limits.upperBound)")
+        }
     }
 
     func run() throws {
