@@ -217,3 +217,68 @@ struct UploadFormatIdentityTests {
         #expect(record.fields.dictionary == expected)
     }
 }
+
+/// The per-format tables that carry the rule: what logshipd writes is in them, and a sender's key never lands on it.
+@Suite("Upload formats: the names reserved for the host's word")
+struct ReservedNamesTests {
+    /// A record with every part a format writes, and no fields.
+    static let everything = LogRecord(
+        timestamp: Timestamp(rfc3339: "2026-11-21T10:00:00Z")!, priority: .crash, severity: .critical, host: "h",
+        source: .journal, message: "m", peer: PeerCredentials(pid: 1, uid: 0, gid: 0, comm: "c"),
+        fields: ["systemd_unit": "u.service"], truncated: true)
+
+    @Test("every attribute the otlp encoder sets from a record's own parts is a reserved name")
+    func otlpWritesOnlyReservedNames() throws {
+        let body = try UploadFormat.otlp.encoder.encode([Self.everything.ndjsonLine[...]])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        let resourceLogs = try #require((object["resourceLogs"] as? [[String: Any]])?.first)
+        let resource = try #require(resourceLogs["resource"] as? [String: Any])
+        let scope = try #require((resourceLogs["scopeLogs"] as? [[String: Any]])?.first)
+        let record = try #require((scope["logRecords"] as? [[String: Any]])?.first)
+        func keys(_ attributes: Any?) -> Set<String> { Set((attributes as? [[String: Any]] ?? []).compactMap { $0["key"] as? String }) }
+        #expect(keys(resource["attributes"]) == OTLPAttributeNames.resource)
+        #expect(keys(record["attributes"]) == OTLPAttributeNames.record)
+    }
+
+    @Test(
+        "otlp: a sender's key is its attribute unless logshipd's, then logship.field.<key>; the receiver gets the key back",
+        arguments: [
+            ("request_id", "request_id"), ("syslog_identifier", "syslog_identifier"), ("systemd_unit", "systemd_unit"),
+            ("process.pid", "logship.field.process.pid"), ("host.name", "logship.field.host.name"),
+            ("service.name", "logship.field.service.name"), ("logship.truncated", "logship.field.logship.truncated"),
+            ("logship.anything", "logship.field.logship.anything"),
+            ("logship.field.process.pid", "logship.field.logship.field.process.pid"),
+        ])
+    func otlpFieldNames(key: String, attribute: String) {
+        #expect(OTLPAttributeNames.attribute(forField: key) == attribute)
+        #expect(OTLPAttributeNames.field(forAttribute: attribute) == key)
+    }
+
+    @Test("every name the journal encoder writes from a record's own parts is reserved")
+    func journalWritesOnlyReservedNames() throws {
+        let body = try UploadFormat.journal.encoder.encode([Self.everything.ndjsonLine[...]])
+        let entry = try #require(JournalExportDecoder.entries(in: body).entries.first)
+        let own = Set(entry.keys).subtracting(JournalFieldNames.written)
+        #expect(own.allSatisfy { $0.hasPrefix(JournalFieldNames.namespace) }, "\(own)")
+        #expect(entry["_SYSTEMD_UNIT"] == Array("u.service".utf8))
+    }
+
+    @Test(
+        "journal: a sender's key is a journal name, FIELD_<NAME> where logshipd's (with or without its _), in LOGSHIP_ or FIELD_",
+        arguments: [
+            ("syslog_identifier", "SYSLOG_IDENTIFIER", "syslog_identifier"),
+            ("exampleSDID@32473.iut", "EXAMPLESDID_32473_IUT", "examplesdid_32473_iut"),
+            ("priority", "FIELD_PRIORITY", "priority"), ("message", "FIELD_MESSAGE", "message"),
+            ("_pid", "FIELD_PID", "pid"), ("pid", "FIELD_PID", "pid"), ("__comm", "FIELD_COMM", "comm"),
+            ("hostname", "FIELD_HOSTNAME", "hostname"), ("systemd_unit", "FIELD_SYSTEMD_UNIT", "systemd_unit"),
+            ("__realtime_timestamp", "FIELD_REALTIME_TIMESTAMP", "realtime_timestamp"),
+            ("logship_source", "FIELD_LOGSHIP_SOURCE", "logship_source"),
+            ("field_priority", "FIELD_FIELD_PRIORITY", "field_priority"),
+            ("1st", "FIELD_1ST", "1st"), ("", "FIELD_", ""),
+            (String(repeating: "a", count: 70), String(repeating: "A", count: 64), String(repeating: "a", count: 64)),
+        ])
+    func journalFieldNames(key: String, name: String, decoded: String) {
+        #expect(JournalFieldNames.name(forField: key) == name)
+        #expect(JournalFieldNames.field(forName: name) == decoded)
+    }
+}
