@@ -39,10 +39,11 @@ struct UploadFormatIdentityTests {
         RequestBodyDecoder(maximumBytes: 1 << 20).decode(ByteBuffer(bytes: body), as: format)
     }
 
-    @Test("otlp: resource and attributes are the kernel's; process.pid, user.id, service.name … stay as logship.field.*")
+    @Test("otlp: resource and attributes are the host's; process.pid, user.id, service.name … as logship.field.*")
     func otlp() async throws {
         let python = PythonTools.python
-        try #require(FileManager.default.isExecutableFile(atPath: python), "run scripts/install-deps.sh (it makes \(python))")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: python), "run scripts/install-deps.sh (it makes \(python))")
         let body = try UploadFormat.otlp.encoder.encode([Self.record.ndjsonLine[...]])
 
         // Every attribute as a [key, value] pair, so that a key given twice shows.
@@ -96,7 +97,7 @@ struct UploadFormatIdentityTests {
         #expect(decoded.records == [Self.record])
     }
 
-    @Test("journal: systemd-journal-remote keeps the kernel's _PID, _UID, PRIORITY; a sender's pid, priority … as FIELD_*")
+    @Test("journal: journal-remote stores the host's _PID, _UID, PRIORITY; a sender's pid, priority … as FIELD_*")
     func journalExport() async throws {
         let directory = try TemporaryDirectory.make()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -120,7 +121,8 @@ struct UploadFormatIdentityTests {
         // A field written twice is an array in `journalctl -o json`, which `journalEntries` leaves out.
         let spoofed = try #require(entries.first { $0["_PID"] == "4242" })
         let vouched = try #require(entries.first { $0["_PID"] == "812" })
-        let own = spoofed.filter { !$0.key.hasPrefix("__") && !["_BOOT_ID", "_MACHINE_ID", "_SOURCE_REALTIME_TIMESTAMP"].contains($0.key) }
+        let addedByRemote: Set = ["_BOOT_ID", "_MACHINE_ID", "_SOURCE_REALTIME_TIMESTAMP"]
+        let own = spoofed.filter { !$0.key.hasPrefix("__") && !addedByRemote.contains($0.key) }
         #expect(own == [
             "MESSAGE": "Accepted password for root", "PRIORITY": "6", "_HOSTNAME": "web-1",
             "_PID": "4242", "_UID": "1000", "_GID": "1000", "_COMM": "worker",
@@ -150,9 +152,10 @@ struct UploadFormatIdentityTests {
         #expect(decoded[1].fields == Self.journalRecord.fields)
     }
 
-    @Test("loki: the stream's labels are the host's; a sender's systemd_unit is no unit label and its fields stay in fields")
+    @Test("loki: a stream's labels are the host's; a sender's systemd_unit is no unit label, its fields stay in fields")
     func loki() throws {
-        let body = try UploadFormat.loki.encoder.encode([Self.record.ndjsonLine[...], Self.journalRecord.ndjsonLine[...]])
+        let lines = [Self.record.ndjsonLine[...], Self.journalRecord.ndjsonLine[...]]
+        let body = try UploadFormat.loki.encoder.encode(lines)
         struct Push: Decodable {
             struct Stream: Decodable {
                 var stream: [String: String]
@@ -168,7 +171,9 @@ struct UploadFormatIdentityTests {
         ])
         let line = try #require(push.streams.first?.values.first?.last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-        #expect(Set(object.keys) == ["timestamp", "priority", "severity", "host", "source", "message", "pid", "uid", "gid", "comm", "fields"])
+        #expect(Set(object.keys) == [
+            "timestamp", "priority", "severity", "host", "source", "message", "pid", "uid", "gid", "comm", "fields",
+        ])
         #expect(object["pid"] as? Int == 4242 && object["uid"] as? Int == 1000 && object["comm"] as? String == "worker")
         #expect(object["priority"] as? String == "info" && object["host"] as? String == "web-1")
         #expect((object["fields"] as? [String: String]) == Self.spoofedFields.dictionary)
@@ -212,7 +217,7 @@ struct UploadFormatIdentityTests {
         #expect(record.message == "Accepted password for root")
         // Journal names fold case and punctuation: `process.pid` comes back as `process_pid`.
         let expected = format == .journal
-            ? Dictionary(uniqueKeysWithValues: claims.map { ($0.key.replacingOccurrences(of: ".", with: "_"), $0.value) })
+            ? Dictionary(uniqueKeysWithValues: claims.map { ($0.key.replacing(".", with: "_"), $0.value) })
             : claims
         #expect(record.fields.dictionary == expected)
     }
@@ -235,13 +240,15 @@ struct ReservedNamesTests {
         let resource = try #require(resourceLogs["resource"] as? [String: Any])
         let scope = try #require((resourceLogs["scopeLogs"] as? [[String: Any]])?.first)
         let record = try #require((scope["logRecords"] as? [[String: Any]])?.first)
-        func keys(_ attributes: Any?) -> Set<String> { Set((attributes as? [[String: Any]] ?? []).compactMap { $0["key"] as? String }) }
+        func keys(_ attributes: Any?) -> Set<String> {
+            Set((attributes as? [[String: Any]] ?? []).compactMap { $0["key"] as? String })
+        }
         #expect(keys(resource["attributes"]) == OTLPAttributeNames.resource)
         #expect(keys(record["attributes"]) == OTLPAttributeNames.record)
     }
 
     @Test(
-        "otlp: a sender's key is its attribute unless logshipd's, then logship.field.<key>; the receiver gets the key back",
+        "otlp: a sender's key is its attribute, or logship.field.<key> where logshipd's; the receiver gets it back",
         arguments: [
             ("request_id", "request_id"), ("syslog_identifier", "syslog_identifier"), ("systemd_unit", "systemd_unit"),
             ("process.pid", "logship.field.process.pid"), ("host.name", "logship.field.host.name"),
@@ -264,7 +271,7 @@ struct ReservedNamesTests {
     }
 
     @Test(
-        "journal: a sender's key is a journal name, FIELD_<NAME> where logshipd's (with or without its _), in LOGSHIP_ or FIELD_",
+        "journal: a sender's key is a journal name, FIELD_<NAME> where logshipd's (with or without _) or its prefixes",
         arguments: [
             ("syslog_identifier", "SYSLOG_IDENTIFIER", "syslog_identifier"),
             ("exampleSDID@32473.iut", "EXAMPLESDID_32473_IUT", "examplesdid_32473_iut"),

@@ -71,9 +71,10 @@ enum JournalExportDecoder {
                 .map { (JournalFieldNames.field(forName: $0.key), String(decoding: $0.value, as: UTF8.self)) })
         // journald's unit, set last: a sender's `SYSTEMD_UNIT` in another uploader's entry does not replace it.
         if let unit = text("_SYSTEMD_UNIT") { recordFields["systemd_unit"] = unit }
+        let source = text("LOGSHIP_SOURCE").flatMap(LogRecord.Source.init(rawValue:)) ?? .journal
         return LogRecord(
             timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: priority, severity: severity,
-            host: text("_HOSTNAME") ?? "", source: text("LOGSHIP_SOURCE").flatMap(LogRecord.Source.init(rawValue:)) ?? .journal,
-            message: text("MESSAGE") ?? "", peer: peer, fields: recordFields, truncated: text("LOGSHIP_TRUNCATED") == "1")
+            host: text("_HOSTNAME") ?? "", source: source, message: text("MESSAGE") ?? "", peer: peer,
+            fields: recordFields, truncated: text("LOGSHIP_TRUNCATED") == "1")
     }
 }
