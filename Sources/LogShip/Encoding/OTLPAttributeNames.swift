@@ -32,7 +32,7 @@ enum OTLPAttributeNames {
         name.hasPrefix(fieldPrefix) ? String(name.dropFirst(fieldPrefix.count)) : name
     }
 
-    static func isReserved(_ name: String) -> Bool {
+    private static func isReserved(_ name: String) -> Bool {
         record.contains(name) || resource.contains(name) || name.hasPrefix(namespace)
     }
 }
