@@ -3,9 +3,10 @@ import Foundation
 /// The systemd journal export format (`application/vnd.fdo.journal`, POST `/upload`), so that
 /// `systemd-journal-remote` can be the receiver.
 ///
-/// Field names are made valid journal names (upper case letters, digits and `_`, not starting with `_` or a
-/// digit); a value with a newline or other control bytes is written in the binary-safe form (the name, a newline,
-/// its length as 64-bit little endian, the bytes).
+/// A record's own parts are journald's names (`MESSAGE`, `PRIORITY`, `_PID`, a journal record's `_SYSTEMD_UNIT`…)
+/// and logshipd's (`LOGSHIP_*`); its fields are named by ``JournalFieldNames``, which keeps a sender's field from
+/// taking any of those names. A value with a newline or other control bytes is written in the binary-safe form (the
+/// name, a newline, its length as 64-bit little endian, the bytes).
 public struct JournalExportEncoder: RecordEncoder {
     public var contentType: String { "application/vnd.fdo.journal" }
     public var defaultPath: String { "/upload" }
@@ -34,9 +35,10 @@ public struct JournalExportEncoder: RecordEncoder {
             fields += [("_PID", String(peer.pid)), ("_UID", String(peer.uid)), ("_GID", String(peer.gid))]
             if let comm = peer.comm { fields.append(("_COMM", comm)) }
         }
+        if let unit = record.vouchedUnit { fields.append(("_SYSTEMD_UNIT", unit)) }
         if record.truncated { fields.append(("LOGSHIP_TRUNCATED", "1")) }
-        for (key, value) in record.fields.sorted(by: { $0.key < $1.key }) {
-            fields.append((fieldName(key), value))
+        for (key, value) in record.fieldsBesideVouchedUnit {
+            fields.append((JournalFieldNames.name(forField: key), value))
         }
         for (name, value) in fields {
             appendField(name, Array(value.utf8), to: &body)
@@ -58,13 +60,5 @@ public struct JournalExportEncoder: RecordEncoder {
             body += value
         }
         body.append(UInt8(ascii: "\n"))
-    }
-
-    /// `syslog_identifier` as `SYSLOG_IDENTIFIER`, `exampleSDID@32473.iut` as `EXAMPLESDID_32473_IUT`.
-    static func fieldName(_ key: String) -> String {
-        var name = String(key.uppercased().map { ("A"..."Z").contains($0) || ("0"..."9").contains($0) ? $0 : "_" })
-        while name.hasPrefix("_") { name.removeFirst() }
-        if name.isEmpty || name.first!.isNumber { name = "FIELD_" + name }
-        return String(name.prefix(64))
     }
 }

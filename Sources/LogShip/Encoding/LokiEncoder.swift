@@ -1,7 +1,8 @@
 import Foundation
 
-/// The Loki push API (`/loki/api/v1/push`, JSON): one stream per host, unit and priority class, its entries in
-/// time order, each line the record as JSON (so Loki's `| json` finds every field).
+/// The Loki push API (`/loki/api/v1/push`, JSON): one stream per ``LokiStreamLabels`` (host, priority class, a
+/// journal record's unit), its entries in time order, each line the record as JSON (so Loki's `| json` finds
+/// every field).
 struct LokiEncoder: RecordEncoder {
     var contentType: String { "application/json" }
     var defaultPath: String { "/loki/api/v1/push" }
@@ -12,8 +13,7 @@ struct LokiEncoder: RecordEncoder {
         var order: [[String: String]] = []
         for line in lines {
             let record = try decoder.decode(LogRecord.self, from: Data(line))
-            var labels = ["host": record.host, "priority": record.priority.description]
-            if let unit = record.fields["systemd_unit"] ?? record.fields["syslog_identifier"] { labels["unit"] = unit }
+            let labels = LokiStreamLabels.labels(for: record)
             if streams[labels] == nil { order.append(labels) }
             streams[labels, default: []].append((record.timestamp.microsecondsSinceEpoch, String(decoding: line, as: UTF8.self)))
         }

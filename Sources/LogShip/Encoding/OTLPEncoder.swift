@@ -3,6 +3,9 @@ import Foundation
 /// OTLP/HTTP logs with JSON encoding: an `ExportLogsServiceRequest` (`application/json`, POST `/v1/logs`), records
 /// grouped by resource (`host.name`, `service.name`).
 ///
+/// The resource and the attributes named in ``OTLPAttributeNames`` come from what the host vouches for; a sender's
+/// field is an attribute of its own name, or `logship.field.<key>` where that name is logshipd's.
+///
 /// Follows the OTLP JSON mapping: 64-bit integers as strings, enums as numbers, lower camel case names.
 struct OTLPEncoder: RecordEncoder {
     var contentType: String { "application/json" }
@@ -28,9 +31,10 @@ struct OTLPEncoder: RecordEncoder {
         return Array(try encoder.encode(request))
     }
 
-    /// The service a record comes from: its unit, else its syslog tag, else its process name.
+    /// The service a record comes from, as the host vouches for it: a journal record's unit, else the process
+    /// name the kernel reported. A sender's syslog tag or `systemd_unit` field is its own word, kept as an attribute.
     static func serviceName(of record: LogRecord) -> String {
-        record.fields["systemd_unit"] ?? record.fields["syslog_identifier"] ?? record.peer?.comm ?? "unknown"
+        record.vouchedUnit ?? record.peer?.comm ?? "unknown"
     }
 
     /// OpenTelemetry's severity for a syslog severity; a crash report is FATAL whatever its severity.
@@ -100,10 +104,10 @@ struct OTLPEncoder: RecordEncoder {
                 attributes += [.int("process.pid", Int64(peer.pid)), .int("user.id", Int64(peer.uid)), .int("group.id", Int64(peer.gid))]
                 if let comm = peer.comm { attributes.append(.string("process.executable.name", comm)) }
             }
-            if let unit = record.fields["systemd_unit"] { attributes.append(.string("systemd.unit", unit)) }
+            if let unit = record.vouchedUnit { attributes.append(.string("systemd.unit", unit)) }
             if record.truncated { attributes.append(.bool("logship.truncated", true)) }
-            for (key, value) in record.fields.sorted(by: { $0.key < $1.key }) where key != "systemd_unit" {
-                attributes.append(.string(key, value))
+            for (key, value) in record.fieldsBesideVouchedUnit {
+                attributes.append(.string(OTLPAttributeNames.attribute(forField: key), value))
             }
             self.attributes = attributes
         }

@@ -45,15 +45,36 @@ enum JournalExportDecoder {
         return (entries, malformed)
     }
 
-    /// An export entry as a record: its message, priority, time and host. The class is logshipd's own
-    /// (`LOGSHIP_PRIORITY_CLASS`) when the entry carries it, else the one its severity maps to.
+    /// The names an entry's record is made of; the others are its fields.
+    private static let recordNames: Set<String> = [
+        "MESSAGE", "PRIORITY", "_HOSTNAME", "_PID", "_UID", "_GID", "_COMM", "_SYSTEMD_UNIT",
+        "LOGSHIP_PRIORITY_CLASS", "LOGSHIP_SOURCE", "LOGSHIP_TRUNCATED",
+    ]
+
+    /// An export entry as a record: its message, priority, time and host, the sender as journald's `_PID`, `_UID`,
+    /// `_GID` and `_COMM` name it, and its other fields (``JournalFieldNames/field(forName:)``; `__` addresses
+    /// such as `__CURSOR` left out). The class and source are logshipd's own (`LOGSHIP_PRIORITY_CLASS`,
+    /// `LOGSHIP_SOURCE`) when the entry carries them, else the class its severity maps to and the journal.
     static func record(from fields: [String: [UInt8]]) -> LogRecord {
         func text(_ name: String) -> String? { fields[name].map { String(decoding: $0, as: UTF8.self) } }
         let severity = text("PRIORITY").flatMap { Severity(text: $0) } ?? .informational
         let priority = text("LOGSHIP_PRIORITY_CLASS").flatMap { PriorityClass(name: $0) } ?? PriorityClass(severity: severity)
         let microseconds = text("__REALTIME_TIMESTAMP").flatMap { Int64($0) } ?? 0
+        var peer: PeerCredentials?
+        if let pid = text("_PID").flatMap({ Int32($0) }), let uid = text("_UID").flatMap({ UInt32($0) }),
+            let gid = text("_GID").flatMap({ UInt32($0) })
+        {
+            peer = PeerCredentials(pid: pid, uid: uid, gid: gid, comm: text("_COMM"))
+        }
+        var recordFields = RecordFields(
+            fields.lazy.filter { !recordNames.contains($0.key) && !$0.key.hasPrefix("__") }
+                .map { (JournalFieldNames.field(forName: $0.key), String(decoding: $0.value, as: UTF8.self)) })
+        // journald's unit, set last: a sender's `SYSTEMD_UNIT` in another uploader's entry does not replace it.
+        if let unit = text("_SYSTEMD_UNIT") { recordFields["systemd_unit"] = unit }
+        let source = text("LOGSHIP_SOURCE").flatMap(LogRecord.Source.init(rawValue:)) ?? .journal
         return LogRecord(
-            timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: priority,
-            severity: severity, host: text("_HOSTNAME") ?? "", source: .journal, message: text("MESSAGE") ?? "")
+            timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: priority, severity: severity,
+            host: text("_HOSTNAME") ?? "", source: source, message: text("MESSAGE") ?? "", peer: peer,
+            fields: recordFields, truncated: text("LOGSHIP_TRUNCATED") == "1")
     }
 }

@@ -189,12 +189,6 @@ private struct OTLPLogsRequest: Decodable {
 
     var resourceLogs: [ResourceLogs]
 
-    /// The attributes the encoder writes for a record's own properties; the others are its fields.
-    private static let recordAttributes: Set<String> = [
-        "logship.source", "logship.priority", "syslog.severity", "process.pid", "user.id", "group.id",
-        "process.executable.name", "systemd.unit", "logship.truncated",
-    ]
-
     func records() -> [LogRecord] {
         resourceLogs.flatMap { resourceLogs in
             let resource = Self.dictionary(resourceLogs.resource?.attributes)
@@ -216,12 +210,16 @@ private struct OTLPLogsRequest: Decodable {
                 pid: pid, uid: attributes["user.id"].flatMap { UInt32($0) } ?? 0,
                 gid: attributes["group.id"].flatMap { UInt32($0) } ?? 0, comm: attributes["process.executable.name"])
         }
-        var fields = attributes.filter { !recordAttributes.contains($0.key) }
+        // Identity only from the names logshipd sets; a sender's field renamed away from them is a field again,
+        // under the key it was sent with.
+        var fields = RecordFields(
+            attributes.lazy.filter { !OTLPAttributeNames.record.contains($0.key) }
+                .map { (OTLPAttributeNames.field(forAttribute: $0.key), $0.value) })
         if let unit = attributes["systemd.unit"] { fields["systemd_unit"] = unit }
         return LogRecord(
             timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: priority, severity: severity,
             host: host, source: attributes["logship.source"].flatMap(LogRecord.Source.init(rawValue:)) ?? .socket,
-            message: record.body?.text ?? "", peer: peer, fields: RecordFields(fields),
+            message: record.body?.text ?? "", peer: peer, fields: fields,
             truncated: attributes["logship.truncated"] == "true")
     }
 

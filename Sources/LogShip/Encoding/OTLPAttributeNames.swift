@@ -1,0 +1,38 @@
+/// The attribute names of OTLP log records: those logshipd sets, and the one a sender's field gets.
+///
+/// What the host vouches for always wins. A field whose key is a name logshipd sets (on a log record or on its
+/// resource) or lies in logshipd's own `logship.` namespace becomes the attribute `logship.field.<key>`, so that a
+/// field `process.pid` or `service.name` cannot pose as the sender's pid or service; any other key is the
+/// attribute's name as it is. The names are reserved whether or not a record carries the attribute (a record
+/// without credentials has no `process.pid`, and a sender's field still may not take the name).
+enum OTLPAttributeNames {
+    /// Attributes logshipd sets on a log record, from the record's own parts.
+    static let record: Set<String> = [
+        "logship.source", "logship.priority", "logship.truncated", "syslog.severity",
+        "process.pid", "user.id", "group.id", "process.executable.name", "systemd.unit",
+    ]
+
+    /// Attributes of the resource a record is grouped under.
+    static let resource: Set<String> = ["host.name", "service.name"]
+
+    /// logshipd's own namespace: a name in it is logshipd's word, never a sender's.
+    static let namespace = "logship."
+
+    /// The prefix of a sender's field that would otherwise take a reserved name; in ``namespace``, so that
+    /// renaming never meets another field's name.
+    static let fieldPrefix = "logship.field."
+
+    /// The attribute name of a sender's field `key`.
+    static func attribute(forField key: String) -> String {
+        isReserved(key) ? fieldPrefix + key : key
+    }
+
+    /// The field key an attribute that is not one of ``record`` stands for: the sender's own key again.
+    static func field(forAttribute name: String) -> String {
+        name.hasPrefix(fieldPrefix) ? String(name.dropFirst(fieldPrefix.count)) : name
+    }
+
+    private static func isReserved(_ name: String) -> Bool {
+        record.contains(name) || resource.contains(name) || name.hasPrefix(namespace)
+    }
+}
