@@ -113,7 +113,8 @@ struct ConfigurationLoaderTests {
         ("ingest:\n  max_record_bytes: 9223372036854775807\n", "ingest.max_record_bytes: invalid value"),
         ("spool:\n  max_bytes: 9999999999999G\n", "spool.max_bytes: invalid value"),
         ("ingest:\n  max_connections: 0\n", "ingest.max_connections: invalid value \"0\" (expected a whole number from 1"),
-        ("ingest:\n  max_record_bytes: 16MiB\nspool:\n  max_bytes: 64KiB\n", "spool.max_bytes must hold at least four records"),
+        ("ingest:\n  max_record_bytes: 512KiB\nspool:\n  max_bytes: 1MiB\n", "spool.max_bytes must hold at least four records"),
+        ("ingest:\n  max_record_bytes: 1MiB\n", "ingest.max_record_bytes: invalid value \"1MiB\" (expected a size from 256 to 512KiB"),
         ("upload:\n  retry_initial: 2s\n  retry_max: 1s\n", "upload.retry_max must not be shorter than upload.retry_initial"),
         ("journal:\n  matches: [nope]\n", "journal.matches: invalid match \"nope\""),
         ("journal:\n  matches: [\"lower=x\"]\n", "journal.matches: invalid match \"lower=x\""),
@@ -125,6 +126,18 @@ struct ConfigurationLoaderTests {
     func rejects(yaml: String, message: String) async {
         let error = await loadError(yaml)
         #expect(error.contains(message), "\(error)")
+    }
+
+    @Test("a user or password in upload.url is refused without being shown, from the file or the environment")
+    func credentialsInURL() async {
+        for url in ["https://user:s3cret@logs.example/ingest", "http://s3cret@logs.example/"] {
+            let fromFile = await loadError("upload:\n  url: \(url)\n")
+            let fromEnvironment = await loadError("", environment: ["LOGSHIPD_UPLOAD_URL": url])
+            for error in [fromFile, fromEnvironment] {
+                #expect(error.contains("upload.url holds a user or password (not shown)"), "\(error)")
+                #expect(error.contains("auth.basic_password_file") && !error.contains("s3cret"), "\(error)")
+            }
+        }
     }
 
     @Test("journal keys: lists from the file or, comma-separated, from the environment")

@@ -26,7 +26,7 @@ struct ReloadTests {
         try await send("before")
         try await first.waitFor(records: 5)
 
-        try LogshipdProcess.configure(directory: directory, url: second.url, ingest: ["max_record_bytes: 1MiB"])
+        try LogshipdProcess.configure(directory: directory, url: second.url, ingest: ["max_record_bytes: 256KiB"])
         daemon.signal(SIGHUP)
         try await waitUntil {
             daemon.standardErrorSoFar.contains(

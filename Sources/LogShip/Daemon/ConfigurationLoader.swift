@@ -264,6 +264,11 @@ public struct ConfigurationLoader: Sendable {
     /// Rules that involve more than one key, and files the keys name.
     private static func crossKeyProblems(_ configuration: DaemonConfiguration) -> [String] {
         var problems: [String] = []
+        // A password in the URL would be in every log line and status that names the URL; the URL is not shown.
+        if let url = URLComponents(string: configuration.upload.url), url.user != nil || url.password != nil {
+            problems.append(
+                "upload.url holds a user or password (not shown): put the user in auth.basic_user and the password in a file named by auth.basic_password_file")
+        }
         if configuration.upload.retryMax < configuration.upload.retryInitial {
             problems.append("upload.retry_max must not be shorter than upload.retry_initial")
         }

@@ -33,16 +33,21 @@ public final class RecordPrinter: Sendable {
         }
     }
 
-    /// `2026-11-21T10:00:00.123456Z crash    host comm[pid] uid=0 message {fields}`
+    /// `2026-11-21T10:00:00.123456Z crash    host comm[pid] uid=0 message {fields}`, every text from the record
+    /// with its control characters escaped (``TerminalText``).
     public func line(for record: LogRecord) -> String {
-        var parts = [record.timestamp.rfc3339, record.priority.description.padding(toLength: 7, withPad: " ", startingAt: 0), record.host]
+        var parts = [
+            record.timestamp.rfc3339, record.priority.description.padding(toLength: 7, withPad: " ", startingAt: 0),
+            TerminalText.escaped(record.host),
+        ]
         if let peer = record.peer {
-            parts.append("\(peer.comm ?? "?")[\(peer.pid)] uid=\(peer.uid)")
+            parts.append("\(TerminalText.escaped(peer.comm ?? "?"))[\(peer.pid)] uid=\(peer.uid)")
         }
         parts.append(record.source.rawValue + ":")
-        parts.append(record.message.replacingOccurrences(of: "\n", with: "\\n"))
+        parts.append(TerminalText.escaped(record.message))
         if !record.fields.isEmpty {
-            parts.append("{" + record.fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "}")
+            let fields = record.fields.map { "\(TerminalText.escaped($0.key))=\(TerminalText.escaped($0.value))" }
+            parts.append("{" + fields.joined(separator: " ") + "}")
         }
         if record.truncated { parts.append("[truncated]") }
         let line = parts.joined(separator: " ")

@@ -60,10 +60,12 @@ struct DeadLetters: ParsableCommand {
             print("no dead letters")
             return
         }
+        // The reason is the remote's answer and the line a sender's record: neither may drive the terminal.
+        let text: (String) -> String = TerminalText.escaped
         for letter in letters {
             let status = letter.status.map(String.init) ?? "-"
-            print("\(letter.id)  \(letter.failedAt)  \(letter.priority)  \(status)  \(letter.reason)")
-            print("    \(letter.line)")
+            print("\(letter.id)  \(text(letter.failedAt))  \(text(letter.priority))  \(status)  \(text(letter.reason))")
+            print("    \(text(letter.line))")
         }
     }
 }

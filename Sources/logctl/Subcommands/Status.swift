@@ -23,8 +23,11 @@ struct Status: ParsableCommand {
         print(Self.render(status))
     }
 
+    /// The table; every text the daemon relays from elsewhere (a remote's answer, a journal cursor) with its
+    /// control characters escaped.
     static func render(_ status: DaemonStatus) -> String {
-        var lines = ["logshipd \(status.version), up \(duration(status.uptimeSeconds))", ""]
+        let text: (String) -> String = TerminalText.escaped
+        var lines = ["logshipd \(text(status.version)), up \(duration(status.uptimeSeconds))", ""]
         lines.append("class      pending   oldest")
         for priority in PriorityClass.mostUrgentFirst {
             let name = priority.description
@@ -43,19 +46,20 @@ struct Status: ParsableCommand {
             lines.append("uploads       paused by an operator (logctl resume restarts them)")
         }
         if let pausedUntil = status.pausedUntil {
-            lines.append("remote        paused until \(pausedUntil): \(status.pauseCause ?? "remote failed") (\(status.lastFailure ?? "?"))")
+            lines.append(
+                "remote        paused until \(text(pausedUntil)): \(text(status.pauseCause ?? "remote failed")) (\(text(status.lastFailure ?? "?")))")
         } else if let lastFailure = status.lastFailure {
-            lines.append("remote        retrying after \(lastFailure)")
+            lines.append("remote        retrying after \(text(lastFailure))")
         } else {
             lines.append("remote        accepting")
         }
         if let lastError = status.lastError {
-            lines.append("last error    \(lastError) at \(status.lastErrorAt ?? "?")")
+            lines.append("last error    \(text(lastError)) at \(text(status.lastErrorAt ?? "?"))")
         }
         if let journal = status.journal {
             let behind = journal.behindSeconds.map { ", \(duration($0)) behind the newest entry" } ?? ""
-            lines.append("journal       \(journal.state); read \(journal.read) (\(journal.filtered) left out)"
-                + "; saved position \(journal.position ?? "none")\(behind)")
+            lines.append("journal       \(text(journal.state)); read \(journal.read) (\(journal.filtered) left out)"
+                + "; saved position \(text(journal.position ?? "none"))\(behind)")
         }
         return lines.joined(separator: "\n")
     }
