@@ -1,9 +1,10 @@
 # logshipd — run it, test it, measure it.
 
 SWIFT ?= swift
-# Where `make run` puts the sockets and the spool: the system's places as root, a private directory otherwise.
-RUN_DIR ?= $(if $(filter 0,$(shell id -u)),/run/logshipd,/tmp/logshipd-$(shell id -un))
-STATE_DIR ?= $(if $(filter 0,$(shell id -u)),/var/lib/logshipd,/tmp/logshipd-$(shell id -un))
+# Where `make run` puts its sockets and spool: a directory of the checkout's own, never the service's
+# /run/logshipd and /var/lib/logshipd (which root's files would leave unusable to the logshipd user), and never
+# a shared one another user could have made first.
+RUN_DIR ?= $(CURDIR)/.run
 RECEIVER ?= 127.0.0.1:8514
 # Release binaries carry the Swift runtime and Foundation in themselves: they run on a server without a Swift
 # toolchain, and the linker keeps only the parts of them the daemon uses (about 4 MiB less resident than the shared
@@ -41,8 +42,13 @@ release: deps
 	$(SWIFT) build $(RELEASE) --product logctl
 
 # Starts `logctl receive` on $(RECEIVER) and logshipd in the foreground with config/logshipd.yaml; Ctrl-C stops both.
+# RUN_DIR is made private (0700) and must be this user's: its sockets take whatever anyone who can reach them sends.
 run: build
-	@mkdir -p $(RUN_DIR)
+	@mkdir -p -m 0700 "$(RUN_DIR)" && chmod 0700 "$(RUN_DIR)"
+	@[ "$$(stat -c %u "$(RUN_DIR)")" = "$$(id -u)" ] || { \
+		echo "run: $(RUN_DIR) belongs to another user; remove it or set RUN_DIR" >&2; exit 1; }
+	@[ $$(printf '%s' "$(RUN_DIR)/ingest.dgram" | wc -c) -lt 108 ] || { \
+		echo "run: $(RUN_DIR) is too long a path for a Unix socket (107 bytes); set RUN_DIR to a shorter one" >&2; exit 1; }
 	@bin=$$($(SWIFT) build --show-bin-path); \
 	$$bin/logctl receive --listen $(RECEIVER) & receiver=$$!; \
 	trap 'kill $$receiver 2>/dev/null' EXIT INT TERM; \
@@ -50,7 +56,7 @@ run: build
 	LOGSHIPD_INGEST_STREAM=$(RUN_DIR)/ingest.sock \
 	LOGSHIPD_INGEST_DATAGRAM=$(RUN_DIR)/ingest.dgram \
 	LOGSHIPD_INGEST_CONTROL=$(RUN_DIR)/control.sock \
-	LOGSHIPD_SPOOL_PATH=$(STATE_DIR)/spool.db \
+	LOGSHIPD_SPOOL_PATH=$(RUN_DIR)/spool.db \
 	LOGSHIPD_UPLOAD_URL=http://$(RECEIVER)/ingest \
 	$$bin/logshipd --config config/logshipd.yaml
 
