@@ -43,6 +43,10 @@ ssize_t cunixsocket_receive(int fd, void *buffer, size_t capacity, cunixsocket_c
     return length;
 }
 
+int cunixsocket_accept(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+}
+
 int cunixsocket_eventfd(void) {
     return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }

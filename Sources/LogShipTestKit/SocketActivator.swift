@@ -88,7 +88,10 @@ public final class SocketActivator: @unchecked Sendable {
         // Close-on-exec, so that no other child inherits it; the daemon gets its copy through dup2, which clears it.
         let descriptor = try bindUnixSocket(path, type: type)
         if type == Int32(SOCK_STREAM.rawValue) {
-            guard Glibc.listen(descriptor, 256) == 0 else { throw UnixClientError(call: "listen \(path)", errno: errno) }
+            // systemd's default `Backlog=`.
+            guard Glibc.listen(descriptor, SOMAXCONN) == 0 else {
+                throw UnixClientError(call: "listen \(path)", errno: errno)
+            }
         }
         return descriptor
     }

@@ -17,14 +17,23 @@ public final class UnixClient: @unchecked Sendable {
 
     public let descriptor: Int32
 
-    public init(path: String, type: SocketType) throws {
-        descriptor = socket(AF_UNIX, type.rawValue | Int32(SOCK_CLOEXEC.rawValue), 0)
+    /// Connects to `path`.
+    ///
+    /// - Parameter waitingForRoom: Whether a stream connect waits while the listener's queue is full, as a
+    ///   blocking socket does; without, it fails at once with EAGAIN, as clients with non-blocking sockets see.
+    public init(path: String, type: SocketType, waitingForRoom: Bool = true) throws {
+        let flags = waitingForRoom ? 0 : Int32(SOCK_NONBLOCK.rawValue)
+        descriptor = socket(AF_UNIX, type.rawValue | Int32(SOCK_CLOEXEC.rawValue) | flags, 0)
         guard descriptor >= 0 else { throw UnixClientError(call: "socket", errno: errno) }
         let descriptor = self.descriptor
         guard withUnixAddress(path, { connect(descriptor, $0, $1) }) == 0 else {
             let code = errno
             close(descriptor)
             throw UnixClientError(call: "connect \(path)", errno: code)
+        }
+        if !waitingForRoom {
+            // A Unix stream connect completes or fails at once; the writes that follow block as usual.
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
         }
     }
 

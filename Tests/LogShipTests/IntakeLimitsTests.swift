@@ -150,8 +150,8 @@ struct IntakeLimitsTests {
 }
 
 /// Runs `body` on `count` threads of their own at once (blocking writers) and collects what each returns.
-func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Int) async -> [Int] {
-    await withTaskGroup(of: Int.self) { group in
+func onThreads<Result: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> Result) async -> [Result] {
+    await withTaskGroup(of: Result.self) { group in
         for index in 0..<count {
             group.addTask {
                 await withCheckedContinuation { continuation in

@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import LogShipTestKit
+import Synchronization
 import Testing
 
 /// What systemd hears from logshipd: READY, STATUS, WATCHDOG and STOPPING.
@@ -114,5 +115,56 @@ struct SocketActivationTests {
         let log = try String(contentsOfFile: errorLog, encoding: .utf8)
         #expect(log.components(separatedBy: "using the socket systemd passed").count - 1 == 6, "three sockets, twice")
         #expect(FileManager.default.fileExists(atPath: activator.streamPath), "the daemon leaves systemd's sockets alone")
+    }
+
+    @Test("three writers connecting 100 times a second through a restart, 300 connects while no daemon runs: none refused, no accepted line lost")
+    func restartUnderLoad() async throws {
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        let activator = try SocketActivator(directory: directory)
+        let configuration = try activator.configure(directory: directory, url: receiver.url)
+        let errorLog = "\(directory)/logshipd.log"
+        try activator.start(configuration: configuration, errorLog: errorLog)
+
+        // Each writer connects without waiting for room (a full queue is EAGAIN), writes one line and closes,
+        // every 10 ms, until told to stop (at most 3 000 times, so that the loop ends by itself).
+        let stop = Atomic(false)
+        let attempts = Atomic(0)
+        let path = activator.streamPath
+        let writers = Task {
+            await onThreads(3) { writer -> (written: [String], refused: [String]) in
+                var written: [String] = [], refused: [String] = []
+                for line in 0..<3_000 where !stop.load(ordering: .relaxed) {
+                    let text = "writer \(writer) line \(line)"
+                    attempts.add(1, ordering: .relaxed)
+                    do {
+                        try UnixClient(path: path, type: .stream, waitingForRoom: false).write(text + "\n")
+                        written.append(text)
+                    } catch {
+                        refused.append("\(text): \(error)")
+                    }
+                    usleep(10_000)  // the writers' pace, not a synchronisation
+                }
+                return (written, refused)
+            }
+        }
+        try await receiver.waitFor(records: 30)
+        #expect(try await activator.stop() == 0)
+        // Down long enough for more connections to queue than NIO's default backlog of 128 would hold.
+        let attemptsWhenStopped = attempts.load(ordering: .relaxed)
+        try await waitUntil { attempts.load(ordering: .relaxed) >= attemptsWhenStopped + 300 }
+        try activator.start(configuration: configuration, errorLog: errorLog)
+        let beforeRestart = receiver.records.count
+        try await receiver.waitFor(records: beforeRestart + 30)
+        stop.store(true, ordering: .relaxed)
+        let results = await writers.value
+        let written = results.flatMap(\.written)
+        let refused = results.flatMap(\.refused)
+        #expect(refused.isEmpty, "\(refused.count) connects refused, the first: \(refused.first ?? "")")
+
+        try await receiver.waitFor(records: written.count, within: .seconds(120))
+        #expect(try await activator.stop() == 0)
+        let received = receiver.records.map(\.message)
+        #expect(received.count == written.count && Set(received) == Set(written), "\(Set(written).subtracting(received).count) lost")
     }
 }

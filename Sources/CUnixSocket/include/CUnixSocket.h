@@ -26,6 +26,10 @@ int cunixsocket_enable_passcred(int fd);
 ssize_t cunixsocket_receive(int fd, void *buffer, size_t capacity, cunixsocket_credentials *credentials,
                             int *has_credentials);
 
+/// Accepts a connection on a listening socket, its descriptor close-on-exec (accept4, which needs _GNU_SOURCE).
+/// Returns the descriptor, or -1 with errno set.
+int cunixsocket_accept(int fd);
+
 /// An eventfd for waking a poll(2); -1 with errno set on failure.
 int cunixsocket_eventfd(void);
 

@@ -40,7 +40,7 @@ public struct ControlServer: Service {
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> ControlServer {
-        let listener = try await UnixStreamListener.bind(
+        let listener = try UnixStreamListener.bind(
             path: path, passed: passed, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes, limits: limits,
             group: group,
             logger: logger)

@@ -3,7 +3,6 @@ public struct IngestError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case socketPath
         case socketCall
-        case listenerClosed
     }
 
     private let code: Code
@@ -18,9 +17,6 @@ public struct IngestError: Error, Hashable, Sendable, CustomStringConvertible {
     public static func socketPath(_ path: String, _ problem: String) -> IngestError {
         IngestError(.socketPath, "socket \(path) \(problem)")
     }
-
-    /// A connection arrived as its listener was closing; it is closed unserved.
-    static let listenerClosed = IngestError(.listenerClosed, "the listener is closed")
 
     /// A system call on a socket failed.
     public static func socketCall(_ call: String, path: String, _ reason: String) -> IngestError {

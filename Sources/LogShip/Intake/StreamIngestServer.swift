@@ -27,7 +27,7 @@ public struct StreamIngestServer: Service {
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> StreamIngestServer {
-        let listener = try await UnixStreamListener.bind(
+        let listener = try UnixStreamListener.bind(
             path: path, passed: passed, mode: mode, maximumFrameBytes: maximumRecordBytes, limits: limits, group: group,
             logger: logger)
         return StreamIngestServer(listener: listener, parser: parser, intake: intake, logger: logger)

@@ -1,4 +1,3 @@
-import CUnixSocket
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,9 +9,10 @@ import Synchronization
 /// A listening Unix stream socket that hands each connection, framed into records, to a handler together with
 /// the peer's kernel-reported credentials.
 ///
-/// Every connection is served in its own child task, so a client that connects and never writes, or writes a
-/// byte a second, holds only its own task. A ``ConnectionLimiter`` bounds how many are served at once; beyond it a
-/// connection is closed as soon as it is accepted.
+/// Connections are accepted by ``UnixStreamAcceptor`` on a thread of their own and each is served in its own
+/// child task, so a client that connects and never writes, or writes a byte a second, holds only its own task. A
+/// ``ConnectionLimiter`` bounds how many are served at once; beyond it a connection is closed as soon as it is
+/// accepted.
 final class UnixStreamListener: Sendable {
     /// A connection: the frames of each read together, and the bytes to answer with.
     typealias Connection = NIOAsyncChannel<FrameRead, ByteBuffer>
@@ -21,6 +21,9 @@ final class UnixStreamListener: Sendable {
     /// writing faster than the spool commits waits in its socket, not in the daemon's memory.
     private static let connectionConfiguration = Connection.Configuration(
         backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2))
+
+    /// How long a stop waits for the clients of open connections to end them, and then for their handlers.
+    static let drainTimeout = Duration.seconds(2)
 
     /// How many connections the listener serves at once, and how long a request may take to arrive.
     struct Limits: Sendable {
@@ -41,132 +44,139 @@ final class UnixStreamListener: Sendable {
         }
     }
 
-    let path: String
-    /// Whether the listener created the socket file (and removes it); not when systemd passed the socket.
-    private let ownsPath: Bool
-    private let server: NIOAsyncChannel<(Connection, PeerCredentials), Never>
-    private let accepted: AcceptedConnections<Connection>
+    var path: String { acceptor.path }
+    private let acceptor: UnixStreamAcceptor
+    private let maximumFrameBytes: Int
+    private let requestDeadline: Duration?
+    private let served = ServedConnections()
     private let limiter: Mutex<ConnectionLimiter>
+    private let group: any EventLoopGroup
     private let logger: Logger
 
     private init(
-        path: String, ownsPath: Bool, server: NIOAsyncChannel<(Connection, PeerCredentials), Never>,
-        accepted: AcceptedConnections<Connection>, limits: Limits, logger: Logger
+        acceptor: UnixStreamAcceptor, maximumFrameBytes: Int, limits: Limits, group: any EventLoopGroup, logger: Logger
     ) {
-        self.path = path
-        self.ownsPath = ownsPath
-        self.server = server
-        self.accepted = accepted
+        self.acceptor = acceptor
+        self.maximumFrameBytes = maximumFrameBytes
+        requestDeadline = limits.requestDeadline
         limiter = Mutex(ConnectionLimiter(
             maximum: limits.maximum, maximumPerUser: limits.maximumPerUser, operatorReserve: limits.operatorReserve,
             operators: [0, getuid()]))
+        self.group = group
         self.logger = logger
     }
 
     /// Binds `path`, replacing a stale socket file, and sets its mode; or serves `passed`, a listening socket
-    /// systemd holds for `path` (socket activation), which it neither creates nor removes.
+    /// systemd holds for `path` (socket activation), which it neither creates, removes nor listens on again.
     ///
     /// - Parameters:
     ///   - passed: A listening socket passed by systemd, to use instead of binding.
     ///   - maximumFrameBytes: The longest record a connection may send; longer ones are cut and marked.
     ///   - limits: How many connections are served at once, in all and from one user.
+    ///   - group: Where the connections' reads and writes run.
     /// - Throws: ``IngestError`` when the path is in use or cannot be bound.
     static func bind(
         path: String, passed: Int32? = nil, mode: mode_t, maximumFrameBytes: Int, limits: Limits,
         group: any EventLoopGroup, logger: Logger
-    ) async throws -> UnixStreamListener {
-        let accepted = AcceptedConnections<Connection>()
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<(Connection, PeerCredentials)> = { channel in
-            guard let options = channel as? any SocketOptionProvider else {
-                return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
-            }
-            let credentials: EventLoopFuture<cunixsocket_credentials> = options.unsafeGetSocketOption(
-                level: SocketOptionLevel(cunixsocket_sol_socket), name: SocketOptionName(cunixsocket_so_peercred))
-            return credentials.flatMapThrowing { credentials in
-                try channel.pipeline.syncOperations.addHandler(
-                    ByteToMessageHandler(StreamFrameDecoder(maximumRecordBytes: maximumFrameBytes)))
-                try channel.pipeline.syncOperations.addHandler(FrameBatcher())
-                if let deadline = limits.requestDeadline {
-                    try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(timeout: deadline))
-                }
-                // Read comm now: a short-lived client (logger) may be gone by the time its data is read.
-                let peer = PeerCredentials(credentials)
-                return (try accepted.admit(channel) {
-                    try Connection(wrappingChannelSynchronously: channel, configuration: Self.connectionConfiguration)
-                }, peer)
-            }
-        }
-        let bootstrap = ServerBootstrap(group: group).serverChannelOption(.backlog, value: 256)
-        if let passed {
-            let server = try await bootstrap.bind(passed, childChannelInitializer: initializer)
-            return UnixStreamListener(
-                path: path, ownsPath: false, server: server, accepted: accepted, limits: limits, logger: logger)
-        }
-        try UnixSocketPath.prepare(path)
-        let server: NIOAsyncChannel<(Connection, PeerCredentials), Never>
-        do {
-            server = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
-        } catch let error as IOError {
-            throw IngestError.socketCall("bind", path: path, SystemError.describe(error.errnoCode))
-        }
-        try UnixSocketPath.setMode(path, mode: mode)
+    ) throws -> UnixStreamListener {
+        let acceptor = try passed.map { try UnixStreamAcceptor.adopt(descriptor: $0, path: path) }
+            ?? UnixStreamAcceptor.bind(path: path, mode: mode, backlog: SOMAXCONN)
         return UnixStreamListener(
-            path: path, ownsPath: true, server: server, accepted: accepted, limits: limits, logger: logger)
+            acceptor: acceptor, maximumFrameBytes: maximumFrameBytes, limits: limits, group: group, logger: logger)
     }
 
-    /// Accepts connections until ``close()`` is called, then stops serving the connections still open, and
-    /// removes the socket file it created.
+    /// Accepts connections until ``close()`` is called, serves what was accepted until each client ends it or
+    /// ``drainTimeout`` passes, and closes the socket (removing the file it created).
     ///
-    /// - Important: Stop the listener with ``close()``, not by cancelling the task: accepted connections wait in
-    ///   the server channel's stream until this loop takes them, and cancelling the loop drops them without
-    ///   closing them, which traps in NIO ("Deinited NIOAsyncWriter without calling finish()"). Closing ends
-    ///   the stream after the connections it holds, so each is taken out and closed.
+    /// A stop accepts nothing more (under socket activation, connections not yet accepted wait in the kernel for
+    /// the next daemon), and every connection accepted is served: what its client sent before it is read and
+    /// handed on. A client still connected after ``drainTimeout`` has its input closed, so that what was read is
+    /// still handed on; a handler that has not ended ``drainTimeout`` later is cancelled.
+    ///
     /// - Parameter handler: Serves one connection; it must not throw, because one bad client must not take the
     ///   listener down.
-    func serve(
-        _ handler: @escaping @Sendable (Connection, PeerCredentials) async -> Void
-    ) async throws {
-        defer { if ownsPath { unlink(path) } }
+    func serve(_ handler: @escaping @Sendable (Connection, PeerCredentials) async -> Void) async throws {
+        // The blocking poll/accept loop gets a thread of its own, off the cooperative pool.
+        let acceptThread = NIOThreadPool(numberOfThreads: 1)
+        acceptThread.start()
+        defer { acceptor.close() }
         do {
-            try await serveUntilClosed(handler)
+            try await withTaskCancellationHandler {
+                try await serveUntilClosed(acceptingOn: acceptThread, handler)
+            } onCancel: {
+                acceptor.wake()
+            }
         } catch is CancellationError {
             // Cancelled outright (a forced shutdown): nothing more to do than for a close.
         }
+        try? await acceptThread.shutdownGracefully()
     }
 
     private func serveUntilClosed(
-        _ handler: @escaping @Sendable (Connection, PeerCredentials) async -> Void
+        acceptingOn acceptThread: NIOThreadPool, _ handler: @escaping @Sendable (Connection, PeerCredentials) async -> Void
     ) async throws {
+        let acceptor = self.acceptor
         try await withThrowingDiscardingTaskGroup { group in
-            defer {
-                // Connections set up as the listener closed, which the loop never took: closed unserved.
-                for connection in accepted.close() {
-                    group.addTask { try? await connection.executeThenClose { _, _ in } }
+            while true {
+                let accepted: UnixStreamAcceptor.Accepted
+                do {
+                    guard let next = try await acceptThread.runIfActive({ try acceptor.accept() }) else { break }
+                    accepted = next
+                } catch let error as IngestError {
+                    // Out of descriptors or memory: the connection waits in the queue. Waiting a moment keeps a
+                    // persistent failure from spinning.
+                    logger.error("accepting a connection failed", metadata: ["logship.error": "\(error)"])
+                    try await Task.sleep(for: .milliseconds(100))
+                    continue
+                }
+                guard admit(accepted.peer) else {
+                    Glibc.close(accepted.descriptor)
+                    continue
+                }
+                let connection: Connection
+                do {
+                    connection = try await wrap(accepted.descriptor)
+                } catch {
+                    // NIO owns the socket once it has tried to adopt it, and closes it when that fails.
+                    release(accepted.peer)
+                    logger.warning("a connection could not be set up", metadata: ["logship.error": "\(error)"])
+                    continue
+                }
+                served.insert(connection.channel)
+                group.addTask {
+                    await handler(connection, accepted.peer)
+                    self.served.remove(connection.channel)
+                    self.release(accepted.peer)
                 }
             }
-            try await server.executeThenClose { connections in
-                for try await (connection, peer) in connections {
-                    accepted.take(connection.channel)
-                    guard admit(peer) else {
-                        // Closed at once, through the async channel so that its writer is finished properly;
-                        // a failure to close has nothing to tell.
-                        group.addTask { try? await connection.executeThenClose { _, _ in } }
-                        continue
-                    }
-                    group.addTask {
-                        await handler(connection, peer)
-                        self.limiter.withLock { $0.release(uid: peer.uid) }
-                    }
+            if await !served.waitUntilEmpty(within: Self.drainTimeout) {
+                served.closeInputs()
+                if await !served.waitUntilEmpty(within: Self.drainTimeout) {
+                    group.cancelAll()
                 }
             }
-            // The listener is closed: connections still open (idle clients) are ended too.
-            group.cancelAll()
         }
     }
 
-    /// Stops accepting: ``serve(_:)`` takes what was already accepted, closes it, and returns.
+    /// An accepted socket as a channel that frames what it reads.
+    private func wrap(_ descriptor: Int32) async throws -> Connection {
+        let (maximumFrameBytes, requestDeadline) = (self.maximumFrameBytes, self.requestDeadline)
+        return try await ClientBootstrap(group: group).withConnectedSocket(descriptor) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(
+                    ByteToMessageHandler(StreamFrameDecoder(maximumRecordBytes: maximumFrameBytes)))
+                try channel.pipeline.syncOperations.addHandler(FrameBatcher())
+                if let requestDeadline {
+                    try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(timeout: requestDeadline))
+                }
+                return try Connection(wrappingChannelSynchronously: channel, configuration: Self.connectionConfiguration)
+            }
+        }
+    }
+
+    /// Stops accepting: ``serve(_:)`` serves what was already accepted, and returns once it is done.
     func close() {
-        server.channel.close(promise: nil)
+        acceptor.wake()
     }
 
     private func admit(_ peer: PeerCredentials) -> Bool {
@@ -187,5 +197,9 @@ final class UnixStreamListener: Sendable {
                 ])
         }
         return false
+    }
+
+    private func release(_ peer: PeerCredentials) {
+        limiter.withLock { $0.release(uid: peer.uid) }
     }
 }

@@ -1,0 +1,72 @@
+import NIOCore
+import Synchronization
+
+/// The connections a listener is serving, so that a stop can wait for them to end and end those that outstay it.
+final class ServedConnections: Sendable {
+    private struct State {
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        var emptyWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+    }
+
+    private let state = Mutex(State())
+
+    func insert(_ channel: any Channel) {
+        state.withLock { $0.channels[ObjectIdentifier(channel)] = channel }
+    }
+
+    func remove(_ channel: any Channel) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.channels[ObjectIdentifier(channel)] = nil
+            guard state.channels.isEmpty else { return [] }
+            defer { state.emptyWaiters = [:] }
+            return Array(state.emptyWaiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits until no connection is served any more, at most `timeout`; returns whether none is.
+    func waitUntilEmpty(within timeout: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { race in
+            race.addTask {
+                await self.emptied()
+                return !Task.isCancelled
+            }
+            race.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await race.next() ?? false
+            race.cancelAll()
+            return first || state.withLock { $0.channels.isEmpty }
+        }
+    }
+
+    /// Stops reading every connection served: what each has already read is still handed on, then its input
+    /// ends, as at the client's end of file.
+    func closeInputs() {
+        for channel in state.withLock({ Array($0.channels.values) }) {
+            channel.close(mode: .input, promise: nil)
+        }
+    }
+
+    /// Returns once no connection is served, or once the task is cancelled.
+    private func emptied() async {
+        let id = state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let isEmpty = state.withLock { state in
+                    if state.channels.isEmpty || Task.isCancelled { return true }
+                    state.emptyWaiters[id] = continuation
+                    return false
+                }
+                if isEmpty { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.emptyWaiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+}
