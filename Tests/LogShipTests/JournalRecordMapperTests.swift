@@ -302,8 +302,8 @@ struct KernelLine: Sendable, CustomTestStringConvertible {
         segfault,
         // A name may hold spaces, brackets and colons; the kernel cuts it at 15 bytes.
         KernelLine(
-            message: "my [w]: orker[12][4243]: segfault at 7f0000001000 ip 00007f12 sp 00007ffd error 6 in libc.so.6[7f12+195000]",
-            reason: "segfault", pid: "4243", comm: "my [w]: orker[12]"),
+            message: "my [w]: o[12][4243]: segfault at 7f0000001000 ip 00007f12 sp 00007ffd error 6 in libc.so.6[7f12+195000]",
+            reason: "segfault", pid: "4243", comm: "my [w]: o[12]"),
         KernelLine(
             message: "traps: worker[4243] general protection fault ip:7f1e2d3c4b5a sp:7ffd1e2f3a40 error:0 in libc.so.6[7f1e2d300000+195000]",
             reason: "general-protection", pid: "4243", comm: "worker"),
