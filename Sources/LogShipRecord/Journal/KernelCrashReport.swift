@@ -123,13 +123,14 @@ package struct KernelCrashReport: Hashable, Sendable {
     }
 
     /// `DESCRIPTION: HEX [#N]`, how x86's `__die_header` starts an Oops (`general protection fault: 0000 [#1] SMP`,
-    /// `invalid opcode: 0000 [#1] SMP`).
+    /// `invalid opcode: 0000 [#1] SMP`); the description holds no colon of its own.
     private static func isDieHeader(_ line: ArraySlice<UInt8>) -> Bool {
         guard let counter = line.prefix(256).firstRange(of: " [#".utf8) else { return false }
         let code = line[..<counter.lowerBound].reversed().prefix { isHexDigit($0) }
         let beforeCode = line[..<(counter.lowerBound - code.count)]
         let number = line[counter.upperBound...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
-        return !code.isEmpty && beforeCode.count > 2 && beforeCode.hasSuffix(": ".utf8) && !number.isEmpty
+        return !code.isEmpty && beforeCode.count > 2 && beforeCode.hasSuffix(": ".utf8)
+            && !beforeCode.dropLast(2).contains(UInt8(ascii: ":")) && !number.isEmpty
             && line[number.endIndex...].first == UInt8(ascii: "]")
     }
 
