@@ -35,7 +35,8 @@ extension FuzzTarget {
         strict.selection.leastImportant = .emergency
         let strictRecord = strict.record(for: entry)
         precondition(
-            record.priority == .crash ? strictRecord == record : (strictRecord == nil) == (record.severity > .emergency),
+            record.priority == .crash
+                ? strictRecord == record : (strictRecord == nil) == (record.severity > .emergency),
             "min_priority holds back a crash report, or lets another record through")
 
         // What any sender writes, without what journald records of it, is never a crash report.
@@ -49,8 +50,10 @@ extension FuzzTarget {
     static func checkJournalRecord(_ record: LogRecord, of entry: JournalEntry) {
         let isCrash = record.priority == .crash
         precondition(!isCrash || isVouched(entry), "a crash report journald does not vouch for")
-        precondition(isCrash == (record.fields["crash_reason"] != nil), "crash_reason on a record that is no crash, or none on one")
-        precondition(isCrash || record.priority == PriorityClass(severity: record.severity), "a class that is not its severity's")
+        precondition(
+            isCrash == (record.fields["crash_reason"] != nil), "crash_reason without crash, or crash without it")
+        precondition(
+            isCrash || record.priority == PriorityClass(severity: record.severity), "a class not its severity's")
         if let pid = record.fields["crash_pid"] {
             precondition(Int32(pid).map { $0 > 0 } == true, "crash_pid is no pid: \(pid)")
         }
@@ -67,7 +70,8 @@ extension FuzzTarget {
         let text = { (name: String) in entry.fields[name].map { String(decoding: $0, as: UTF8.self) } }
         if text("_TRANSPORT") == "kernel" { return true }
         if text("_PID") == "1" && text("_UID").flatMap({ UInt32($0) }) == 0 { return true }
-        let isCoredumpProgram = text("_COMM") == "systemd-coredum" || text("_EXE")?.hasSuffix("/systemd-coredump") == true
+        let isCoredumpProgram =
+            text("_COMM") == "systemd-coredum" || text("_EXE")?.hasSuffix("/systemd-coredump") == true
         let isPrivileged =
             text("_UID").flatMap({ UInt32($0) }) == 0 || text("_SYSTEMD_UNIT")?.hasPrefix("systemd-coredump@") == true
         return text("MESSAGE_ID") == JournalRecordMapper.coredumpMessageID && isCoredumpProgram && isPrivileged

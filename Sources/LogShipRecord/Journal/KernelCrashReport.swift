@@ -137,8 +137,8 @@ package struct KernelCrashReport: Hashable, Sendable {
     // MARK: - The OOM killer
 
     /// `Out of memory: Killed process PID (COMM) …` (also `Memory cgroup out of memory: …`, and a bare
-    /// `Killed process …` from kernels before 5.0), or the summary line `oom-kill:…,task_memcg=…,task=…,pid=…`
-    /// (mm/oom_kill.c).
+    /// `Killed process …` from kernels before 5.0), or the summary line
+    /// `oom-kill:…,task_memcg=…,task=…,pid=…` (mm/oom_kill.c).
     private static func outOfMemoryKill(_ line: ArraySlice<UInt8>) -> KernelCrashReport? {
         if line.starts(with: "oom-kill:".utf8) {
             return summary(line)
@@ -164,7 +164,8 @@ package struct KernelCrashReport: Hashable, Sendable {
             let close =
                 window.firstRange(of: ") total-vm:".utf8)?.lowerBound
                 ?? name.prefix(commLimit + 1).indices.first { index in
-                    name[index] == UInt8(ascii: ")") && (index + 1 == name.endIndex || name[index + 1] == UInt8(ascii: " "))
+                    name[index] == UInt8(ascii: ")")
+                        && (index + 1 == name.endIndex || name[index + 1] == UInt8(ascii: " "))
                 }
             if let close { report.comm = String(decoding: name[..<close], as: UTF8.self) }
         }
