@@ -65,8 +65,9 @@ test: test-deps fuzz-build
 	$(SWIFT) build --build-tests
 	SWIFT_BACKTRACE=threads=crashed,registers=none,images=none $(SWIFT) test --skip-build
 
-# The libFuzzer target over the record parsers and the stream framing, in a build of its own (the sanitizers
-# instrument only what it depends on). The test suite runs it briefly; `make fuzz` runs it for FUZZ_RUNS inputs.
+# The libFuzzer target over the record parsers, the stream framing and the journal entry mapping, in a build of its
+# own (the sanitizers instrument only what it depends on). The test suite runs it briefly; `make fuzz` runs it for
+# FUZZ_RUNS inputs.
 FUZZER = .build-fuzz/debug/logship-fuzz
 FUZZ_RUNS ?= 300000
 

@@ -36,7 +36,8 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CMalloc"),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
-        // The record and how bytes become one: small and free of I/O, so that the fuzzer builds it alone.
+        // The record and how bytes (or a journal entry) become one: small and free of I/O, so that the fuzzer builds
+        // it alone.
         .target(
             name: "LogShipRecord",
             dependencies: [
@@ -94,8 +95,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // libFuzzer target over the parsers and the stream framing: `make fuzz` builds it with
-        // -sanitize=fuzzer,address; a plain build replays saved inputs.
+        // libFuzzer target over the parsers, the stream framing and the journal entry mapping: `make fuzz` builds it
+        // with -sanitize=fuzzer,address; a plain build replays saved inputs.
         .executableTarget(
             name: "logship-fuzz",
             dependencies: [

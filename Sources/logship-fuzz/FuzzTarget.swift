@@ -2,7 +2,7 @@ import Foundation
 import LogShipRecord
 import NIOCore
 
-/// What must hold for any bytes a client can send.
+/// What must hold for any bytes a client can send, and for any journal entry (``checkJournalMapping(_:)``).
 ///
 /// The first two input bytes choose the record size limit and how the stream is cut into reads; the rest is the
 /// stream.
@@ -21,6 +21,7 @@ enum FuzzTarget {
             checkParsing(frame)
         }
         checkParsing(Frame(bytes: stream, truncated: input[1] & 1 == 1))
+        checkJournalMapping(input)
     }
 
     /// Parsing never fails, what it produces survives the trip through NDJSON unchanged, and the line written

@@ -100,8 +100,8 @@ struct JournalTests {
             ("COREDUMP_EXE", Array("/usr/bin/worker".utf8)), ("COREDUMP_PID", Array("4711".utf8)),
             ("COREDUMP_SIGNAL_NAME", Array("SIGSEGV".utf8)), ("COREDUMP_UNIT", Array("worker.service".utf8)),
             ("COREDUMP_CMDLINE", Array("/usr/bin/worker --serve".utf8)),
-            ("_SYSTEMD_UNIT", Array("systemd-coredump@0-1-0.service".utf8)), ("COREDUMP", core),
-        ])
+            ("_SYSTEMD_UNIT", Array("systemd-coredump@0-1-0.service".utf8)),
+        ] + JournalRecordMapperID.coredumpSender + [("COREDUMP", core)])
         try await journal.append(JournalFiles.entries(10_000, from: Self.t0) { "chatter \($0)" })
 
         // Requests are held until the crash record is in the spool: the moment to look at is "both slots busy
@@ -139,6 +139,77 @@ struct JournalTests {
         try await daemon.stop()
     }
 
+    @Test("only the host claims crash: a coredump entry from uid 1000 arrives as info, kernel segfault and OOM-kill lines and PID 1's core-dump failure as crash with their victims")
+    func trustedCrashes() async throws {
+        let (journal, journalPath) = try Self.journalDirectory()
+        let segfault = "worker[4243]: segfault at 0 ip 00005581a2b3c4d5 sp 00007ffd1e2f3a40 error 4 in worker[5581a2b3b000+1000] likely on CPU 1 (core 1, socket 0)"
+        let outOfMemory = "Out of memory: Killed process 4244 (hog) total-vm:8405876kB, anon-rss:7916520kB, file-rss:4kB, shmem-rss:0kB, UID:0 pgtables:15544kB oom_score_adj:0"
+        let oomSummary = "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/system.slice/hog.service,task=hog,pid=4244,uid=0"
+        let kernel = [("_TRANSPORT", "kernel"), ("SYSLOG_IDENTIFIER", "kernel"), ("SYSLOG_FACILITY", "0"), ("_HOSTNAME", "journalhost")]
+        func user(_ transport: String) -> [(String, String)] {
+            [("_TRANSPORT", transport), ("_UID", "1000"), ("_GID", "1000"), ("_PID", "5000"), ("_COMM", "logger"),
+             ("_SYSTEMD_UNIT", "session-3.scope"), ("_HOSTNAME", "journalhost")]
+        }
+        try await journal.append([
+            JournalFiles.Entry([
+                ("__REALTIME_TIMESTAMP", String(Self.t0)), ("MESSAGE", "spoofed: Process 1 (sshd) of user 0 dumped core."),
+                ("PRIORITY", "6"), ("MESSAGE_ID", JournalRecordMapperID.coredump), ("COREDUMP_UNIT", "worker.service"),
+                ("COREDUMP_EXE", "/usr/sbin/sshd"), ("COREDUMP_PID", "1"),
+            ] + user("journal")),
+            JournalFiles.Entry([("__REALTIME_TIMESTAMP", String(Self.t0 + 1)), ("MESSAGE", segfault), ("PRIORITY", "6")] + kernel),
+            JournalFiles.Entry([("__REALTIME_TIMESTAMP", String(Self.t0 + 2)), ("MESSAGE", oomSummary), ("PRIORITY", "6")] + kernel),
+            JournalFiles.Entry([("__REALTIME_TIMESTAMP", String(Self.t0 + 3)), ("MESSAGE", outOfMemory), ("PRIORITY", "3")] + kernel),
+            JournalFiles.Entry([
+                ("__REALTIME_TIMESTAMP", String(Self.t0 + 4)), ("MESSAGE", "syslog: " + segfault), ("PRIORITY", "6"),
+                ("SYSLOG_IDENTIFIER", "kernel"),
+            ] + user("syslog")),
+            JournalFiles.Entry([
+                ("__REALTIME_TIMESTAMP", String(Self.t0 + 5)), ("MESSAGE", "worker.service: Failed with result 'core-dump'."),
+                ("PRIORITY", "4"), ("MESSAGE_ID", "d9b373ed55a64feb8242e02dbe79a49c"), ("UNIT", "worker.service"),
+                ("UNIT_RESULT", "core-dump"), ("_PID", "1"), ("_UID", "0"), ("_GID", "0"), ("_COMM", "systemd"),
+                ("_EXE", "/usr/lib/systemd/systemd"), ("_SYSTEMD_UNIT", "init.scope"), ("_TRANSPORT", "journal"),
+                ("_HOSTNAME", "journalhost"),
+            ]),
+        ])
+
+        // Everything is shipped: what matters is the class each arrives in.
+        let receiver = try await TestReceiver()
+        let daemon = try await Self.start(reading: journalPath, receiver: receiver)
+        try await receiver.waitFor(records: 6, within: .seconds(60))
+        try await daemon.stop()
+        let byMessage = Dictionary(uniqueKeysWithValues: receiver.records.map { ($0.message, $0) })
+        let spoofed = try #require(byMessage["spoofed: Process 1 (sshd) of user 0 dumped core."])
+        #expect(spoofed.priority == .info && spoofed.fields["coredump_unit"] == nil && spoofed.fields["crash_reason"] == nil)
+        #expect(spoofed.peer?.uid == 1000)
+        let segfaulted = try #require(byMessage[segfault])
+        #expect(segfaulted.priority == .crash && segfaulted.severity == .informational)
+        #expect(segfaulted.fields["crash_reason"] == "segfault" && segfaulted.fields["crash_pid"] == "4243")
+        #expect(segfaulted.fields["crash_comm"] == "worker" && segfaulted.fields["crash_unit"] == nil)
+        let summary = try #require(byMessage[oomSummary])
+        #expect(summary.priority == .crash && summary.fields["crash_reason"] == "oom-kill")
+        #expect(summary.fields["crash_unit"] == "hog.service" && summary.fields["crash_pid"] == "4244")
+        let killed = try #require(byMessage[outOfMemory])
+        #expect(killed.priority == .crash && killed.fields["crash_reason"] == "oom-kill")
+        #expect(killed.fields["crash_pid"] == "4244" && killed.fields["crash_comm"] == "hog")
+        let relayed = try #require(byMessage["syslog: " + segfault])
+        #expect(relayed.priority == .info && relayed.fields["crash_reason"] == nil)
+        let failed = try #require(byMessage["worker.service: Failed with result 'core-dump'."])
+        #expect(failed.priority == .crash && failed.fields["crash_reason"] == "core-dump")
+        #expect(failed.fields["crash_unit"] == "worker.service")
+
+        // Selected by the unit that crashed, whatever their priority; the spoofed coredump's claim selects nothing.
+        let selective = try await TestReceiver()
+        let filtered = try await Self.start(reading: journalPath, receiver: selective) {
+            $0.journal.units = ["worker.service", "hog.service"]
+            $0.journal.minPriority = .error
+        }
+        try await eventually(within: .seconds(60)) { try await filtered.status().journal?.read == 6 }
+        try await selective.waitFor(records: 2, within: .seconds(60))
+        try await eventually { try await filtered.status().pending.values.reduce(0, +) == 0 }
+        #expect(Set(selective.records.map(\.message)) == [oomSummary, "worker.service: Failed with result 'core-dump'."])
+        try await filtered.stop()
+    }
+
     @Test("a coredump's 48 MiB core is never read, even with a 16 MiB field limit: logshipd's peak memory barely moves")
     func coreNeverRead() async throws {
         let (journal, journalPath) = try Self.journalDirectory()
@@ -164,8 +235,7 @@ struct JournalTests {
                 ("__REALTIME_TIMESTAMP", Array(String(Self.t0 + 100).utf8)),
                 ("MESSAGE", Array("Process 7 (big) of user 0 dumped core.".utf8)),
                 ("MESSAGE_ID", Array(JournalRecordMapperID.coredump.utf8)), ("COREDUMP_EXE", Array("/usr/bin/big".utf8)),
-                ("COREDUMP", core),
-            ])
+            ] + JournalRecordMapperID.coredumpSender + [("COREDUMP", core)])
         ])
         try await receiver.waitUntil(within: .seconds(60)) { $0.contains { $0.records.contains { $0.priority == .crash } } }
         let after = try Self.peakMemory(of: daemon.pid)
@@ -324,4 +394,10 @@ struct JournalTests {
 /// systemd-coredump's MESSAGE_ID, as the journal files the tests write carry it.
 enum JournalRecordMapperID {
     static let coredump = "fc2e22bc6ee647b6b90729ab34a250b1"
+    /// What journald records of systemd-coredump as the sender, which is what makes its entry a crash report.
+    static let coredumpSender: [(String, [UInt8])] = [
+        ("_UID", Array("0".utf8)), ("_GID", Array("0".utf8)), ("_PID", Array("4712".utf8)),
+        ("_COMM", Array("systemd-coredum".utf8)), ("_EXE", Array("/usr/lib/systemd/systemd-coredump".utf8)),
+        ("_TRANSPORT", Array("journal".utf8)),
+    ]
 }

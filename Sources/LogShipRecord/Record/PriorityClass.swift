@@ -17,7 +17,8 @@ public enum PriorityClass: Int, CaseIterable, Comparable, Hashable, Sendable, Cu
     /// Classifies a syslog severity (0 emerg … 7 debug).
     ///
     /// Severities 0–3 are errors, 4–5 warnings, 6 info and 7 debug. Crash is never inferred from a severity:
-    /// only an explicit `crash` priority (or a coredump journal entry) makes a record a crash report.
+    /// only an explicit `crash` priority (within its sender's budget) or a journal entry the host vouches for
+    /// (``CrashEvidence``) makes a record a crash report.
     public init(severity: Severity) {
         switch severity.rawValue {
         case 0...3: self = .error
