@@ -2,7 +2,8 @@ import Foundation
 import LogShipRecord
 import NIOCore
 
-/// What must hold for any bytes a client can send, and for any journal entry (``checkJournalMapping(_:)``).
+/// What must hold for any bytes a client can send, as records or as control requests
+/// (``checkControlRequest(_:limit:)``), and for any journal entry (``checkJournalMapping(_:)``).
 ///
 /// The first two input bytes choose the record size limit and how the stream is cut into reads; the rest is the
 /// stream.
@@ -19,6 +20,7 @@ enum FuzzTarget {
         for frame in whole {
             precondition(frame.bytes.count <= maximum, "a frame is longer than the limit")
             checkParsing(frame)
+            checkControlRequest(frame.bytes, limit: maximum)
         }
         checkParsing(Frame(bytes: stream, truncated: input[1] & 1 == 1))
         checkJournalMapping(input)

@@ -8,7 +8,7 @@ struct FuzzTests {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    @Test("the parsers, the stream framing and the journal entry mapping survive 10 000 fuzzed inputs with their properties intact")
+    @Test("the parsers, the stream framing, the control requests and the journal entry mapping survive 10 000 fuzzed inputs with their properties intact")
     func shortRun() async throws {
         let fuzzer = Self.packageRoot.appendingPathComponent(".build-fuzz/debug/logship-fuzz").path
         try #require(

@@ -1,14 +1,19 @@
 /// Turns a `logctl send` submission into a record: resolves its priority, applies the size limit, stamps the
 /// trusted sender identity.
-struct SubmissionReader {
-    var hostname: String
-    var maximumRecordBytes: Int
+package struct SubmissionReader: Sendable {
+    package var hostname: String
+    package var maximumRecordBytes: Int
 
-    enum Rejection: Error, CustomStringConvertible {
+    package init(hostname: String, maximumRecordBytes: Int) {
+        self.hostname = hostname
+        self.maximumRecordBytes = maximumRecordBytes
+    }
+
+    package enum Rejection: Error, CustomStringConvertible {
         case unknownPriority(String)
         case badTimestamp(String)
 
-        var description: String {
+        package var description: String {
             switch self {
             case .unknownPriority(let text):
                 "unknown priority \"\(text)\" (use crash, error, warning, info, debug or 0-7)"
@@ -17,7 +22,7 @@ struct SubmissionReader {
         }
     }
 
-    func record(
+    package func record(
         from submission: Submission, peer: PeerCredentials, receivedAt: Timestamp
     ) -> Result<LogRecord, Rejection> {
         var priority = PriorityClass.info
