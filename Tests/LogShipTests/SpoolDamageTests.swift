@@ -121,7 +121,8 @@ struct SpoolDamageTests {
         var generator = SystemRandomNumberGenerator()
         // 50 records of 4 KiB that compress to about half: a chunk of two zstd blocks (128 KiB of lines each).
         let lines = (0..<50).map { index in
-            "b\(index) " + (0..<4000).map { _ in String(UInt8.random(in: 0...15, using: &generator), radix: 16) }.joined()
+            "b\(index) " + (0..<4000).map { _ in String(UInt8.random(in: 0...15, using: &generator), radix: 16) }
+                .joined()
         }
         let first = try await Self.open(path)
         _ = try await first.append([entry(.info, "a0", padding: 40_000)])  // too large to be extended
