@@ -34,6 +34,10 @@ enum ChunkCompression: Int, Sendable {
     func lines(fromBlob blob: UnsafeRawBufferPointer, size: Int) throws -> [UInt8] {
         switch self {
         case .none:
+            // ChunkLines indexes lines with 32 bits; SQLite's own limit on a blob keeps far below that.
+            guard blob.count <= SpoolChunk.maximumBytes else {
+                throw ChunkDamage.undecodable("its lines take \(blob.count) bytes, more than a chunk can")
+            }
             return Array(blob)
         case .zstd:
             guard (0...SpoolChunk.maximumBytes).contains(size) else {
@@ -68,7 +72,7 @@ enum ChunkCompression: Int, Sendable {
     func readableLines(fromBlob blob: UnsafeRawBufferPointer) -> ChunkLines? {
         switch self {
         case .none:
-            return blob.isEmpty ? nil : ChunkLines(blob: Array(blob))
+            return blob.isEmpty || blob.count > SpoolChunk.maximumBytes ? nil : ChunkLines(blob: Array(blob))
         case .zstd:
             var (bytes, complete) = Self.decompressedPrefix(of: blob)
             if !complete {
