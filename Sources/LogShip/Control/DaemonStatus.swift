@@ -22,6 +22,14 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     public var spoolBudget = 0
     public var evicted = 0
     public var refused = 0
+    /// Damaged spool chunks quarantined since start, the records they held, and of those the ones that could
+    /// not be read (lost); the others became dead letters.
+    public var quarantinedChunks = 0
+    public var quarantinedRecords = 0
+    public var unreadableRecords = 0
+    /// Where the spool file was set aside at start because it could not be opened as a database, and why.
+    public var spoolSetAside: String?
+    public var spoolSetAsideReason: String?
     /// Records the remote accepted since start.
     public var delivered = 0
     /// Records moved to the dead-letter table since start.

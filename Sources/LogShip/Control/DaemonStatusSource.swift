@@ -42,6 +42,11 @@ final class DaemonStatusSource: Sendable {
         status.spoolBudget = spoolBudget
         status.evicted = spoolStatistics.evicted
         status.refused = spoolStatistics.refused
+        status.quarantinedChunks = spoolStatistics.quarantinedChunks
+        status.quarantinedRecords = spoolStatistics.quarantinedRecords
+        status.unreadableRecords = spoolStatistics.unreadableRecords
+        status.spoolSetAside = spoolStatistics.setAside?.path
+        status.spoolSetAsideReason = spoolStatistics.setAside?.reason
         status.delivered = shipping.deliveredRecords
         status.deadLettered = shipping.deadLetteredRecords
         status.deadLetters = spoolStatistics.deadLetters

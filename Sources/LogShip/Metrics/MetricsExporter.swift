@@ -35,6 +35,15 @@ final class MetricsExporter: Sendable {
             ("logshipd_records_dead_lettered_total", "Records moved to the dead-letter table.", { $0.deadLettered }),
             ("logshipd_records_evicted_total", "Records evicted to make room.", { $0.evicted }),
             ("logshipd_records_refused_total", "Records the spool refused.", { $0.refused }),
+            ("logshipd_spool_chunks_quarantined_total", "Damaged spool chunks taken out of the spool.", {
+                $0.quarantinedChunks
+            }),
+            ("logshipd_records_quarantined_total", "Records of damaged spool chunks, dead-lettered or lost.", {
+                $0.quarantinedRecords
+            }),
+            ("logshipd_records_unreadable_total", "Records of damaged spool chunks that could not be read.", {
+                $0.unreadableRecords
+            }),
             ("logshipd_requests_total", "Upload requests sent.", { $0.requests }),
             ("logshipd_requests_failed_total", "Upload requests that failed.", { $0.failedRequests }),
         ]
@@ -64,6 +73,9 @@ final class MetricsExporter: Sendable {
             ("logshipd_dead_letters", "Records in the dead-letter table.", { Double($0.deadLetters) }),
             ("logshipd_spool_bytes", "Bytes the spool holds against its budget.", { Double($0.spoolBytes) }),
             ("logshipd_spool_budget_bytes", "The spool's budget (spool.max_bytes).", { Double($0.spoolBudget) }),
+            ("logshipd_spool_set_aside", "1 when a damaged spool file was set aside at start for a fresh one.", {
+                $0.spoolSetAside == nil ? 0 : 1
+            }),
             ("logshipd_delivery_paused", "1 while delivery is paused after a failure.", { $0.pausedUntil == nil ? 0 : 1 }),
             ("logshipd_uploads_paused_by_operator", "1 while logctl pause holds uploads.", { $0.operatorPaused ? 1 : 0 }),
             ("logshipd_journal_behind_seconds", "How far the journal reader is behind the newest entry.", {

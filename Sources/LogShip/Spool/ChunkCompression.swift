@@ -30,18 +30,26 @@ enum ChunkCompression: Int, Sendable {
     /// The lines stored as `blob` in this form.
     ///
     /// - Parameter size: How many bytes the lines take, as recorded beside the blob.
-    /// - Throws: ``SpoolError/storage(_:)`` when the blob is not a zstd frame of `size` bytes.
+    /// - Throws: ``ChunkDamage`` when the blob is not a zstd frame of `size` bytes, or `size` is out of range.
     func lines(fromBlob blob: UnsafeRawBufferPointer, size: Int) throws -> [UInt8] {
         switch self {
         case .none:
+            // ChunkLines indexes lines with 32 bits; SQLite's own limit on a blob keeps far below that.
+            guard blob.count <= SpoolChunk.maximumBytes else {
+                throw ChunkDamage.undecodable("its lines take \(blob.count) bytes, more than a chunk can")
+            }
             return Array(blob)
         case .zstd:
+            guard (0...SpoolChunk.maximumBytes).contains(size) else {
+                throw ChunkDamage.undecodable("a compressed chunk does not decompress: \(size) bytes were recorded")
+            }
             // Checked before anything is allocated for it: a damaged row could record any size.
             let frameSize = ZSTD_getFrameContentSize(blob.baseAddress, blob.count)
             guard frameSize == UInt64(size) else {
                 let found = frameSize == ZSTD_CONTENTSIZE_ERROR || frameSize == ZSTD_CONTENTSIZE_UNKNOWN
                     ? "no zstd frame header" : "a frame of \(frameSize) bytes"
-                throw SpoolError.storage("a compressed chunk does not decompress: \(found) where \(size) bytes were recorded")
+                throw ChunkDamage.undecodable(
+                    "a compressed chunk does not decompress: \(found) where \(size) bytes were recorded")
             }
             var failure: String?
             let lines = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
@@ -54,9 +62,47 @@ enum ChunkCompression: Int, Sendable {
                     count = written
                 }
             }
-            if let failure { throw SpoolError.storage("a compressed chunk does not decompress: \(failure)") }
+            if let failure { throw ChunkDamage.undecodable("a compressed chunk does not decompress: \(failure)") }
             return lines
         }
+    }
+
+    /// What can be read of a damaged `blob` in this form, whatever size its row records: the lines as stored, or
+    /// those a zstd frame yields before its damage (a line cut by it left out), up to ``SpoolChunk/maximumBytes``.
+    func readableLines(fromBlob blob: UnsafeRawBufferPointer) -> ChunkLines? {
+        switch self {
+        case .none:
+            return blob.isEmpty || blob.count > SpoolChunk.maximumBytes ? nil : ChunkLines(blob: Array(blob))
+        case .zstd:
+            var (bytes, complete) = Self.decompressedPrefix(of: blob)
+            if !complete {
+                bytes.removeSubrange((bytes.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0)...)
+            }
+            return bytes.isEmpty ? nil : ChunkLines(blob: bytes)
+        }
+    }
+
+    /// The bytes a zstd frame decompresses to until it ends, fails or reaches ``SpoolChunk/maximumBytes``, and
+    /// whether the frame ended well.
+    private static func decompressedPrefix(of blob: UnsafeRawBufferPointer) -> (bytes: [UInt8], complete: Bool) {
+        guard let stream = ZSTD_createDStream() else { return ([], false) }
+        defer { ZSTD_freeDStream(stream) }
+        var input = ZSTD_inBuffer(src: blob.baseAddress, size: blob.count, pos: 0)
+        var buffer = [UInt8](repeating: 0, count: ZSTD_DStreamOutSize())
+        var bytes: [UInt8] = []
+        while bytes.count < SpoolChunk.maximumBytes {
+            let (result, produced) = buffer.withUnsafeMutableBytes { out in
+                var output = ZSTD_outBuffer(dst: out.baseAddress, size: out.count, pos: 0)
+                let result = ZSTD_decompressStream(stream, &output, &input)
+                return (result, output.pos)
+            }
+            bytes += buffer.prefix(produced)
+            if ZSTD_isError(result) != 0 { return (bytes, false) }
+            if result == 0 { return (bytes, true) }
+            // All input taken and nothing more coming out: the frame was cut short.
+            if input.pos == input.size && produced < buffer.count { return (bytes, false) }
+        }
+        return (bytes, false)
     }
 
     /// One compression context for the process: chunks are compressed on the spool's writer, one at a time, and a

@@ -12,7 +12,8 @@ import Synchronization
 ///   a claim reads a chunk from the database only when its lines are not kept in memory. After a crash or
 ///   `kill -9` every stored record is unclaimed and ready again at the next start (at-least-once delivery).
 /// - Every write runs on GRDB's writer queue, never on Swift's cooperative pool.
-/// - Start-up reads each chunk's place and size, not its lines.
+/// - Start-up reads each chunk's place and size, not its lines; a row whose numbers cannot be true is quarantined
+///   then, one whose lines turn out damaged when they are read.
 /// - Appends go through a ``CommitQueue``: many records per transaction, each transaction synced to disk.
 ///   Acknowledgements go through another: the deletes of every batch acknowledged meanwhile in one transaction.
 public final class SQLiteSpool: Spool {
@@ -29,9 +30,12 @@ public final class SQLiteSpool: Spool {
     private let commits: CommitQueue<SpoolAppend, AppendReceipt>
     private let acknowledgements: CommitQueue<Batch, Void>
 
-    /// Opens (or creates) the spool at `path`, creating its directory.
+    /// Opens (or creates) the spool at `path`, creating its directory. A file that cannot be opened as a database
+    /// is set aside as `<path>.corrupt-<UTC time>` and a fresh spool started (``SpoolStatistics/setAside``); a
+    /// damaged chunk found later is quarantined, its readable records made dead letters.
     ///
-    /// - Throws: ``SpoolError`` when another process holds the spool, or the file cannot be opened or migrated.
+    /// - Throws: ``SpoolError`` when another process holds the spool, or the file cannot be opened or migrated for
+    ///   a reason other than damage (permissions, a full disk, a schema newer than this build's).
     /// - Parameters:
     ///   - maximumBytes: The budget for stored records (`spool.max_bytes`).
     ///   - minimumFreeDiskBytes: Disk space the spool leaves free (`spool.min_free_disk`): room for the WAL and

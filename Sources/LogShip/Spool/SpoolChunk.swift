@@ -3,6 +3,14 @@
 /// The lines are in memory while the chunk is cached (see ``SpoolLedger``); the marks exist once delivery has
 /// touched one of its records.
 struct SpoolChunk: Sendable {
+    /// The most bytes of lines a chunk row may record. Far above any chunk written (``SpoolLedger/maximumChunkBytes``,
+    /// or one large record), below what ``ChunkLines`` can index, and about SQLite's own limit on a blob: a row
+    /// recording more is damaged, and nothing is allocated for it.
+    static let maximumBytes = 1 << 30
+    /// Sequences a chunk row may hold, from 0 up to this: a count added to one, or one added to the newest, cannot
+    /// overflow, and a class would need thousands of years at millions of records a second to get there.
+    static let sequenceLimit: Int64 = 1 << 62
+
     /// The row's id.
     let id: Int64
     /// The sequence of its first record; record `i` has `firstSequence + i`.
@@ -44,6 +52,12 @@ struct SpoolChunk: Sendable {
 
     /// The accounted size of every record in it, from the blob's size (lines plus newlines).
     var accountedBytes: Int { blobBytes - count + count * SpoolEntry.overhead }
+
+    /// The accounted size of its records not settled (from their lines once any record is settled).
+    var heldBytes: Int {
+        guard marks != nil else { return accountedBytes }
+        return (0..<count).reduce(0) { $0 + (mark($1) == .settled ? 0 : accountedBytes(of: $1)) }
+    }
 
     /// The accounted size of record `index`; needs the lines.
     func accountedBytes(of index: Int) -> Int {

@@ -60,10 +60,24 @@ extension SpoolDatabase {
                 plan = planned
                 break planning
             case .needsLines(let priority, let id):
-                // An eviction needs the sizes of a chunk's records: read its lines here, on the writer.
-                guard loaded.insert(id).inserted, let lines = try Self.lines(ofChunk: id, db),
-                    ledger.withLock({ $0.attach(lines, toChunk: id, of: priority) })
-                else { throw SpoolError.storage("chunk \(id) of the spool is damaged: its lines do not match its count") }
+                // An eviction needs the sizes of a chunk's records: read its lines here, on the writer. A damaged
+                // chunk is taken out instead, which makes room too, and the plan is made again without it.
+                guard loaded.insert(id).inserted else {
+                    throw SpoolError.storage("chunk \(id) of the spool was read and is still not in memory")
+                }
+                do {
+                    guard let lines = try Self.lines(ofChunk: id, db) else {
+                        try quarantine(chunk: id, of: priority, .missing, db)
+                        continue
+                    }
+                    if !ledger.withLock({ $0.attach(lines, toChunk: id, of: priority) }) {
+                        try quarantine(
+                            chunk: id, of: priority,
+                            .linesDoNotMatch("its lines are not as many as the spool holds", lines: lines), db)
+                    }
+                } catch let damage as ChunkDamage {
+                    try quarantine(chunk: id, of: priority, damage, db)
+                }
             }
         }
         try commit(plan.writes, reverting: plan.changes, db) { db in

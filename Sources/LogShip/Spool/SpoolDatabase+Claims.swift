@@ -23,16 +23,24 @@ extension SpoolDatabase {
                 return result
             }
             reads += 1
-            guard let lines = try await database.read({ db in try Self.lines(ofChunk: id, db) }) else {
+            let lines: ChunkLines?
+            do {
+                lines = try await database.read { db in try Self.lines(ofChunk: id, db) }
+            } catch let damage as ChunkDamage {
+                try await quarantine(chunk: id, of: priority, damage)
+                continue
+            }
+            guard let lines else {
                 // Evicted meanwhile (its deletion may commit a moment before the ledger hears of it): the next
-                // claim looks again without it. Missing twice while the ledger holds it: the row is gone.
-                guard missing.insert(id).inserted else {
-                    throw SpoolError.storage("chunk \(id) of the spool is missing from the database")
-                }
+                // claim looks again without it. Missing twice while the ledger holds it: the row is gone, and the
+                // quarantine (on the writer, after any eviction has told the ledger) takes it out of the ledger.
+                if !missing.insert(id).inserted { try await quarantine(chunk: id, of: priority, .missing) }
                 continue
             }
             guard ledger.withLock({ $0.attach(lines, toChunk: id, of: priority) }) else {
-                throw SpoolError.storage("chunk \(id) of the spool is damaged: its lines do not match its count")
+                let damage = ChunkDamage.linesDoNotMatch("its lines are not as many as the spool holds", lines: lines)
+                try await quarantine(chunk: id, of: priority, damage)
+                continue
             }
         }
     }
@@ -91,16 +99,9 @@ extension SpoolDatabase {
         try await settlingWrite { db in
             let (writes, changes, settled) = self.ledger.withLock { $0.settle([batch]) }
             try self.commit(writes, reverting: changes, db) { db in
-                let insert = try db.cachedStatement(
-                    sql: """
-                        INSERT INTO dead_letter (record_id, priority, line, status, reason, failed_at)
-                        VALUES (?, ?, ?, ?, ?, ?)
-                        """)
-                for record in settled {
-                    try insert.execute(arguments: [
-                        record.sequence, batch.priority.rawValue, Data(record.line), failure.status, failure.reason, failedAt,
-                    ])
-                }
+                try Self.insertDeadLetters(
+                    settled, priority: batch.priority.rawValue, status: failure.status, reason: failure.reason,
+                    failedAt: failedAt, db)
             }
             self.ledger.withLock { $0.deadLetters += settled.count }
         }
@@ -125,8 +126,13 @@ extension SpoolDatabase {
         for (priority, (chunkID, line)) in oldest {
             guard let line else {
                 // Not in memory: the chunk is untouched, so its first record is the oldest.
-                let prefix = try await database.read { db in
-                    try Self.lines(ofChunk: chunkID, db).flatMap { $0.count > 0 ? Array($0.line(0).prefix(64)) : nil } ?? []
+                let prefix = try await database.read { db -> [UInt8] in
+                    do {
+                        let lines = try Self.lines(ofChunk: chunkID, db)
+                        return lines.flatMap { $0.count > 0 ? Array($0.line(0).prefix(64)) : nil } ?? []
+                    } catch is ChunkDamage {
+                        return []  // the next claim of the class quarantines it
+                    }
                 }
                 timestamps[priority] = SpoolEntry.timestamp(ofLine: prefix)
                 continue

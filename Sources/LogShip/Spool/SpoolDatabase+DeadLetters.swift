@@ -3,6 +3,20 @@ import GRDB
 import Synchronization
 
 extension SpoolDatabase {
+    /// Inserts `records` of the class stored as `priority` into the dead-letter table, in the transaction under way.
+    static func insertDeadLetters(
+        _ records: [SpooledRecord], priority: Int, status: Int?, reason: String, failedAt: String, _ db: Database
+    ) throws {
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO dead_letter (record_id, priority, line, status, reason, failed_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """)
+        for record in records {
+            try insert.execute(arguments: [record.sequence, priority, Data(record.line), status, reason, failedAt])
+        }
+    }
+
     func deadLetters(limit: Int) async throws -> [DeadLetter] {
         try checkOpen()
         return try await database.read { db in
@@ -11,11 +25,13 @@ extension SpoolDatabase {
                 sql: "SELECT id, priority, line, status, reason, failed_at FROM dead_letter ORDER BY id LIMIT ?",
                 arguments: [limit]
             ).map { row in
+                // Read leniently: a row changed by hand is listed as it is, not a trap.
                 DeadLetter(
-                    id: row[0],
-                    priority: PriorityClass(rawValue: row[1])?.description ?? "?",
-                    line: try row.withUnsafeData(atIndex: 2) { String(decoding: $0 ?? Data(), as: UTF8.self) },
-                    status: row[3], reason: row[4], failedAt: row[5])
+                    id: row.integer(atIndex: 0) ?? 0,
+                    priority: row.integer(atIndex: 1).flatMap { PriorityClass(rawValue: Int($0)) }?.description ?? "?",
+                    line: String(decoding: row.bytes(atIndex: 2) ?? Data(), as: UTF8.self),
+                    status: row.integer(atIndex: 3).map { Int($0) }, reason: row.text(atIndex: 4) ?? "",
+                    failedAt: row.text(atIndex: 5) ?? "")
             }
         }
     }
@@ -31,11 +47,13 @@ extension SpoolDatabase {
                 arguments: filter.arguments)
             {
                 // A class this build does not know stays a dead letter.
-                guard let priority = PriorityClass(rawValue: row[2]) else { continue }
-                ids.append(row[0])
+                guard let id = row.integer(atIndex: 0),
+                    let priority = row.integer(atIndex: 2).flatMap({ PriorityClass(rawValue: Int($0)) })
+                else { continue }
+                ids.append(id)
                 letters.append(SpoolLedger.RequeuedLetter(
-                    priority: priority, sequence: row[1],
-                    line: try row.withUnsafeData(atIndex: 3) { $0.map { Array($0) } ?? [] }))
+                    priority: priority, sequence: row.integer(atIndex: 1),
+                    line: Array(row.bytes(atIndex: 3) ?? Data())))
             }
             guard !letters.isEmpty else { return (0, []) }
             let (writes, changes) = self.ledger.withLock { $0.requeue(letters) }

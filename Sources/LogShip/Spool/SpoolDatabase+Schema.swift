@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 
 extension SpoolDatabase {
     /// The schema version this build writes (`PRAGMA user_version`).
@@ -17,6 +18,7 @@ extension SpoolDatabase {
         guard version <= schemaVersion else {
             throw SpoolError.storage("schema version \(version) is newer than this logshipd understands")
         }
+        guard version >= 0 else { throw SpoolFileDamage(reason: "its schema version \(version) was never written") }
         guard version < schemaVersion else { return }
         if version == 0 {
             try db.execute(
@@ -86,6 +88,9 @@ extension SpoolDatabase {
         let base = try Int64.fetchOne(
             db, sql: "SELECT max(coalesce((SELECT max(id) FROM record), 0), coalesce((SELECT max(record_id) FROM dead_letter), 0))"
         ) ?? 0
+        guard (0..<SpoolChunk.sequenceLimit / 2).contains(base) else {
+            throw SpoolFileDamage(reason: "its records are numbered up to \(base), beyond any spool")
+        }
         var nextID: Int64 = 1
         for priority in PriorityClass.allCases {
             var sequence = base + 1
@@ -117,38 +122,158 @@ extension SpoolDatabase {
 
     /// The ledger of what the spool holds: every chunk's place and size, and the settled records of chunks
     /// delivery had started on (their lines are read, to know the sizes of the records left).
-    static func loadLedger(_ db: Database, cacheBudget: SpoolLedger.CacheBudget) throws -> SpoolLedger {
+    ///
+    /// A row whose numbers cannot be true (a negative size, a count that overflows its sequences, a class this
+    /// build does not know) is quarantined here, in the transaction under way; a settled run that cannot be is
+    /// left out with a warning. Nothing read from the file is taken at its word where it could trap.
+    static func loadLedger(_ db: Database, cacheBudget: SpoolLedger.CacheBudget, logger: Logger) throws -> SpoolLedger {
         var ledger = SpoolLedger(cacheBudget: cacheBudget)
-        var settledRuns: [Int64: [Range<Int>]] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT chunk_id, first_index, count FROM chunk_settled") {
-            let first: Int = row[1]
-            let count: Int = row[2]
-            settledRuns[row[0], default: []].append(first..<(first + count))
-        }
+        let settledRuns = try loadSettledRuns(db, logger: logger)
+        var damaged: [(id: Int64, storedPriority: Int64?, count: Int?, damage: ChunkDamage)] = []
+        var chunks: [(priority: PriorityClass, chunk: SpoolChunk)] = []
         let rows = try Row.fetchCursor(
             db, sql: "SELECT id, priority, first_sequence, count, size FROM chunk ORDER BY priority, first_sequence")
-        var chunks: [(PriorityClass, SpoolChunk)] = []
         while let row = try rows.next() {
-            guard let priority = PriorityClass(rawValue: row[1]) else { continue }
-            chunks.append((priority, SpoolChunk(id: row[0], firstSequence: row[2], count: row[3], blobBytes: row[4], lines: nil)))
+            // The rowid: always an integer.
+            guard let id = row.integer(atIndex: 0) else { continue }
+            switch plausibleChunk(id, row, after: chunks.last) {
+            case .success(let chunk):
+                chunks.append(chunk)
+            case .failure(let damage):
+                let count = row.integer(atIndex: 3).flatMap {
+                    (1...Int64(SpoolChunk.maximumBytes)).contains($0) ? Int($0) : nil
+                }
+                damaged.append((id, row.integer(atIndex: 1), count, damage))
+            }
         }
         for (priority, chunk) in chunks {
             var chunk = chunk
-            if let runs = settledRuns[chunk.id], let lines = try lines(ofChunk: chunk.id, db), lines.count == chunk.count {
-                chunk.lines = lines
-                chunk.marks = RecordMarks(count: chunk.count)
-                for run in runs {
-                    chunk.marks!.change(run.clamped(to: 0..<chunk.count), from: .pending, to: .settled)
+            guard let runs = settledRuns[chunk.id] else {
+                ledger.restore(chunk, of: priority)
+                continue
+            }
+            chunk.marks = RecordMarks(count: chunk.count)
+            for run in mergedRuns(runs) {
+                chunk.marks?.change(run.clamped(to: 0..<chunk.count), from: .pending, to: .settled)
+            }
+            do {
+                chunk.lines = try lines(ofChunk: chunk.id, db)
+                ledger.restore(chunk, of: priority)
+            } catch let damage as ChunkDamage {
+                // Taken in with its settled records marked, then out: those need nothing, the rest are letters.
+                ledger.restore(chunk, of: priority)
+                if let quarantine = ledger.planQuarantine(ofChunk: chunk.id, priority, damage: damage) {
+                    try write(quarantine, db)
+                    ledger.applyQuarantine(quarantine)
+                    report(quarantine, logger: logger)
                 }
             }
-            ledger.restore(chunk, of: priority)
         }
-        for row in try Row.fetchAll(db, sql: "SELECT priority, max(record_id), count(*) FROM dead_letter GROUP BY priority") {
-            ledger.deadLetters += row[2] as Int
-            guard let priority = PriorityClass(rawValue: row[0]) else { continue }
-            ledger.queues[priority.rawValue].nextSequence = max(
-                ledger.queues[priority.rawValue].nextSequence, (row[1] as Int64) + 1)
+        try loadDeadLetters(db, into: &ledger, logger: logger)
+        for (id, storedPriority, count, damage) in damaged {
+            var damage = damage
+            do {
+                damage.readable = try lines(ofChunk: id, db)
+            } catch let read as ChunkDamage {
+                damage.readable = read.readable
+            }
+            // Every readable line gets a new place at the end of its class: the row's own cannot be believed. A
+            // class this build does not know has none; its letters stay letters.
+            let priority = storedPriority.flatMap { PriorityClass(rawValue: Int($0)) }
+            var nextSequence = priority.map { ledger.queues[$0.rawValue].nextSequence } ?? 0
+            let quarantine = SpoolLedger.Quarantine(
+                chunkID: id, storedPriority: Int(storedPriority ?? -1), count: count, firstSequence: nil,
+                settled: { _ in false }, settledCount: 0, damage: damage, nextSequence: &nextSequence)
+            try write(quarantine, db)
+            ledger.applyQuarantine(quarantine)
+            report(quarantine, logger: logger)
         }
         return ledger
+    }
+
+    /// The chunk a row describes, or why the row cannot be believed: numbers out of range or overflowing, a class
+    /// this build does not know, or sequences overlapping those of `previous`, the chunk before it.
+    private static func plausibleChunk(
+        _ id: Int64, _ row: Row, after previous: (priority: PriorityClass, chunk: SpoolChunk)?
+    ) -> Result<(priority: PriorityClass, chunk: SpoolChunk), ChunkDamage> {
+        guard let priority = row.integer(atIndex: 1).flatMap({ PriorityClass(rawValue: Int($0)) }) else {
+            let stored = row.text(atIndex: 1) ?? "NULL"
+            return .failure(.implausibleRow("its class (\(stored)) is not one this build knows"))
+        }
+        guard let first = row.integer(atIndex: 2), let count = row.integer(atIndex: 3),
+            let size = row.integer(atIndex: 4)
+        else { return .failure(.implausibleRow("its first sequence, count or size is not a number")) }
+        guard id < Int64.max else { return .failure(.implausibleRow("its id leaves no room for another chunk")) }
+        guard (0...Int64(SpoolChunk.maximumBytes)).contains(size) else {
+            return .failure(.implausibleRow("its size (\(size)) is out of range"))
+        }
+        // Every record takes one byte at least: its newline.
+        guard count >= 1, count <= size else {
+            return .failure(.implausibleRow("its count (\(count)) cannot be held in \(size) bytes"))
+        }
+        guard first >= 0, first <= SpoolChunk.sequenceLimit - count else {
+            return .failure(.implausibleRow("its sequences (\(count) from \(first)) are out of range"))
+        }
+        if let previous, previous.priority == priority, first < previous.chunk.endSequence {
+            return .failure(.implausibleRow("its sequences overlap those of chunk \(previous.chunk.id)"))
+        }
+        let chunk = SpoolChunk(id: id, firstSequence: first, count: Int(count), blobBytes: Int(size), lines: nil)
+        return .success((priority, chunk))
+    }
+
+    /// Settled runs by chunk; a run that cannot be (negative, overflowing) is left out with a warning.
+    private static func loadSettledRuns(_ db: Database, logger: Logger) throws -> [Int64: [Range<Int>]] {
+        var runs: [Int64: [Range<Int>]] = [:]
+        var ignored = 0
+        let limit = Int64(SpoolChunk.maximumBytes)
+        for row in try Row.fetchAll(db, sql: "SELECT chunk_id, first_index, count FROM chunk_settled") {
+            guard let id = row.integer(atIndex: 0), let first = row.integer(atIndex: 1),
+                let count = row.integer(atIndex: 2), (0..<limit).contains(first), (1...limit).contains(count)
+            else {
+                ignored += 1
+                continue
+            }
+            runs[id, default: []].append(Int(first)..<Int(first + count))
+        }
+        if ignored > 0 {
+            logger.warning(
+                "settled runs of the spool that cannot be were left out; the records they name are delivered again",
+                metadata: ["logship.spool.ignored_runs": "\(ignored)"])
+        }
+        return runs
+    }
+
+    /// `runs` in order, those that overlap or touch made one.
+    static func mergedRuns(_ runs: [Range<Int>]) -> [Range<Int>] {
+        var merged: [Range<Int>] = []
+        for run in runs.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = merged.last, run.lowerBound <= last.upperBound {
+                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, run.upperBound)
+            } else {
+                merged.append(run)
+            }
+        }
+        return merged
+    }
+
+    /// Counts the dead letters, and keeps each class's next sequence beyond theirs; letters numbered out of range
+    /// are counted and left for a requeue to place at the end of their class.
+    private static func loadDeadLetters(_ db: Database, into ledger: inout SpoolLedger, logger: Logger) throws {
+        ledger.deadLetters += try Int.fetchOne(db, sql: "SELECT count(*) FROM dead_letter") ?? 0
+        let inRange = "typeof(record_id) = 'integer' AND record_id BETWEEN 0 AND \(SpoolChunk.sequenceLimit - 1)"
+        for row in try Row.fetchAll(
+            db, sql: "SELECT priority, max(record_id) FROM dead_letter WHERE \(inRange) GROUP BY priority")
+        {
+            guard let priority = row.integer(atIndex: 0).flatMap({ PriorityClass(rawValue: Int($0)) }),
+                let last = row.integer(atIndex: 1)
+            else { continue }
+            ledger.queues[priority.rawValue].nextSequence = max(ledger.queues[priority.rawValue].nextSequence, last + 1)
+        }
+        let outOfRange = try Int.fetchOne(db, sql: "SELECT count(*) FROM dead_letter WHERE NOT (\(inRange))") ?? 0
+        if outOfRange > 0 {
+            logger.warning(
+                "dead letters of the spool are numbered out of range; a requeue puts them at the end of their class",
+                metadata: ["logship.spool.dead_letters": "\(outOfRange)"])
+        }
     }
 }

@@ -41,51 +41,99 @@ final class SpoolDatabase: Sendable {
     /// Where the group commits' tasks run: the serial queue the writer connection's queue targets.
     let writerExecutor: SerialQueueTaskExecutor
 
+    /// Opens the spool file at `path`, or, should it be damaged beyond opening (``SpoolFileDamage``), sets it
+    /// aside (``SpoolSetAside``) and starts a fresh one in its place.
+    ///
+    /// - Throws: ``SpoolError`` when another process holds the spool, or the file cannot be opened for a reason
+    ///   other than damage (permissions, a full disk, a newer schema), or a fresh file cannot either.
     static func open(
         path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBudget: SpoolLedger.CacheBudget,
         logger: Logger
     ) async throws -> SpoolDatabase {
         let lock = try SpoolLock(databasePath: path)
+        func open(setAside: SpoolSetAside?) async throws -> SpoolDatabase {
+            try await Self.open(
+                path: path, lock: lock, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDiskBytes,
+                cacheBudget: cacheBudget, setAside: setAside, logger: logger)
+        }
         do {
-            var configuration = Configuration()
-            configuration.label = "logshipd.spool"
-            // Reads are rare (chunks whose lines are not kept, status, dead letters): two connections suffice.
-            configuration.maximumReaderCount = 2
-            // The writer's queue runs on this one, so that the tasks committing groups run in turn with their
-            // writes (SerialQueueTaskExecutor). Only the writer: the readers keep their own queues.
-            let writerExecutor = SerialQueueTaskExecutor(DispatchQueue(label: "logshipd.spool.writer"))
-            configuration.writeTargetQueue = writerExecutor.queue
-            // Checkpoint the WAL before it outgrows half the free-space margin (up to 32 MiB: a
-            // chunk is often delivered and deleted before the checkpoint, and a longer WAL copies fewer of them
-            // into the database file; 1 000 pages cost the batched comparison a fifth more CPU per line), and
-            // shrink it back after.
-            let walLimit = max(minimumFreeDiskBytes / 2, 64 << 10)
-            configuration.prepareDatabase { db in
-                // Before anything is written: no effect on a file that already has pages.
-                try db.execute(sql: "PRAGMA page_size = \(Self.newFilePageSize)")
-                // Chunks are written once and read once, in overflow pages streamed through: a page cache larger
-                // than the b-tree's inner pages holds nothing worth keeping (SQLite's default is 2 MiB a connection).
-                try db.execute(sql: "PRAGMA cache_size = -512")
-                let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
-                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(max(16, min(8000, walLimit / pageSize)))")
-                try db.execute(sql: "PRAGMA journal_size_limit = \(walLimit)")
+            do {
+                return try await open(setAside: nil)
+            } catch let damage as SpoolFileDamage {
+                let setAside = try SpoolSetAside.moveAside(path, reason: damage.reason)
+                logger.warning(
+                    "the spool file cannot be opened as a database; it was set aside and a fresh spool started",
+                    metadata: [
+                        "logship.spool.path": "\(path)", "logship.spool.set_aside": "\(setAside.path)",
+                        "logship.spool.damage": "\(damage.reason)",
+                    ])
+                return try await open(setAside: setAside)
             }
-            let database = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            lock.release()
+            throw SpoolError.storage("cannot open \(path): \(error)")
+        }
+    }
+
+    /// Opens the file under `lock`.
+    ///
+    /// - Throws: ``SpoolFileDamage`` when the file is damaged, with every connection to it closed; other errors
+    ///   as they come.
+    private static func open(
+        path: String, lock: SpoolLock, maximumBytes: Int, minimumFreeDiskBytes: Int,
+        cacheBudget: SpoolLedger.CacheBudget, setAside: SpoolSetAside?, logger: Logger
+    ) async throws -> SpoolDatabase {
+        var configuration = Configuration()
+        configuration.label = "logshipd.spool"
+        // Reads are rare (chunks whose lines are not kept, status, dead letters): two connections suffice.
+        configuration.maximumReaderCount = 2
+        // The writer's queue runs on this one, so that the tasks committing groups run in turn with their
+        // writes (SerialQueueTaskExecutor). Only the writer: the readers keep their own queues.
+        let writerExecutor = SerialQueueTaskExecutor(DispatchQueue(label: "logshipd.spool.writer"))
+        configuration.writeTargetQueue = writerExecutor.queue
+        // Checkpoint the WAL before it outgrows half the free-space margin (up to 32 MiB: a
+        // chunk is often delivered and deleted before the checkpoint, and a longer WAL copies fewer of them
+        // into the database file; 1 000 pages cost the batched comparison a fifth more CPU per line), and
+        // shrink it back after.
+        let walLimit = max(minimumFreeDiskBytes / 2, 64 << 10)
+        configuration.prepareDatabase { db in
+            // Before anything is written: no effect on a file that already has pages.
+            try db.execute(sql: "PRAGMA page_size = \(Self.newFilePageSize)")
+            // Chunks are written once and read once, in overflow pages streamed through: a page cache larger
+            // than the b-tree's inner pages holds nothing worth keeping (SQLite's default is 2 MiB a connection).
+            try db.execute(sql: "PRAGMA cache_size = -512")
+            let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(max(16, min(8000, walLimit / pageSize)))")
+            try db.execute(sql: "PRAGMA journal_size_limit = \(walLimit)")
+        }
+        let database: DatabasePool
+        do {
+            database = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw SpoolFileDamage.shown(by: error, readingSchema: false) ?? error
+        }
+        do {
             // FULL: a commit is on disk when it returns, which is what `logctl send` is told. Set here, not in
             // `prepareDatabase`: the pool switches its writer to WAL after preparing it, and sets NORMAL then.
             try await database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            let ledger = try await database.write { db in
-                try Self.migrate(db)
-                return try Self.loadLedger(db, cacheBudget: cacheBudget)
+            var ledger = try await database.write { db in
+                do {
+                    try Self.migrate(db)
+                    return try Self.loadLedger(db, cacheBudget: cacheBudget, logger: logger)
+                } catch {
+                    throw SpoolFileDamage.shown(by: error, readingSchema: true) ?? error
+                }
             }
+            ledger.setAside = setAside
             let pageSize = try await database.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096 }
             return SpoolDatabase(
                 path: path, database: database, lock: lock, maximumBytes: maximumBytes,
                 minimumFreeDiskBytes: minimumFreeDiskBytes, pageSize: pageSize, logger: logger, ledger: ledger,
                 writerExecutor: writerExecutor)
         } catch {
-            lock.release()
-            throw SpoolError.storage("cannot open \(path): \(error)")
+            // Closed before the caller renames the file or gives up on it.
+            try? database.close()
+            throw SpoolFileDamage.shown(by: error, readingSchema: false) ?? error
         }
     }
 
@@ -144,16 +192,41 @@ final class SpoolDatabase: Sendable {
 
     /// The lines of the chunk with `id`, decompressed, or `nil` if it is no longer stored.
     ///
-    /// - Throws: ``SpoolError/storage(_:)`` when its blob does not decompress to the size recorded beside it.
+    /// - Throws: ``ChunkDamage`` when its row cannot be read as what it says (a blob that does not decompress to
+    ///   the size recorded beside it, lines not as many as its count, a form this build does not know), with what
+    ///   could be read of it; `DatabaseError` when the database fails.
     static func lines(ofChunk id: Int64, _ db: Database) throws -> ChunkLines? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT compression, size, lines FROM chunk WHERE id = ?", arguments: [id])
-        else { return nil }
-        guard let compression = ChunkCompression(rawValue: row[0]) else {
-            throw SpoolError.storage("chunk \(id) of the spool is stored in an unknown form (compression \(row[0] as Int))")
+        let row: Row?
+        do {
+            row = try Row.fetchOne(
+                db, sql: "SELECT compression, size, count, lines FROM chunk WHERE id = ?", arguments: [id])
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CORRUPT {
+            throw ChunkDamage.implausibleRow("its row cannot be read: \(error.message ?? "malformed")")
         }
-        let size: Int = row[1]
-        return try row.withUnsafeData(atIndex: 2) { blob in
-            try ChunkLines(blob: (blob ?? Data()).withUnsafeBytes { try compression.lines(fromBlob: $0, size: size) })
+        guard let row else { return nil }
+        guard let compression = row.integer(atIndex: 0).flatMap({ ChunkCompression(rawValue: Int($0)) }) else {
+            throw ChunkDamage.unknownForm(row.text(atIndex: 0) ?? "NULL")
+        }
+        let blob = row.bytes(atIndex: 3) ?? Data()
+        return try blob.withUnsafeBytes { blob in
+            do {
+                guard let size = row.integer(atIndex: 1), let count = row.integer(atIndex: 2) else {
+                    throw ChunkDamage.implausibleRow("its size or count is not a number")
+                }
+                let lines = ChunkLines(blob: try compression.lines(fromBlob: blob, size: Int(size)))
+                guard lines.count == count else {
+                    throw ChunkDamage.linesDoNotMatch(
+                        "its count is \(count) but its lines are \(lines.count)", lines: lines)
+                }
+                guard compression != .none || blob.count == size else {
+                    throw ChunkDamage.linesDoNotMatch(
+                        "its size is \(size) but its lines take \(blob.count) bytes", lines: lines)
+                }
+                return lines
+            } catch var damage as ChunkDamage {
+                if damage.readable == nil { damage.readable = compression.readableLines(fromBlob: blob) }
+                throw damage
+            }
         }
     }
 

@@ -2,7 +2,8 @@ extension SpoolLedger {
     /// A dead letter as read for a requeue: the record's class and sequence, and its line.
     struct RequeuedLetter: Sendable {
         var priority: PriorityClass
-        var sequence: Int64
+        /// `nil` when the row's sequence is not a number.
+        var sequence: Int64?
         var line: [UInt8]
     }
 
@@ -21,14 +22,23 @@ extension SpoolLedger {
         var insertions: [ChunkWrites.Insertion] = []
         var nextID = nextChunkID
         for letter in letters {
-            guard let position = plan.queues[letter.priority.rawValue].chunkIndex(containing: letter.sequence) else {
+            func insert(at sequence: Int64) {
                 insertions.append(ChunkWrites.Insertion(
-                    id: nextID, priority: letter.priority, firstSequence: letter.sequence,
+                    id: nextID, priority: letter.priority, firstSequence: sequence,
                     lines: ChunkLines([SpoolEntry(priority: letter.priority, line: letter.line)])))
                 nextID += 1
+            }
+            // A place no record can have (changed by hand): the letter goes to the end of its class.
+            guard let sequence = letter.sequence, (0..<SpoolChunk.sequenceLimit).contains(sequence) else {
+                insert(at: plan.queues[letter.priority.rawValue].nextSequence)
+                plan.queues[letter.priority.rawValue].nextSequence += 1
                 continue
             }
-            let index = plan.queues[letter.priority.rawValue].chunks[position].index(of: letter.sequence)
+            guard let position = plan.queues[letter.priority.rawValue].chunkIndex(containing: sequence) else {
+                insert(at: sequence)
+                continue
+            }
+            let index = plan.queues[letter.priority.rawValue].chunks[position].index(of: sequence)
             guard plan.queues[letter.priority.rawValue].chunks[position].mark(index) == .settled else { continue }
             let change = plan.setMarks(.pending, of: index..<(index + 1), chunkAt: position, letter.priority, from: .settled)
             changes.append(change)

@@ -28,6 +28,13 @@ struct SpoolLedger: Sendable {
     var deadLetters = 0
     var evicted = 0
     var refused = 0
+    /// Damaged chunks taken out since the spool opened, the records they held not settled, and of those the
+    /// ones that could not be read (the others became dead letters).
+    var quarantinedChunks = 0
+    var quarantinedRecords = 0
+    var unreadableRecords = 0
+    /// The damaged spool file set aside when this one was started in its place.
+    var setAside: SpoolSetAside?
     /// Claims made since the spool opened, numbering batches in the order they took their records.
     var claims = 0
     /// Set when acknowledgements failed to commit: claims find nothing ready until then.
@@ -71,6 +78,10 @@ struct SpoolLedger: Sendable {
         statistics.deadLetters = deadLetters
         statistics.evicted = evicted
         statistics.refused = refused
+        statistics.quarantinedChunks = quarantinedChunks
+        statistics.quarantinedRecords = quarantinedRecords
+        statistics.unreadableRecords = unreadableRecords
+        statistics.setAside = setAside
         return statistics
     }
 
@@ -194,12 +205,21 @@ struct SpoolLedger: Sendable {
     mutating func restore(_ chunk: SpoolChunk, of priority: PriorityClass) {
         queues[priority.rawValue].chunks.append(chunk)
         queues[priority.rawValue].pending += chunk.pendingCount
-        queues[priority.rawValue].bytes += chunk.marks == nil
-            ? chunk.accountedBytes
-            : (0..<chunk.count).reduce(0) { $0 + (chunk.mark($1) == .settled ? 0 : chunk.accountedBytes(of: $1)) }
+        queues[priority.rawValue].bytes += chunk.heldBytes
         queues[priority.rawValue].nextSequence = max(queues[priority.rawValue].nextSequence, chunk.endSequence)
         cachedBytes += chunk.lines?.bytes.count ?? 0
         nextChunkID = max(nextChunkID, chunk.id + 1)
+    }
+
+    /// Removes the chunk with `id` whatever its records' marks, taking its records not settled out of the counts;
+    /// returns it. For a damaged chunk, whose row is gone.
+    mutating func takeOut(chunkID id: Int64, of priority: PriorityClass) -> SpoolChunk? {
+        guard let chunk = queues[priority.rawValue].remove(chunkID: id) else { return nil }
+        queues[priority.rawValue].pending -= chunk.pendingCount
+        queues[priority.rawValue].claimed -= chunk.claimedCount
+        queues[priority.rawValue].bytes -= chunk.heldBytes
+        cachedBytes -= chunk.lines?.bytes.count ?? 0
+        return chunk
     }
 
     /// Makes committed writes part of the ledger: new and extended chunks, deleted ones gone; then trims the

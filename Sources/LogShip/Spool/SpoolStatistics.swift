@@ -12,6 +12,15 @@ public struct SpoolStatistics: Hashable, Sendable {
     public var evicted: Int = 0
     /// Records refused since start: crash records that found no room, or records a failed commit lost.
     public var refused: Int = 0
+    /// Damaged chunks of the spool file quarantined since start: taken out, their readable records made dead
+    /// letters with the reason.
+    public var quarantinedChunks: Int = 0
+    /// Records those chunks held that were not yet delivered, read or not.
+    public var quarantinedRecords: Int = 0
+    /// Of ``quarantinedRecords``, those that could not be read: lost.
+    public var unreadableRecords: Int = 0
+    /// The spool file set aside at start because it could not be opened as a database.
+    public var setAside: SpoolSetAside?
 
     public init() {}
 

@@ -19,3 +19,15 @@ enum FileSystem {
         return nil
     }
 }
+
+extension FileSystem {
+    /// Flushes the directory holding `path` to the disk, so that a rename or a new file in it outlives a power
+    /// loss; a failure is ignored (the rename itself stands either way).
+    static func syncDirectory(of path: String) {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        let descriptor = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
+    }
+}

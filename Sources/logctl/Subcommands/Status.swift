@@ -42,6 +42,15 @@ struct Status: ParsableCommand {
         lines.append("received      \(status.received) (truncated \(status.truncated)); evicted \(status.evicted), refused \(status.refused)")
         lines.append("dropped       \(status.blank) blank frame(s); \(status.demoted) crash claim(s) over budget stored as errors")
         lines.append("spool         \(bytes(status.spoolBytes)) of \(bytes(status.spoolBudget))")
+        if status.quarantinedChunks > 0 {
+            lines.append("damaged       \(status.quarantinedChunks) spool chunk(s) quarantined: "
+                + "\(status.quarantinedRecords - status.unreadableRecords) record(s) to dead letters, "
+                + "\(status.unreadableRecords) unreadable")
+        }
+        if let setAside = status.spoolSetAside {
+            let reason = text(status.spoolSetAsideReason ?? "damaged")
+            lines.append("spool file    set aside as \(text(setAside)) (\(reason)); a fresh spool was started")
+        }
         if status.operatorPaused {
             lines.append("uploads       paused by an operator (logctl resume restarts them)")
         }

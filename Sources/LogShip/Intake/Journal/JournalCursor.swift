@@ -8,4 +8,10 @@ enum JournalCursor {
         }
         return nil
     }
+
+    /// The time to seek to for the first entry after `realtime`: one microsecond later, or `realtime` itself at
+    /// the end of time (a cursor read from the spool may say anything, `t=ffffffffffffffff` included).
+    static func timeAfter(_ realtime: UInt64) -> UInt64 {
+        realtime < .max ? realtime + 1 : realtime
+    }
 }

@@ -67,7 +67,7 @@ final class JournalReader: @unchecked Sendable {
         }
         let realtime = JournalCursor.realtime(of: savedCursor)
         if let realtime {
-            try journal.seek(realtime: realtime + 1)
+            try journal.seek(realtime: JournalCursor.timeAfter(realtime))
         } else {
             try seekToStart()
         }
@@ -129,7 +129,7 @@ final class JournalReader: @unchecked Sendable {
             return
         }
         if let realtime = JournalCursor.realtime(of: lastCursor) {
-            try journal.seek(realtime: realtime + 1)
+            try journal.seek(realtime: JournalCursor.timeAfter(realtime))
         }
     }
 
