@@ -227,6 +227,43 @@ struct ChunkedSpoolTests {
         } throws: { "\($0)".contains("a compressed chunk does not decompress") }
     }
 
+    @Test("a version 4 spool gains the chunks' sender: its chunks are of no known sender, new ones of theirs")
+    func convertsVersion4() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let old = try DatabaseQueue(path: path)
+        try await old.write { db in
+            try db.execute(sql: """
+                CREATE TABLE dead_letter (id INTEGER PRIMARY KEY AUTOINCREMENT, record_id INTEGER NOT NULL,
+                    priority INTEGER NOT NULL, line BLOB NOT NULL, status INTEGER, reason TEXT NOT NULL,
+                    failed_at TEXT NOT NULL);
+                CREATE TABLE input_position (input TEXT PRIMARY KEY, cursor TEXT NOT NULL);
+                CREATE TABLE chunk (id INTEGER PRIMARY KEY, priority INTEGER NOT NULL,
+                    first_sequence INTEGER NOT NULL, count INTEGER NOT NULL, lines BLOB NOT NULL,
+                    compression INTEGER NOT NULL DEFAULT 0, size INTEGER NOT NULL DEFAULT 0);
+                CREATE TABLE chunk_settled (chunk_id INTEGER NOT NULL, first_index INTEGER NOT NULL,
+                    count INTEGER NOT NULL);
+                CREATE INDEX chunk_settled_by_chunk ON chunk_settled(chunk_id);
+                PRAGMA user_version = 4;
+                """)
+            try db.execute(
+                sql: "INSERT INTO chunk (id, priority, first_sequence, count, lines, size) VALUES (1, 1, 1, 2, ?, 6)",
+                arguments: [Data("i1\ni2\n".utf8)])
+        }
+        try old.close()
+
+        let spool = try await open(path)
+        _ = try await spool.append([SpoolEntry(priority: .info, line: Array("i3".utf8), sender: 1000)])
+        #expect(messages(try await claimBatch(spool, .info)) == ["i1", "i2", "i3"])
+        await spool.close()
+        let file = try DatabaseQueue(path: path)
+        let senders = try await file.read { db in
+            try Row.fetchAll(db, sql: "SELECT sender FROM chunk ORDER BY id").map { $0[0] as Int64? }
+        }
+        #expect(senders == [nil, 1000])
+        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SpoolDatabase.schemaVersion)
+        try file.close()
+    }
+
     @Test("a version 3 spool (chunks as they are) is converted when opened; its chunks read back unchanged")
     func convertsVersion3() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"

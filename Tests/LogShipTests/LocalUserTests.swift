@@ -99,6 +99,36 @@ struct LocalUserTests {
     }
 
     @Test(
+        "a full spool evicts the noisy user's records, not the quiet one's: nobody's 10 lines survive root's flood of 20 000",
+        .enabled(if: canSwitchUser))
+    func fairEviction() async throws {
+        let daemon = try await TestDaemon.start {
+            $0.ingest.socketMode = 0o666
+            $0.spool.maxBytes = 256 << 10
+        }
+        chmod(daemon.directory, 0o755)
+        #expect(try await run(Binaries.logctl, ["pause", "--socket", daemon.controlPath]).status == 0)
+        let quiet = (0..<10).map { "<14>quiet \($0)\n" }.joined()
+        let sent = try await Self.asNobody(
+            ["/usr/bin/socat", "-u", "STDIN", "UNIX-CONNECT:\(daemon.streamPath)"], stdin: Data(quiet.utf8))
+        #expect(sent.status == 0, "\(sent.standardError)")
+        try await eventually { try await daemon.status().received == 10 }
+        try await daemon.ingest((0..<20_000).map { "<14>noisy \($0)" })
+        try await eventually { try await daemon.status().received == 20_010 }
+
+        #expect(try await run(Binaries.logctl, ["resume", "--socket", daemon.controlPath]).status == 0)
+        try await eventually {
+            let status = try await daemon.status()
+            return status.pending.values.reduce(0, +) == 0 && status.claimed == 0
+                && status.delivered + status.evicted == 20_010
+        }
+        let delivered = daemon.receiver.records.map(\.message)
+        #expect(delivered.filter { $0.hasPrefix("quiet") } == (0..<10).map { "quiet \($0)" }, "all of nobody's lines")
+        #expect(try await daemon.status().evicted > 10_000, "the spool held far fewer than the flood")
+        try await daemon.stop()
+    }
+
+    @Test(
         "40 control connections from nobody, each sending 8 MiB without a newline: each is refused at 1 MiB and closed after the idle timeout, RSS stays bounded, root's status is answered",
         .enabled(if: canSwitchUser))
     func controlFrameFlood() async throws {

@@ -197,7 +197,7 @@ struct SpoolDamageTests {
             case .overlappingSettledRuns: "INSERT INTO chunk_settled VALUES (2, 0, 5), (2, 3, 5)"
             case .largestChunkID: "UPDATE chunk SET id = 9223372036854775807 WHERE id = 2"
             case .unknownClass:
-                "INSERT INTO chunk SELECT 4, 9, 1000, count, compression, size, lines FROM chunk WHERE id = 2"
+                "INSERT INTO chunk SELECT 4, 9, 1000, count, lines, compression, size, sender FROM chunk WHERE id = 2"
             case .deadLetterLargestSequence:
                 """
                 INSERT INTO dead_letter (record_id, priority, line, reason, failed_at)

@@ -196,6 +196,68 @@ struct SpoolTests {
         await spool.close()
     }
 
+    @Test(
+        "when full, the sender holding the most bytes of the lowest class loses its oldest records first: a noisy uid cannot evict a quiet one",
+        arguments: SpoolKind.allCases)
+    func fairEviction(_ kind: SpoolKind) async throws {
+        /// A record of `recordSize`, its text three characters.
+        func from(_ uid: UInt32, _ priority: PriorityClass, _ text: String) -> SpoolEntry {
+            SpoolEntry(priority: priority, line: entry(priority, text, padding: 97).line, sender: uid)
+        }
+        func numbered(_ prefix: String, _ number: Int) -> String { prefix + (number < 10 ? "0\(number)" : "\(number)") }
+        let spool = try await kind.make(maximumBytes: 10 * recordSize)
+        // The quiet user's two records first, then the noisy one's flood, one commit at a time.
+        _ = try await spool.append([from(1000, .info, "q01"), from(1000, .info, "q02")])
+        for index in 1...8 { _ = try await spool.append([from(2000, .info, numbered("n", index))]) }
+        // Full: each newcomer, noisy or quiet, evicts the noisy user's oldest.
+        for index in 9...20 { _ = try await spool.append([from(2000, .info, numbered("n", index))]) }
+        let quietNewcomer = try await spool.append([from(1000, .info, "q03")])
+        #expect(quietNewcomer == AppendReceipt(accepted: 1, evicted: 1))
+        let kept = messages(try await claimBatch(spool, .info))
+        #expect(kept.filter { $0.hasPrefix("q") } == ["q01", "q02", "q03"], "\(kept)")
+        #expect(kept.filter { $0.hasPrefix("n") } == (14...20).map { numbered("n", $0) }, "the noisy user's newest stay")
+        #expect(await spool.statistics().evicted == 13)
+        await spool.close()
+
+        // The lowest class still goes first: the quiet user's debug record before the noisy one's info records.
+        let classes = try await kind.make(maximumBytes: 3 * recordSize)
+        _ = try await classes.append([from(1000, .debug, "qd1"), from(2000, .info, "n01"), from(2000, .info, "n02")])
+        _ = try await classes.append([from(2000, .info, "n03")])
+        #expect(try await classes.claim(.debug, limits: limits) == .empty)
+        #expect(messages(try await claimBatch(classes, .info)) == ["n01", "n02", "n03"])
+        await classes.close()
+    }
+
+    @Test("one commit of several senders' records keeps each sender's order and makes a chunk per sender")
+    func chunksBySender() async throws {
+        let path = "\(try TemporaryDirectory.make())/spool.db"
+        let spool = try await SpoolKind.sqlite.make(path: path)
+        let interleaved = (0..<6).map { SpoolEntry(priority: .info, line: Array("r\($0)".utf8), sender: UInt32(1000 + $0 % 2)) }
+        _ = try await spool.append(interleaved)
+        let claimed = messages(try await claimBatch(spool, .info))
+        #expect(claimed.filter { ["r0", "r2", "r4"].contains($0) } == ["r0", "r2", "r4"])
+        #expect(claimed.filter { ["r1", "r3", "r5"].contains($0) } == ["r1", "r3", "r5"])
+        await spool.close()
+        let senders = try await DatabaseQueue(path: path).read { db in
+            try Row.fetchAll(db, sql: "SELECT sender, count FROM chunk ORDER BY first_sequence").map {
+                "\($0[0] as Int64? ?? -1):\($0[1] as Int)"
+            }
+        }
+        #expect(senders == ["1000:3", "1001:3"])
+    }
+
+    @Test("a stored line's sender is its top-level uid, never a field's")
+    func senderOfLine() {
+        let record = LogRecord(
+            timestamp: Timestamp(microsecondsSinceEpoch: 0), priority: .info, severity: .informational, host: "h",
+            source: .socket, message: #""uid":0"#, peer: PeerCredentials(pid: 1, uid: 1234, gid: 1, comm: "c"),
+            fields: ["uid": "0"])
+        #expect(SpoolEntry.sender(ofLine: record.ndjsonLine) == 1234)
+        var anonymous = record
+        anonymous.peer = nil
+        #expect(SpoolEntry.sender(ofLine: anonymous.ndjsonLine) == nil, "a message or a field that says uid is not one")
+    }
+
     @Test("eviction deletes nothing when the newcomer would still not fit", arguments: SpoolKind.allCases)
     func evictionForNothing(_ kind: SpoolKind) async throws {
         let spool = try await kind.make(maximumBytes: 4 * recordSize)

@@ -1,11 +1,12 @@
 /// What one transaction must write to the chunk tables, as the ledger decided it.
 struct ChunkWrites: Sendable {
-    /// A chunk to insert, with its lines.
+    /// A chunk to insert, with its lines and their sender.
     struct Insertion: Sendable {
         var id: Int64
         var priority: PriorityClass
         var firstSequence: Int64
         var lines: ChunkLines
+        var sender: UInt32? = nil
     }
 
     /// A chunk extended at its end: its whole new blob (SQLite rewrites a row whole).

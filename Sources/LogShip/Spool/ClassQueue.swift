@@ -9,8 +9,16 @@ struct ClassQueue: Sendable {
     /// Records neither claimed nor settled, ready or waiting for a retry time.
     var pending = 0
     var claimed = 0
-    /// Accounted bytes of the records not settled.
-    var bytes = 0
+    /// Accounted bytes of the records not settled, in all and by sender (``SpoolChunk/sender``).
+    private(set) var bytes = 0
+    private(set) var bytesBySender: [UInt32?: Int] = [:]
+
+    /// Counts `delta` more bytes (or fewer) of records not settled from `sender`.
+    mutating func changeBytes(by delta: Int, of sender: UInt32?) {
+        bytes += delta
+        let held = bytesBySender[sender, default: 0] + delta
+        bytesBySender[sender] = held == 0 ? nil : held
+    }
 
     /// The index of the chunk holding `sequence`, if one does.
     func chunkIndex(containing sequence: Int64) -> Int? {

@@ -23,13 +23,17 @@ struct SpoolChunk: Sendable {
     var lines: ChunkLines?
     /// What delivery did with its records; `nil` while every record is pending and ready.
     var marks: RecordMarks?
+    /// Who sent every record of it (see ``SpoolEntry/sender``); `nil` when unknown, as in chunks written before
+    /// spools kept it.
+    let sender: UInt32?
 
-    init(id: Int64, firstSequence: Int64, count: Int, blobBytes: Int, lines: ChunkLines?) {
+    init(id: Int64, firstSequence: Int64, count: Int, blobBytes: Int, lines: ChunkLines?, sender: UInt32? = nil) {
         self.id = id
         self.firstSequence = firstSequence
         self.count = count
         self.blobBytes = blobBytes
         self.lines = lines
+        self.sender = sender
     }
 
     /// The sequence after its last record.

@@ -8,8 +8,9 @@ extension SpoolDatabase {
     /// 1: a `record` table, one row per record. 2: `input_position`. 3: records in chunks (`chunk`,
     /// `chunk_settled`); version 1 and 2 spools are converted when opened. 4: chunks compressed
     /// (``ChunkCompression``); a version 3 spool's chunks stay as they are until rewritten, and a version 3
-    /// logshipd refuses the file rather than read compressed lines as NDJSON.
-    static let schemaVersion = 4
+    /// logshipd refuses the file rather than read compressed lines as NDJSON. 5: each chunk's sender (`sender`,
+    /// NULL for chunks written before); a version 4 logshipd refuses the file rather than mix senders in a chunk.
+    static let schemaVersion = 5
 
     /// Creates the tables on a new spool, or brings an older one to this version; refuses a spool written by a
     /// newer schema.
@@ -50,6 +51,9 @@ extension SpoolDatabase {
                     ALTER TABLE chunk ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
                     UPDATE chunk SET size = length(lines);
                     """)
+        }
+        if version == 3 || version == 4 {
+            try db.execute(sql: "ALTER TABLE chunk ADD COLUMN sender INTEGER")
         } else {
             try createChunkTables(db)
             if version > 0 {
@@ -71,7 +75,8 @@ extension SpoolDatabase {
                     lines BLOB NOT NULL,               -- the NDJSON lines, each followed by a newline, stored
                                                        -- as `compression` says (ChunkCompression)
                     compression INTEGER NOT NULL DEFAULT 0,
-                    size INTEGER NOT NULL DEFAULT 0    -- the bytes of the lines before compression
+                    size INTEGER NOT NULL DEFAULT 0,   -- the bytes of the lines before compression
+                    sender INTEGER                     -- the uid that sent every record of it; NULL if unknown
                 );
                 CREATE TABLE chunk_settled (           -- records of a chunk that need nothing more: delivered,
                     chunk_id INTEGER NOT NULL,         -- dead-lettered or evicted; a chunk whose records are all
@@ -132,7 +137,8 @@ extension SpoolDatabase {
         var damaged: [(id: Int64, storedPriority: Int64?, count: Int?, damage: ChunkDamage)] = []
         var chunks: [(priority: PriorityClass, chunk: SpoolChunk)] = []
         let rows = try Row.fetchCursor(
-            db, sql: "SELECT id, priority, first_sequence, count, size FROM chunk ORDER BY priority, first_sequence")
+            db,
+            sql: "SELECT id, priority, first_sequence, count, size, sender FROM chunk ORDER BY priority, first_sequence")
         while let row = try rows.next() {
             // The rowid: always an integer.
             guard let id = row.integer(atIndex: 0) else { continue }
@@ -217,7 +223,10 @@ extension SpoolDatabase {
         if let previous, previous.priority == priority, first < previous.chunk.endSequence {
             return .failure(.implausibleRow("its sequences overlap those of chunk \(previous.chunk.id)"))
         }
-        let chunk = SpoolChunk(id: id, firstSequence: first, count: Int(count), blobBytes: Int(size), lines: nil)
+        // A sender that is no uid (changed by hand) is an unknown one: it only orders eviction.
+        let sender = row.integer(atIndex: 5).flatMap { UInt32(exactly: $0) }
+        let chunk = SpoolChunk(
+            id: id, firstSequence: first, count: Int(count), blobBytes: Int(size), lines: nil, sender: sender)
         return .success((priority, chunk))
     }
 

@@ -283,13 +283,16 @@ final class SpoolDatabase: Sendable {
         }
         if !writes.insertions.isEmpty {
             let insert = try db.cachedStatement(
-                sql: "INSERT INTO chunk (id, priority, first_sequence, count, compression, size, lines) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                sql: """
+                    INSERT INTO chunk (id, priority, first_sequence, count, compression, size, sender, lines)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
             for insertion in writes.insertions {
                 let stored = ChunkCompression.stored(insertion.lines.bytes)
                 try insert.execute(
                     [insertion.id, insertion.priority.rawValue, insertion.firstSequence, insertion.lines.count,
-                     stored.compression.rawValue, insertion.lines.bytes.count, nil],
-                    blob: stored.blob, at: 7)
+                     stored.compression.rawValue, insertion.lines.bytes.count, insertion.sender.map { Int64($0) }, nil],
+                    blob: stored.blob, at: 8)
             }
         }
         if !writes.extensions.isEmpty {

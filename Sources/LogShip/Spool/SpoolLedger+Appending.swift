@@ -92,34 +92,67 @@ extension SpoolLedger {
         return .plan(plan)
     }
 
-    /// Extends the class's newest chunk with the first entries if it is small, and puts the rest in new chunks.
+    /// Lays out one commit's entries of a class in chunks of one sender each, so that eviction can take one
+    /// sender's records without the others' (``evict(_:for:)``): each sender's entries in their order, the senders
+    /// in the order they first appear, the one whose chunk is the class's newest first. Different senders' records
+    /// of one commit arrived within its few milliseconds, with no order between them to keep.
+    ///
+    /// The class's newest chunk, if it is small and of the first sender, takes the first entries; the rest go in
+    /// new chunks.
     private func planChunks(
         for entries: ArraySlice<SpoolEntry>, of priority: PriorityClass, nextID: inout Int64, into writes: inout ChunkWrites
     ) {
         let queue = queues[priority.rawValue]
-        var entries = entries
         var sequence = queue.nextSequence
-        if let newest = queue.chunks.last, newest.endSequence == queue.nextSequence, var lines = newest.lines,
-            newest.blobBytes < Self.extendBelowBytes, newest.settledCount < newest.count
-        {
-            let taken = Self.prefix(of: entries, fittingIn: Self.maximumChunkBytes - newest.blobBytes)
-            if !taken.isEmpty {
-                lines.append(taken)
-                writes.extensions.append(ChunkWrites.Extension(
-                    id: newest.id, priority: priority, lines: lines, added: taken.count,
-                    addedBytes: taken.reduce(0) { $0 + $1.accountedBytes }))
-                entries = entries.dropFirst(taken.count)
-                sequence += Int64(taken.count)
+        var groups = Self.bySender(entries)
+        if let newest = queue.chunks.last, let index = groups.firstIndex(where: { $0.sender == newest.sender }) {
+            groups.insert(groups.remove(at: index), at: 0)
+        }
+        for (group, (sender, senderEntries)) in groups.enumerated() {
+            var entries = senderEntries[...]
+            if group == 0, let newest = queue.chunks.last, newest.sender == sender,
+                newest.endSequence == queue.nextSequence, var lines = newest.lines,
+                newest.blobBytes < Self.extendBelowBytes, newest.settledCount < newest.count
+            {
+                let taken = Self.prefix(of: entries, fittingIn: Self.maximumChunkBytes - newest.blobBytes)
+                if !taken.isEmpty {
+                    lines.append(taken)
+                    writes.extensions.append(ChunkWrites.Extension(
+                        id: newest.id, priority: priority, lines: lines, added: taken.count,
+                        addedBytes: taken.reduce(0) { $0 + $1.accountedBytes }))
+                    entries = entries.dropFirst(taken.count)
+                    sequence += Int64(taken.count)
+                }
+            }
+            while !entries.isEmpty {
+                let taken = Swift.max(1, Self.prefix(of: entries, fittingIn: Self.maximumChunkBytes).count)
+                writes.insertions.append(ChunkWrites.Insertion(
+                    id: nextID, priority: priority, firstSequence: sequence, lines: ChunkLines(entries.prefix(taken)),
+                    sender: sender))
+                nextID += 1
+                sequence += Int64(taken)
+                entries = entries.dropFirst(taken)
             }
         }
-        while !entries.isEmpty {
-            let taken = Swift.max(1, Self.prefix(of: entries, fittingIn: Self.maximumChunkBytes).count)
-            let lines = ChunkLines(entries.prefix(taken))
-            writes.insertions.append(ChunkWrites.Insertion(id: nextID, priority: priority, firstSequence: sequence, lines: lines))
-            nextID += 1
-            sequence += Int64(taken)
-            entries = entries.dropFirst(taken)
+    }
+
+    /// `entries` by sender: each sender's in their order, the senders in the order they first appear.
+    private static func bySender(_ entries: ArraySlice<SpoolEntry>) -> [(sender: UInt32?, entries: [SpoolEntry])] {
+        // Nearly every commit is one sender's: no table for it.
+        if let first = entries.first?.sender, entries.allSatisfy({ $0.sender == first }) {
+            return [(first, Array(entries))]
         }
+        var groups: [(sender: UInt32?, entries: [SpoolEntry])] = []
+        var index: [UInt32?: Int] = [:]
+        for entry in entries {
+            if let position = index[entry.sender] {
+                groups[position].entries.append(entry)
+            } else {
+                index[entry.sender] = groups.count
+                groups.append((entry.sender, [entry]))
+            }
+        }
+        return groups
     }
 
     /// The leading entries whose lines, each with its newline, fit in `room` bytes.
@@ -149,8 +182,12 @@ extension SpoolLedger {
         case needsLines(PriorityClass, Int64)
     }
 
-    /// Settles the oldest pending records of the classes ``EvictionPolicy`` allows for `priority` until `need` is
-    /// met; settles nothing when it cannot be, since the newcomer would not fit anyway.
+    /// Settles pending records of the classes ``EvictionPolicy`` allows for `priority` until `need` is met;
+    /// settles nothing when it cannot be, since the newcomer would not fit anyway.
+    ///
+    /// The lowest class goes first. Within a class, the sender holding the most bytes of it (pending and claimed)
+    /// loses its oldest chunk first, and the senders are weighed again after each chunk: one noisy sender cannot
+    /// evict a quiet one's records while it holds more than they do.
     ///
     /// A chunk no delivery has touched goes whole when all of it is needed, or when the disk needs room, without
     /// its lines; otherwise its records are counted one by one, which needs its lines. While the disk needs room,
@@ -161,12 +198,26 @@ extension SpoolLedger {
         var count = 0
         search: for victimClass in EvictionPolicy.victims(for: priority) {
             let chunks = queues[victimClass.rawValue].chunks
-            for position in chunks.indices where chunks[position].pendingCount > 0 {
+            // What each sender holds as the search takes from it, and where its next chunk may be.
+            var held = queues[victimClass.rawValue].bytesBySender
+            var from: [UInt32?: Int] = [:]
+            while let sender = Self.heaviest(held) {
+                var position = from[sender, default: chunks.startIndex]
+                while position < chunks.endIndex, chunks[position].sender != sender || chunks[position].pendingCount == 0 {
+                    position += 1
+                }
+                guard position < chunks.endIndex else {
+                    // Nothing of this sender's left that may go: the rest it holds is claimed.
+                    held[sender] = nil
+                    continue
+                }
+                from[sender] = position + 1
                 let chunk = chunks[position]
                 if chunk.isUntouched && (need.budget - freed.budget >= chunk.accountedBytes || need.disk > freed.disk) {
                     victims.append((victimClass, position, nil))
                     freed.budget += chunk.accountedBytes
                     freed.disk += chunk.blobBytes
+                    held[sender, default: 0] -= chunk.accountedBytes
                     count += chunk.count
                     if need.isMet(by: freed) { break search }
                     continue
@@ -175,6 +226,7 @@ extension SpoolLedger {
                 for index in 0..<chunk.count where chunk.mark(index) == .pending {
                     victims.append((victimClass, position, index))
                     freed.budget += chunk.accountedBytes(of: index)
+                    held[sender, default: 0] -= chunk.accountedBytes(of: index)
                     count += 1
                     if need.isMet(by: freed) { break search }
                 }
@@ -196,5 +248,14 @@ extension SpoolLedger {
             }
         }
         return .evicted(changes, count: count, freed: freed)
+    }
+
+    /// The sender holding the most of `held`; of two holding as much, the one with the lower uid (unknown first),
+    /// so that eviction does not depend on a dictionary's order.
+    private static func heaviest(_ held: [UInt32?: Int]) -> UInt32?? {
+        func order(_ sender: UInt32?) -> Int64 { sender.map(Int64.init) ?? -1 }
+        return held.max { lhs, rhs in
+            lhs.value != rhs.value ? lhs.value < rhs.value : order(lhs.key) > order(rhs.key)
+        }.map(\.key)
     }
 }

@@ -25,7 +25,8 @@ extension SpoolLedger {
             func insert(at sequence: Int64) {
                 insertions.append(ChunkWrites.Insertion(
                     id: nextID, priority: letter.priority, firstSequence: sequence,
-                    lines: ChunkLines([SpoolEntry(priority: letter.priority, line: letter.line)])))
+                    lines: ChunkLines([SpoolEntry(priority: letter.priority, line: letter.line)]),
+                    sender: SpoolEntry.sender(ofLine: letter.line)))
                 nextID += 1
             }
             // A place no record can have (changed by hand): the letter goes to the end of its class.

@@ -139,15 +139,16 @@ struct SpoolLedger: Sendable {
         guard previous != mark else { return change }
         let bytes = previous == .settled || mark == .settled
             ? { chunk in records.reduce(0) { $0 + chunk.accountedBytes(of: $1) } }(queues[p].chunks[position]) : 0
+        let sender = queues[p].chunks[position].sender
         switch previous {
         case .pending: queues[p].pending -= records.count
         case .claimed: queues[p].claimed -= records.count
-        case .settled: queues[p].bytes += bytes
+        case .settled: queues[p].changeBytes(by: bytes, of: sender)
         }
         switch mark {
         case .pending: queues[p].pending += records.count
         case .claimed: queues[p].claimed += records.count
-        case .settled: queues[p].bytes -= bytes
+        case .settled: queues[p].changeBytes(by: -bytes, of: sender)
         }
         queues[p].chunks[position].withMarks { $0.change(records, from: previous, to: mark, retryAt: retryAt) }
         return change
@@ -168,10 +169,11 @@ struct SpoolLedger: Sendable {
 
     /// Settles every record of a chunk no delivery has touched, without needing its lines (an eviction).
     mutating func settleWholeChunk(at position: Int, _ priority: PriorityClass) -> Change {
-        let (id, count, bytes) = { ($0.id, $0.count, $0.accountedBytes) }(queues[priority.rawValue].chunks[position])
+        let (id, count, bytes, sender) = { ($0.id, $0.count, $0.accountedBytes, $0.sender) }(
+            queues[priority.rawValue].chunks[position])
         precondition(queues[priority.rawValue].chunks[position].isUntouched)
         queues[priority.rawValue].pending -= count
-        queues[priority.rawValue].bytes -= bytes
+        queues[priority.rawValue].changeBytes(by: -bytes, of: sender)
         queues[priority.rawValue].chunks[position].withMarks { $0.change(0..<count, from: .pending, to: .settled) }
         return Change(priority: priority, chunkID: id, records: nil, mark: .pending)
     }
@@ -185,7 +187,7 @@ struct SpoolLedger: Sendable {
                 let chunk = queues[change.priority.rawValue].chunks[position]
                 queues[change.priority.rawValue].chunks[position].marks = nil
                 queues[change.priority.rawValue].pending += chunk.count
-                queues[change.priority.rawValue].bytes += chunk.accountedBytes
+                queues[change.priority.rawValue].changeBytes(by: chunk.accountedBytes, of: chunk.sender)
                 continue
             }
             // The records are all marked as the change left them: the first one says how.
@@ -205,7 +207,7 @@ struct SpoolLedger: Sendable {
     mutating func restore(_ chunk: SpoolChunk, of priority: PriorityClass) {
         queues[priority.rawValue].chunks.append(chunk)
         queues[priority.rawValue].pending += chunk.pendingCount
-        queues[priority.rawValue].bytes += chunk.heldBytes
+        queues[priority.rawValue].changeBytes(by: chunk.heldBytes, of: chunk.sender)
         queues[priority.rawValue].nextSequence = max(queues[priority.rawValue].nextSequence, chunk.endSequence)
         cachedBytes += chunk.lines?.bytes.count ?? 0
         nextChunkID = max(nextChunkID, chunk.id + 1)
@@ -217,7 +219,7 @@ struct SpoolLedger: Sendable {
         guard let chunk = queues[priority.rawValue].remove(chunkID: id) else { return nil }
         queues[priority.rawValue].pending -= chunk.pendingCount
         queues[priority.rawValue].claimed -= chunk.claimedCount
-        queues[priority.rawValue].bytes -= chunk.heldBytes
+        queues[priority.rawValue].changeBytes(by: -chunk.heldBytes, of: chunk.sender)
         cachedBytes -= chunk.lines?.bytes.count ?? 0
         return chunk
     }
@@ -229,7 +231,7 @@ struct SpoolLedger: Sendable {
             let priority = insertion.priority.rawValue
             let chunk = SpoolChunk(
                 id: insertion.id, firstSequence: insertion.firstSequence, count: insertion.lines.count,
-                blobBytes: insertion.lines.bytes.count, lines: insertion.lines)
+                blobBytes: insertion.lines.bytes.count, lines: insertion.lines, sender: insertion.sender)
             let position = queues[priority].insertionIndex(for: chunk.firstSequence)
             if position == queues[priority].chunks.endIndex {
                 queues[priority].chunks.append(chunk)
@@ -237,7 +239,7 @@ struct SpoolLedger: Sendable {
                 queues[priority].chunks.insert(chunk, at: position)
             }
             queues[priority].pending += chunk.count
-            queues[priority].bytes += chunk.accountedBytes
+            queues[priority].changeBytes(by: chunk.accountedBytes, of: chunk.sender)
             queues[priority].nextSequence = max(queues[priority].nextSequence, chunk.endSequence)
             cachedBytes += chunk.blobBytes
             nextChunkID = max(nextChunkID, insertion.id + 1)
@@ -248,7 +250,7 @@ struct SpoolLedger: Sendable {
             cachedBytes += extended.lines.bytes.count - (queues[priority].chunks[position].lines?.bytes.count ?? 0)
             queues[priority].chunks[position].extend(to: extended.lines)
             queues[priority].pending += extended.added
-            queues[priority].bytes += extended.addedBytes
+            queues[priority].changeBytes(by: extended.addedBytes, of: queues[priority].chunks[position].sender)
             queues[priority].nextSequence = max(queues[priority].nextSequence, queues[priority].chunks[position].endSequence)
         }
         for (id, priority) in writes.deletions {

@@ -6,18 +6,21 @@ public struct EncodedRecord: Hashable, Sendable {
     public private(set) var line: [UInt8]
     /// Whether the message was cut at the size limit.
     public private(set) var truncated: Bool
+    /// The sender's uid, as the kernel reports it; `nil` when it reported none.
+    public private(set) var sender: UInt32?
     /// The record itself when its sender claims the crash class, which intake may take back
     /// (``demotingCrashClaim()``); `nil` for every other record, which is only ever stored as its line.
     public private(set) var crashClaim: LogRecord?
 
-    public init(priority: PriorityClass, line: [UInt8], truncated: Bool) {
+    public init(priority: PriorityClass, line: [UInt8], truncated: Bool, sender: UInt32? = nil) {
         self.priority = priority
         self.line = line
         self.truncated = truncated
+        self.sender = sender
     }
 
     public init(_ record: LogRecord) {
-        self.init(priority: record.priority, line: record.ndjsonLine, truncated: record.truncated)
+        self.init(priority: record.priority, line: record.ndjsonLine, truncated: record.truncated, sender: record.peer?.uid)
         if record.priority == .crash { crashClaim = record }
     }
 
@@ -98,7 +101,7 @@ extension RecordParser {
                 host: hostname, source: source, message: text(message.message), peer: peer, fields: fields,
                 truncated: frame.truncated)
         }
-        return EncodedRecord(priority: priority, line: line, truncated: frame.truncated)
+        return EncodedRecord(priority: priority, line: line, truncated: frame.truncated, sender: peer?.uid)
     }
 }
 
