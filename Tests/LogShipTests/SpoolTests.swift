@@ -258,6 +258,38 @@ struct SpoolTests {
         #expect(SpoolEntry.sender(ofLine: anonymous.ndjsonLine) == nil, "a message or a field that says uid is not one")
     }
 
+    @Test(
+        "dead letters count against the budget and give way first, oldest first, even to records that may not evict; purge frees them",
+        arguments: SpoolKind.allCases)
+    func deadLettersInBudget(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make(maximumBytes: 4 * recordSize)
+        _ = try await spool.append([entry(.debug, "x1", padding: 98), entry(.debug, "x2", padding: 98)])
+        for _ in 0..<2 {
+            try await spool.deadLetter(try await claimBatch(spool, .debug, maxRecords: 1), failure: DeliveryFailure(status: 400, reason: "bad"))
+        }
+        var statistics = await spool.statistics()
+        #expect(statistics.deadLetters == 2 && statistics.bytes == 2 * recordSize && statistics.deadLetterBytes == 2 * recordSize)
+
+        _ = try await spool.append([entry(.debug, "d1", padding: 98), entry(.debug, "d2", padding: 98)])
+        // Full: the next record takes the oldest dead letter's room, not a record's; so does one that may not evict.
+        #expect(try await spool.append([entry(.info, "i1", padding: 98)]) == AppendReceipt(accepted: 1))
+        #expect(try await spool.deadLetters(limit: 10).map(\.line).map { $0.trimmingCharacters(in: .whitespaces) } == ["x2"])
+        let journal = try await spool.append([entry(.info, "i2", padding: 98)], position: nil, evicting: false)
+        #expect(journal == AppendReceipt(accepted: 1))
+        statistics = await spool.statistics()
+        #expect(statistics.deadLetters == 0 && statistics.evicted == 2 && statistics.bytes == 4 * recordSize)
+        #expect(messages(try await claimBatch(spool, .debug)) == ["d1", "d2"], "no record went for them")
+        await spool.close()
+
+        let purging = try await kind.make(maximumBytes: 4 * recordSize)
+        _ = try await purging.append([entry(.info, "p1", padding: 98)])
+        try await purging.deadLetter(try await claimBatch(purging, .info), failure: DeliveryFailure(status: 400, reason: "bad"))
+        #expect(await purging.statistics().bytes == recordSize)
+        #expect(try await purging.purgeDeadLetters(.all) == 1)
+        #expect(await purging.statistics().bytes == 0)
+        await purging.close()
+    }
+
     @Test("eviction deletes nothing when the newcomer would still not fit", arguments: SpoolKind.allCases)
     func evictionForNothing(_ kind: SpoolKind) async throws {
         let spool = try await kind.make(maximumBytes: 4 * recordSize)
@@ -349,7 +381,7 @@ struct SQLiteSpoolTests {
         #expect(try await second.pendingClasses() == [.crash, .info])
         let statistics = await second.statistics()
         #expect(statistics.pending[.info] == 2 && statistics.claimed == 0 && statistics.deadLetters == 1)
-        #expect(statistics.bytes == 3 * (2 + SpoolEntry.overhead))
+        #expect(statistics.bytes == 4 * (2 + SpoolEntry.overhead), "three records and the dead letter")
         #expect(messages(try await claimBatch(second, .info)) == ["i1", "i2"], "the claim was released at start")
         await second.close()
     }

@@ -103,7 +103,9 @@ extension SpoolDatabase {
                     settled, priority: batch.priority.rawValue, status: failure.status, reason: failure.reason,
                     failedAt: failedAt, db)
             }
-            self.ledger.withLock { $0.deadLetters += settled.count }
+            self.ledger.withLock {
+                $0.addDeadLetters(count: settled.count, lineBytes: settled.reduce(0) { $0 + $1.line.count })
+            }
         }
     }
 

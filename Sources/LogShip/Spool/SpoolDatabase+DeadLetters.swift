@@ -62,19 +62,22 @@ extension SpoolDatabase {
             }
             self.ledger.withLock {
                 $0.markRequeued(changes)
-                $0.deadLetters -= letters.count
+                $0.removeDeadLetters(count: letters.count, lineBytes: letters.reduce(0) { $0 + $1.line.count })
             }
             return (letters.count, Set(letters.map(\.priority)))
         }
     }
 
     func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
-        let purged = try await settlingWrite { db -> Int in
+        let (purged, lineBytes) = try await settlingWrite { db -> (Int, Int) in
             let filter = Self.filter(selection)
+            let lineBytes = try Int.fetchOne(
+                db, sql: "SELECT coalesce(sum(length(CAST(line AS BLOB))), 0) FROM dead_letter \(filter.sql)", arguments: filter.arguments
+            ) ?? 0
             try db.execute(sql: "DELETE FROM dead_letter \(filter.sql)", arguments: filter.arguments)
-            return db.changesCount
+            return (db.changesCount, lineBytes)
         }
-        ledger.withLock { $0.deadLetters -= purged }
+        ledger.withLock { $0.removeDeadLetters(count: purged, lineBytes: lineBytes) }
         return purged
     }
 

@@ -268,7 +268,9 @@ extension SpoolDatabase {
     /// Counts the dead letters, and keeps each class's next sequence beyond theirs; letters numbered out of range
     /// are counted and left for a requeue to place at the end of their class.
     private static func loadDeadLetters(_ db: Database, into ledger: inout SpoolLedger, logger: Logger) throws {
-        ledger.deadLetters += try Int.fetchOne(db, sql: "SELECT count(*) FROM dead_letter") ?? 0
+        if let row = try Row.fetchOne(db, sql: "SELECT count(*), coalesce(sum(length(CAST(line AS BLOB))), 0) FROM dead_letter") {
+            ledger.addDeadLetters(count: row.integer(atIndex: 0).map(Int.init) ?? 0, lineBytes: row.integer(atIndex: 1).map(Int.init) ?? 0)
+        }
         let inRange = "typeof(record_id) = 'integer' AND record_id BETWEEN 0 AND \(SpoolChunk.sequenceLimit - 1)"
         for row in try Row.fetchAll(
             db, sql: "SELECT priority, max(record_id) FROM dead_letter WHERE \(inRange) GROUP BY priority")

@@ -68,7 +68,7 @@ extension SpoolLedger {
                 queues[priority.rawValue].nextSequence = max(queues[priority.rawValue].nextSequence, newest + 1)
             }
         }
-        deadLetters += quarantine.letters.count
+        addDeadLetters(count: quarantine.letters.count, lineBytes: quarantine.letters.reduce(0) { $0 + $1.line.count })
         quarantinedChunks += 1
         quarantinedRecords += quarantine.letters.count + (quarantine.unreadable ?? 0)
         unreadableRecords += quarantine.unreadable ?? 0

@@ -25,7 +25,11 @@ struct SpoolLedger: Sendable {
 
     var queues = [ClassQueue](repeating: ClassQueue(), count: PriorityClass.allCases.count)
     var nextChunkID: Int64 = 1
-    var deadLetters = 0
+    /// Dead letters held, and their accounted bytes (lines plus ``SpoolEntry/overhead``), which count against
+    /// `spool.max_bytes` like records: change both with ``addDeadLetters(count:lineBytes:)`` and
+    /// ``removeDeadLetters(count:lineBytes:)``.
+    private(set) var deadLetters = 0
+    private(set) var deadLetterBytes = 0
     var evicted = 0
     var refused = 0
     /// Damaged chunks taken out since the spool opened, the records they held not settled, and of those the
@@ -63,7 +67,24 @@ struct SpoolLedger: Sendable {
 
     // MARK: Counts
 
-    var bytes: Int { queues.reduce(0) { $0 + $1.bytes } }
+    /// Bytes held against the budget: records not settled, and dead letters.
+    var bytes: Int { queues.reduce(0) { $0 + $1.bytes } + deadLetterBytes }
+
+    mutating func addDeadLetters(count: Int, lineBytes: Int) {
+        deadLetters += count
+        deadLetterBytes += lineBytes + count * SpoolEntry.overhead
+    }
+
+    mutating func removeDeadLetters(count: Int, lineBytes: Int) {
+        deadLetters -= count
+        deadLetterBytes -= lineBytes + count * SpoolEntry.overhead
+    }
+
+    /// Forgets every dead letter: for counts that no longer match a table found empty.
+    mutating func clearDeadLetters() {
+        deadLetters = 0
+        deadLetterBytes = 0
+    }
 
     /// Whether no record is pending or claimed (dead letters aside).
     var holdsNoRecords: Bool { queues.allSatisfy { $0.pending == 0 && $0.claimed == 0 } }
@@ -76,6 +97,7 @@ struct SpoolLedger: Sendable {
         statistics.claimed = queues.reduce(0) { $0 + $1.claimed }
         statistics.bytes = bytes
         statistics.deadLetters = deadLetters
+        statistics.deadLetterBytes = deadLetterBytes
         statistics.evicted = evicted
         statistics.refused = refused
         statistics.quarantinedChunks = quarantinedChunks

@@ -8,6 +8,8 @@ public struct SpoolStatistics: Hashable, Sendable {
     public var bytes: Int = 0
     /// Records in the dead-letter table.
     public var deadLetters: Int = 0
+    /// Bytes the dead letters hold against `spool.max_bytes` (part of ``bytes``); eviction takes them first.
+    public var deadLetterBytes: Int = 0
     /// Records evicted to make room since start.
     public var evicted: Int = 0
     /// Records refused since start: crash records that found no room, or records a failed commit lost.
