@@ -7,11 +7,15 @@ import Foundation
 ///
 /// The daemon closes a control connection whose requests are all answered once it stays quiet too long
 /// (`ingest.control_idle_timeout`); a client that waited between requests (`tail -f | logctl send`) finds that out
-/// before its next request and connects again.
+/// before its next request and connects again. Should the daemon close it just as the request goes, the request
+/// was not read (the daemon closes only connections with nothing unanswered), and it goes again on a new one.
 public final class ControlClient {
     private let path: String
+    /// -1 while not connected (a new connection failed).
     private var descriptor: Int32
     private var pending: [UInt8] = []
+    /// When the last response arrived; `nil` before the first, on a connection that is new.
+    private var lastAnswer: ContinuousClock.Instant?
 
     /// Connects to the daemon's control socket.
     ///
@@ -22,7 +26,15 @@ public final class ControlClient {
     }
 
     deinit {
-        close(descriptor)
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    private func reconnect() throws {
+        if descriptor >= 0 { close(descriptor) }
+        descriptor = -1
+        pending = []
+        lastAnswer = nil
+        descriptor = try Self.connect(path)
     }
 
     private static func connect(_ path: String) throws -> Int32 {
@@ -48,16 +60,27 @@ public final class ControlClient {
     ///
     /// - Throws: ``ControlClientError`` if the connection breaks or the answer is not a response.
     public func send(_ request: ControlRequest) throws -> ControlResponse {
-        if pending.isEmpty && isClosedByDaemon {
-            close(descriptor)
-            descriptor = try Self.connect(path)
-        }
+        if descriptor < 0 || (pending.isEmpty && isClosedByDaemon) { try reconnect() }
         var line = try JSONEncoder().encode(request)
         line.append(UInt8(ascii: "\n"))
+        // The shortest idle timeout the daemon takes (`ingest.control_idle_timeout`): a connection answered more
+        // recently cannot have been closed for being quiet.
+        let mayHaveTimedOut = lastAnswer.map { ContinuousClock.now - $0 >= .milliseconds(100) } ?? false
+        do {
+            return try exchange(line)
+        } catch let error as ControlClientError where mayHaveTimedOut && error.isClosedBeforeAnswering && pending.isEmpty {
+            try reconnect()
+            return try exchange(line)
+        }
+    }
+
+    /// Writes a request line and reads its response.
+    private func exchange(_ line: Data) throws -> ControlResponse {
         try line.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
-                let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                // MSG_NOSIGNAL: a connection the daemon closed is an error to report, not a SIGPIPE.
+                let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
                 if written < 0 {
                     if errno == EINTR { continue }
                     throw ControlClientError.connectionLost(path, errno: errno)
@@ -66,6 +89,7 @@ public final class ControlClient {
             }
         }
         let responseLine = try readLine()
+        lastAnswer = .now
         do {
             return try JSONDecoder().decode(ControlResponse.self, from: Data(responseLine))
         } catch {
@@ -92,9 +116,13 @@ public final class ControlClient {
 /// Why `logctl` could not talk to the daemon; the description is the one line `logctl` prints.
 public struct ControlClientError: Error, Hashable, Sendable, CustomStringConvertible {
     public let description: String
+    /// Whether the daemon closed the connection before any answer came: at end of file, or on a write that found
+    /// it closed.
+    let isClosedBeforeAnswering: Bool
 
-    private init(_ description: String) {
+    private init(_ description: String, isClosedBeforeAnswering: Bool = false) {
         self.description = description
+        self.isClosedBeforeAnswering = isClosedBeforeAnswering
     }
 
     static func unreachable(_ path: String, errno code: Int32) -> ControlClientError {
@@ -110,8 +138,10 @@ public struct ControlClientError: Error, Hashable, Sendable, CustomStringConvert
 
     static func connectionLost(_ path: String, errno code: Int32) -> ControlClientError {
         code == 0
-            ? ControlClientError("logshipd closed the connection at \(path) before answering")
-            : ControlClientError("connection to \(path) failed: \(SystemError.describe(code))")
+            ? ControlClientError("logshipd closed the connection at \(path) before answering", isClosedBeforeAnswering: true)
+            : ControlClientError(
+                "connection to \(path) failed: \(SystemError.describe(code))",
+                isClosedBeforeAnswering: code == EPIPE || code == ECONNRESET)
     }
 
     static func malformedResponse(_ excerpt: String) -> ControlClientError {

@@ -89,9 +89,10 @@ final class UnixStreamListener: Sendable {
     /// ``drainTimeout`` passes, and closes the socket (removing the file it created).
     ///
     /// A stop accepts nothing more (under socket activation, connections not yet accepted wait in the kernel for
-    /// the next daemon), and every connection accepted is served: what its client sent before it is read and
-    /// handed on. A client still connected after ``drainTimeout`` has its input closed, so that what was read is
-    /// still handed on; a handler that has not ended ``drainTimeout`` later is cancelled.
+    /// the next daemon; a socket the daemon bound loses its file first, and what was queued is taken), and every
+    /// connection accepted is served: what its client sent before it is read and handed on. A client still
+    /// connected after ``drainTimeout`` has its input closed, so that what was read is still handed on; a handler
+    /// that has not ended ``drainTimeout`` later is cancelled.
     ///
     /// - Parameter handler: Serves one connection; it must not throw, because one bad client must not take the
     ///   listener down.
@@ -99,17 +100,22 @@ final class UnixStreamListener: Sendable {
         // The blocking poll/accept loop gets a thread of its own, off the cooperative pool.
         let acceptThread = NIOThreadPool(numberOfThreads: 1)
         acceptThread.start()
-        defer { acceptor.close() }
-        do {
+        let served = await Result {
             try await withTaskCancellationHandler {
                 try await serveUntilClosed(acceptingOn: acceptThread, handler)
             } onCancel: {
                 acceptor.wake()
             }
-        } catch is CancellationError {
-            // Cancelled outright (a forced shutdown): nothing more to do than for a close.
         }
+        acceptor.close()
         try? await acceptThread.shutdownGracefully()
+        switch served {
+        case .success, .failure(is CancellationError):
+            // Cancelled outright (a forced shutdown): nothing more to do than for a close.
+            return
+        case .failure(let error):
+            throw error
+        }
     }
 
     private func serveUntilClosed(
@@ -117,36 +123,45 @@ final class UnixStreamListener: Sendable {
     ) async throws {
         let acceptor = self.acceptor
         try await withThrowingDiscardingTaskGroup { group in
-            while true {
-                let accepted: UnixStreamAcceptor.Accepted
-                do {
-                    guard let next = try await acceptThread.runIfActive({ try acceptor.accept() }) else { break }
-                    accepted = next
-                } catch let error as IngestError {
-                    // Out of descriptors or memory: the connection waits in the queue. Waiting a moment keeps a
-                    // persistent failure from spinning.
-                    logger.error("accepting a connection failed", metadata: ["logship.error": "\(error)"])
-                    try await Task.sleep(for: .milliseconds(100))
-                    continue
-                }
+            func serve(_ accepted: UnixStreamAcceptor.Accepted) async {
                 guard admit(accepted.peer) else {
                     Glibc.close(accepted.descriptor)
-                    continue
+                    return
                 }
                 let connection: Connection
                 do {
                     connection = try await wrap(accepted.descriptor)
                 } catch {
-                    // NIO owns the socket once it has tried to adopt it, and closes it when that fails.
+                    // NIO took the socket, and closes it, unless making it non-blocking failed (fcntl), which
+                    // leaves one descriptor open: nothing here can tell the two apart.
                     release(accepted.peer)
                     logger.warning("a connection could not be set up", metadata: ["logship.error": "\(error)"])
-                    continue
+                    return
                 }
                 served.insert(connection.channel)
                 group.addTask {
                     await handler(connection, accepted.peer)
                     self.served.remove(connection.channel)
                     self.release(accepted.peer)
+                }
+            }
+            while true {
+                do {
+                    guard let accepted = try await acceptThread.runIfActive({ try acceptor.accept() }) else { break }
+                    await serve(accepted)
+                } catch let error as IngestError {
+                    // Out of descriptors or memory: the connection waits in the queue. Waiting a moment keeps a
+                    // persistent failure from spinning.
+                    logger.error("accepting a connection failed", metadata: ["logship.error": "\(error)"])
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            // A socket the daemon bound closes with it: no client may connect to it from now on, and what clients
+            // queued already is served. (One systemd passed keeps its queue for the next daemon.)
+            if acceptor.ownsPath {
+                acceptor.stopListening()
+                for accepted in acceptor.acceptQueued() {
+                    await serve(accepted)
                 }
             }
             if await !served.waitUntilEmpty(within: Self.drainTimeout) {
@@ -167,7 +182,7 @@ final class UnixStreamListener: Sendable {
                     ByteToMessageHandler(StreamFrameDecoder(maximumRecordBytes: maximumFrameBytes)))
                 try channel.pipeline.syncOperations.addHandler(FrameBatcher())
                 if let requestDeadline {
-                    try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(timeout: requestDeadline))
+                    try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(controlTimeout: requestDeadline))
                 }
                 return try Connection(wrappingChannelSynchronously: channel, configuration: Self.connectionConfiguration)
             }

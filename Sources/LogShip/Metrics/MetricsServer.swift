@@ -8,7 +8,8 @@ import Synchronization
 /// Serves `GET /metrics` in Prometheus text format on `metrics.listen`.
 ///
 /// At most `maximumConnections` are served at once (more are closed as soon as they are accepted), and a
-/// connection that sends nothing for `idleTimeout` is closed: a scraper needs one, and nobody may hold many.
+/// connection whose client, with every scrape answered, does not complete its next request within `idleTimeout`
+/// (or does not read an answer for that long) is closed: a scraper needs one, and nobody may hold many.
 public final class MetricsServer: Service, Sendable {
     private let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
     private let maximumConnections: Int
@@ -27,15 +28,17 @@ public final class MetricsServer: Service, Sendable {
         host: String, port: Int, maximumConnections: Int, idleTimeout: Duration, exporter: MetricsExporter,
         status: DaemonStatusSource, logger: Logger
     ) async throws {
-        let idle = TimeAmount.nanoseconds(Int64(idleTimeout.seconds * 1e9))
         server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idle))
-                    try channel.pipeline.syncOperations.addHandler(IdleConnectionCloser())
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(
+                        RequestDeadlineHandler<HTTPServerRequestPart, HTTPServerResponsePart>(
+                            timeout: idleTimeout,
+                            requests: { if case .end = $0 { 1 } else { 0 } },
+                            responses: { if case .end = $0 { 1 } else { 0 } }))
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                         wrappingChannelSynchronously: channel)
                 }

@@ -7,11 +7,11 @@ extension Logger {
         error("spool full of crash records; crash records refused", metadata: ["logship.spool.refused": "\(count)"])
     }
 
-    /// Logs dead letters deleted to make room for records: they were kept for an operator, who should know.
+    /// Logs dead letters deleted beyond their share of the spool: they were kept for an operator, who should know.
     func reportEvictedDeadLetters(_ count: Int) {
         guard count > 0 else { return }
         warning(
-            "spool full; the oldest dead letters were deleted to make room for new records",
+            "dead letters hold their share of the spool (a quarter of spool.max_bytes); the oldest were deleted",
             metadata: ["logship.spool.dead_letters_evicted": "\(count)"])
     }
 }

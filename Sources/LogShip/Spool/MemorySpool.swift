@@ -38,51 +38,23 @@ public final class MemorySpool: Spool {
     }
 
     public func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt {
-        let (receipt, classes, letters) = try withOpenState { state in
-            var plan: SpoolLedger.AppendPlan
-            var letters = 0
-            planning: while true {
-                // Every chunk's lines are here: planning never needs to read any. No disk: the budget alone
-                // bounds the room (a disk room far beyond it, small enough that room freed and added back cannot
-                // overflow).
-                switch state.ledger.planAppend(
-                    [SpoolAppend(entries: entries, position: position, evicting: evicting)], maximumBytes: maximumBytes,
-                    diskRoom: Int.max / 4)
-                {
-                case .plan(let planned):
-                    plan = planned
-                    break planning
-                case .evictsDeadLetters(let bytes):
-                    letters += Self.evictDeadLetters(holding: bytes, from: &state)
-                case .needsLines:
-                    preconditionFailure("a memory spool holds every chunk's lines")
-                }
-            }
+        let (receipt, classes) = try withOpenState { state in
+            // Every chunk's lines are here: planning never needs to read any. No disk: the budget alone bounds
+            // the room (a disk room far beyond it, small enough that room freed and added back cannot overflow).
+            guard case .plan(let plan) = state.ledger.planAppend(
+                [SpoolAppend(entries: entries, position: position, evicting: evicting)], maximumBytes: maximumBytes,
+                diskRoom: Int.max / 4)
+            else { preconditionFailure("a memory spool holds every chunk's lines") }
             state.ledger.apply(plan.writes)
             for position in plan.positions { state.positions[position.input] = position.cursor }
             let receipt = plan.receipts.first ?? AppendReceipt()
             state.ledger.evicted += receipt.evicted
             state.ledger.refused += receipt.refused
-            return (receipt, plan.classes, letters)
+            return (receipt, plan.classes)
         }
         if !classes.isEmpty { availability.announce(classes) }
         logger.reportRefused(receipt.refused)
-        logger.reportEvictedDeadLetters(letters)
         return receipt
-    }
-
-    /// Deletes the oldest dead letters until they held `bytes` (or none is left); returns how many.
-    private static func evictDeadLetters(holding bytes: Int, from state: inout State) -> Int {
-        var freed = 0
-        var evicted: [StoredDeadLetter] = []
-        for id in state.deadLetters.keys.sorted() where freed < bytes {
-            guard let letter = state.deadLetters.removeValue(forKey: id) else { continue }
-            evicted.append(letter)
-            freed += letter.line.count + SpoolEntry.overhead
-        }
-        state.ledger.removeDeadLetters(count: evicted.count, lineBytes: evicted.reduce(0) { $0 + $1.line.count })
-        state.ledger.evicted += evicted.count
-        return evicted.count
     }
 
     public func enqueue(_ entries: [SpoolEntry]) async throws {
@@ -125,7 +97,7 @@ public final class MemorySpool: Spool {
 
     public func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws {
         let failedAt = Timestamp.now().rfc3339
-        state.withLock { state in
+        let trimmed = state.withLock { state in
             let (writes, _, settled) = state.ledger.settle([batch])
             state.ledger.apply(writes)
             for record in settled {
@@ -137,8 +109,22 @@ public final class MemorySpool: Spool {
                 state.deadLetters[id] = StoredDeadLetter(
                     letter: letter, priority: batch.priority, sequence: record.sequence, line: Array(record.line))
             }
-            state.ledger.addDeadLetters(count: settled.count, lineBytes: settled.reduce(0) { $0 + $1.line.count })
+            let lineBytes = settled.reduce(0) { $0 + $1.line.count }
+            var excess = state.ledger.deadLetterExcess(
+                adding: lineBytes + settled.count * SpoolEntry.overhead, maximumBytes: maximumBytes)
+            state.ledger.addDeadLetters(count: settled.count, lineBytes: lineBytes)
+            // Beyond their share, the oldest give way.
+            var trimmed: [StoredDeadLetter] = []
+            for id in state.deadLetters.keys.sorted() where excess > 0 {
+                guard let letter = state.deadLetters.removeValue(forKey: id) else { continue }
+                trimmed.append(letter)
+                excess -= letter.line.count + SpoolEntry.overhead
+            }
+            state.ledger.removeDeadLetters(count: trimmed.count, lineBytes: trimmed.reduce(0) { $0 + $1.line.count })
+            state.ledger.evicted += trimmed.count
+            return trimmed.count
         }
+        logger.reportEvictedDeadLetters(trimmed)
     }
 
     public func arrivalMark() async throws -> ArrivalMark {

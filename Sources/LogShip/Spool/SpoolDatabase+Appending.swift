@@ -51,7 +51,7 @@ extension SpoolDatabase {
     /// Runs on the writer queue: plans under the ledger's lock, writes the chunks and positions in one
     /// transaction, then tells the ledger.
     private func insert(_ groups: [SpoolAppend], _ db: Database) throws -> CommitOutcome {
-        var room = try diskRoom(db)
+        let room = try diskRoom(db)
         var plan: SpoolLedger.AppendPlan
         var loaded: Set<Int64> = []
         planning: while true {
@@ -59,9 +59,6 @@ extension SpoolDatabase {
             case .plan(let planned):
                 plan = planned
                 break planning
-            case .evictsDeadLetters(let bytes):
-                logger.reportEvictedDeadLetters(try evictDeadLetters(holding: bytes, db))
-                room = try diskRoom(db)
             case .needsLines(let priority, let id):
                 // An eviction needs the sizes of a chunk's records: read its lines here, on the writer. A damaged
                 // chunk is taken out instead, which makes room too, and the plan is made again without it.
@@ -98,32 +95,5 @@ extension SpoolDatabase {
             }
         }
         return CommitOutcome(receipts: plan.receipts, classes: plan.classes)
-    }
-
-    /// Deletes the oldest dead letters until they held `bytes` (or none is left), in a transaction of its own;
-    /// returns how many. Runs on the writer queue.
-    private func evictDeadLetters(holding bytes: Int, _ db: Database) throws -> Int {
-        var ids: [Int64] = []
-        var lineBytes = 0
-        let rows = try Row.fetchCursor(db, sql: "SELECT id, length(CAST(line AS BLOB)) FROM dead_letter ORDER BY id")
-        while lineBytes + ids.count * SpoolEntry.overhead < bytes, let row = try rows.next() {
-            guard let id = row.integer(atIndex: 0) else { continue }
-            ids.append(id)
-            lineBytes += row.integer(atIndex: 1).map(Int.init) ?? 0
-        }
-        guard !ids.isEmpty else {
-            // The ledger counts letters the table no longer holds: nothing to delete, and nothing to count.
-            ledger.withLock { $0.clearDeadLetters() }
-            return 0
-        }
-        try db.inTransaction {
-            try Self.execute("DELETE FROM dead_letter WHERE id IN", ids: ids, db)
-            return .commit
-        }
-        ledger.withLock { ledger in
-            ledger.removeDeadLetters(count: ids.count, lineBytes: lineBytes)
-            ledger.evicted += ids.count
-        }
-        return ids.count
     }
 }

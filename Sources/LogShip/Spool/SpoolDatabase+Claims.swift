@@ -96,17 +96,28 @@ extension SpoolDatabase {
 
     func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws {
         let failedAt = Timestamp.now().rfc3339
-        try await settlingWrite { db in
+        let trimmed = try await settlingWrite { db -> (count: Int, lineBytes: Int) in
             let (writes, changes, settled) = self.ledger.withLock { $0.settle([batch]) }
+            let lineBytes = settled.reduce(0) { $0 + $1.line.count }
+            let excess = self.ledger.withLock {
+                $0.deadLetterExcess(adding: lineBytes + settled.count * SpoolEntry.overhead, maximumBytes: self.maximumBytes)
+            }
+            var trimmed = (count: 0, lineBytes: 0)
             try self.commit(writes, reverting: changes, db) { db in
                 try Self.insertDeadLetters(
                     settled, priority: batch.priority.rawValue, status: failure.status, reason: failure.reason,
                     failedAt: failedAt, db)
+                // Beyond their share, the oldest give way.
+                if excess > 0 { trimmed = try Self.deleteOldestDeadLetters(holding: excess, db) }
             }
-            self.ledger.withLock {
-                $0.addDeadLetters(count: settled.count, lineBytes: settled.reduce(0) { $0 + $1.line.count })
+            self.ledger.withLock { ledger in
+                ledger.addDeadLetters(count: settled.count, lineBytes: lineBytes)
+                ledger.removeDeadLetters(count: trimmed.count, lineBytes: trimmed.lineBytes)
+                ledger.evicted += trimmed.count
             }
+            return trimmed
         }
+        logger.reportEvictedDeadLetters(trimmed.count)
     }
 
     func arrivalMark() throws -> ArrivalMark {

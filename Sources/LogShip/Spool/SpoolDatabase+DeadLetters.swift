@@ -81,6 +81,21 @@ extension SpoolDatabase {
         return purged
     }
 
+    /// Deletes the oldest dead letters until they held `bytes` of accounted bytes, or none is left; returns how
+    /// many, and the bytes of their lines. Runs inside the caller's transaction.
+    static func deleteOldestDeadLetters(holding bytes: Int, _ db: Database) throws -> (count: Int, lineBytes: Int) {
+        var ids: [Int64] = []
+        var lineBytes = 0
+        let rows = try Row.fetchCursor(db, sql: "SELECT id, length(CAST(line AS BLOB)) FROM dead_letter ORDER BY id")
+        while lineBytes + ids.count * SpoolEntry.overhead < bytes, let row = try rows.next() {
+            guard let id = row.integer(atIndex: 0) else { continue }
+            ids.append(id)
+            lineBytes += row.integer(atIndex: 1).map(Int.init) ?? 0
+        }
+        try execute("DELETE FROM dead_letter WHERE id IN", ids: ids, db)
+        return (ids.count, lineBytes)
+    }
+
     private static func filter(_ selection: DeadLetterSelection) -> (sql: String, arguments: StatementArguments) {
         switch selection {
         case .all: ("", [])

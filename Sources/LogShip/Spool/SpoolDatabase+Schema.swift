@@ -152,6 +152,7 @@ extension SpoolDatabase {
                 damaged.append((id, row.integer(atIndex: 1), count, damage))
             }
         }
+        var unreadable: [(priority: PriorityClass, id: Int64, damage: ChunkDamage)] = []
         for (priority, chunk) in chunks {
             var chunk = chunk
             guard let runs = settledRuns[chunk.id] else {
@@ -164,18 +165,21 @@ extension SpoolDatabase {
             }
             do {
                 chunk.lines = try lines(ofChunk: chunk.id, db)
-                ledger.restore(chunk, of: priority)
             } catch let damage as ChunkDamage {
-                // Taken in with its settled records marked, then out: those need nothing, the rest are letters.
-                ledger.restore(chunk, of: priority)
-                if let quarantine = ledger.planQuarantine(ofChunk: chunk.id, priority, damage: damage) {
-                    try write(quarantine, db)
-                    ledger.applyQuarantine(quarantine)
-                    report(quarantine, logger: logger)
-                }
+                unreadable.append((priority, chunk.id, damage))
             }
+            ledger.restore(chunk, of: priority)
         }
         try loadDeadLetters(db, into: &ledger, logger: logger)
+        // Taken in with their settled records marked, then out: those need nothing, the rest are letters. Only now
+        // that every chunk and dead letter is counted: lines beyond a row's count get places after all of them,
+        // never the places of a chunk later in the class.
+        for (priority, id, damage) in unreadable {
+            guard let quarantine = ledger.planQuarantine(ofChunk: id, priority, damage: damage) else { continue }
+            try write(quarantine, db)
+            ledger.applyQuarantine(quarantine)
+            report(quarantine, logger: logger)
+        }
         for (id, storedPriority, count, damage) in damaged {
             var damage = damage
             do {

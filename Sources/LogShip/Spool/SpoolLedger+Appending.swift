@@ -17,10 +17,6 @@ extension SpoolLedger {
         /// An eviction must know the sizes of a chunk's records: read its lines, attach them, and plan again.
         /// Nothing was changed.
         case needsLines(PriorityClass, chunkID: Int64)
-        /// Dead letters hold room the entries need: delete the oldest of them, holding at least this many
-        /// accounted bytes (or all), tell ``removeDeadLetters(count:lineBytes:)``, and plan again. Nothing was
-        /// changed.
-        case evictsDeadLetters(bytes: Int)
     }
 
     /// The largest blob a new chunk gets; a larger commit is split. Small enough that the chunks kept in memory
@@ -35,15 +31,10 @@ extension SpoolLedger {
 
     /// Plans storing `groups`: which entries fit (evicting as ``EvictionPolicy`` allows), in which chunks.
     ///
-    /// Room is the smaller of what the budget and what the disk allow. Dead letters give way first, to every
-    /// group, even one that may not evict records: they are nobody's to deliver. Evicted records are marked
-    /// settled at once; the new records join the ledger when ``apply(_:)`` is told the writes committed.
+    /// Room is the smaller of what the budget and what the disk allow; dead letters hold theirs (see
+    /// ``deadLetterShare``). Evicted records are marked settled at once; the new records join the ledger when
+    /// ``apply(_:)`` is told the writes committed.
     mutating func planAppend(_ groups: [SpoolAppend], maximumBytes: Int, diskRoom: Int) -> AppendStep {
-        if deadLetterBytes > 0 {
-            let incoming = groups.reduce(0) { total, group in total + group.entries.reduce(0) { $0 + $1.accountedBytes } }
-            let room = min(maximumBytes - bytes, diskRoom)
-            if incoming > room { return .evictsDeadLetters(bytes: min(deadLetterBytes, incoming - room)) }
-        }
         var plan = AppendPlan()
         var total = bytes
         var diskRoom = diskRoom

@@ -26,7 +26,7 @@ struct SpoolLedger: Sendable {
     var queues = [ClassQueue](repeating: ClassQueue(), count: PriorityClass.allCases.count)
     var nextChunkID: Int64 = 1
     /// Dead letters held, and their accounted bytes (lines plus ``SpoolEntry/overhead``), which count against
-    /// `spool.max_bytes` like records: change both with ``addDeadLetters(count:lineBytes:)`` and
+    /// `spool.max_bytes` (``deadLetterShare``): change both with ``addDeadLetters(count:lineBytes:)`` and
     /// ``removeDeadLetters(count:lineBytes:)``.
     private(set) var deadLetters = 0
     private(set) var deadLetterBytes = 0
@@ -80,10 +80,15 @@ struct SpoolLedger: Sendable {
         deadLetterBytes -= lineBytes + count * SpoolEntry.overhead
     }
 
-    /// Forgets every dead letter: for counts that no longer match a table found empty.
-    mutating func clearDeadLetters() {
-        deadLetters = 0
-        deadLetterBytes = 0
+    /// The part of `spool.max_bytes` dead letters may hold: a quarter. They count against the budget, so that a
+    /// remote refusing records cannot fill the disk with them, but records never evict them (they are other
+    /// users' records, kept for an operator); beyond their share, the oldest give way to new ones.
+    static let deadLetterShare = 4
+
+    /// The accounted bytes of the oldest dead letters that must go for `adding` more bytes of them to stay within
+    /// their share of `maximumBytes`; 0 when none must.
+    func deadLetterExcess(adding: Int, maximumBytes: Int) -> Int {
+        max(0, deadLetterBytes + adding - maximumBytes / Self.deadLetterShare)
     }
 
     /// Whether no record is pending or claimed (dead letters aside).

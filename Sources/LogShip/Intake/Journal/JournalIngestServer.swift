@@ -185,16 +185,10 @@ public final class JournalIngestServer: Service, Sendable {
     /// and another 5% of its budget, so that reading does not flap at the edge.
     private func waitForRoom(needed: Int) async throws {
         let ceiling = spoolBudget - max(needed, spoolBudget / 20)
-        // Dead letters count against the budget but give way to any record (the journal's too): only records
-        // that wait for delivery hold the reader back.
-        func held() async -> Int {
-            let statistics = await spool.statistics()
-            return statistics.bytes - statistics.deadLetterBytes
-        }
-        guard await held() > ceiling else { return }
+        guard await spool.statistics().bytes > ceiling else { return }
         setState("paused: spool full")
         logger.warning("journal: the spool is nearly full; reading paused until it drains")
-        while await held() > ceiling - spoolBudget / 20 {
+        while await spool.statistics().bytes > ceiling - spoolBudget / 20 {
             if Task.isShuttingDownGracefully { return }
             try await Task.sleep(for: .milliseconds(200))  // polling the spool's fill level while paused
         }
