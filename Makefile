@@ -44,9 +44,10 @@ release: deps
 # Starts `logctl receive` on $(RECEIVER) and logshipd in the foreground with config/logshipd.yaml; Ctrl-C stops both.
 # RUN_DIR is made private (0700) and must be this user's: its sockets take whatever anyone who can reach them sends.
 run: build
-	@mkdir -p -m 0700 "$(RUN_DIR)" && chmod 0700 "$(RUN_DIR)"
-	@[ "$$(stat -c %u "$(RUN_DIR)")" = "$$(id -u)" ] || { \
-		echo "run: $(RUN_DIR) belongs to another user; remove it or set RUN_DIR" >&2; exit 1; }
+	@mkdir -p -m 0700 "$(RUN_DIR)"
+	@[ ! -L "$(RUN_DIR)" ] && [ "$$(stat -c %u "$(RUN_DIR)")" = "$$(id -u)" ] || { \
+		echo "run: $(RUN_DIR) is a link or belongs to another user; remove it or set RUN_DIR" >&2; exit 1; }
+	@chmod 0700 "$(RUN_DIR)"
 	@[ $$(printf '%s' "$(RUN_DIR)/ingest.dgram" | wc -c) -lt 108 ] || { \
 		echo "run: $(RUN_DIR) is too long a path for a Unix socket (107 bytes); set RUN_DIR to a shorter one" >&2; exit 1; }
 	@bin=$$($(SWIFT) build --show-bin-path); \

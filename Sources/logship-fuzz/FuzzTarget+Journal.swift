@@ -18,7 +18,7 @@ extension FuzzTarget {
         case 3:
             fields.merge([
                 "_UID": Array("0".utf8), "_COMM": Array("systemd-coredum".utf8),
-                "MESSAGE_ID": Array(JournalRecordMapper.coredumpMessageID.utf8),
+                "MESSAGE_ID": Array(CrashEvidence.coredumpMessageID.utf8),
             ]) { $1 }
         default: break
         }
@@ -74,7 +74,7 @@ extension FuzzTarget {
             text("_COMM") == "systemd-coredum" || text("_EXE")?.hasSuffix("/systemd-coredump") == true
         let isPrivileged =
             text("_UID").flatMap({ UInt32($0) }) == 0 || text("_SYSTEMD_UNIT")?.hasPrefix("systemd-coredump@") == true
-        return text("MESSAGE_ID") == JournalRecordMapper.coredumpMessageID && isCoredumpProgram && isPrivileged
+        return text("MESSAGE_ID") == CrashEvidence.coredumpMessageID && isCoredumpProgram && isPrivileged
     }
 
     /// The entry's fields from `stream`: `NAME=value` lines, and the rest as the message; each value at most

@@ -31,6 +31,7 @@ struct Logshipd: AsyncParsableCommand {
             Self.fail("logshipd: configuration: \(error)")
         }
         if checkConfig {
+            for notice in configuration.notices { print("logshipd: configuration: note: \(notice)") }
             print("logshipd: configuration \(path ?? "(defaults and environment)") is valid")
             return
         }

@@ -57,6 +57,16 @@ struct ConfigurationLoaderTests {
         #expect(await loadError("intake:\n  crash_budget:\n    per_second: -1\n").contains("intake.crash_budget.per_second: invalid value"))
     }
 
+    @Test("the per-process connection cap of earlier versions is read as the per-user one, with a note saying so")
+    func perProcessCap() async throws {
+        let old = try await load("ingest:\n  max_connections_per_process: 12\n")
+        #expect(old.ingest.maxConnectionsPerUser == 12)
+        #expect(old.notices.count == 1 && old.notices[0].contains("capped per user (uid), not per process"))
+        let both = try await load("ingest:\n  max_connections_per_process: 12\n  max_connections_per_user: 20\n")
+        #expect(both.ingest.maxConnectionsPerUser == 20, "the per-user key wins")
+        #expect(try await load(nil).notices.isEmpty)
+    }
+
     @Test("environment variables override the file")
     func environmentOverrides() async throws {
         let configuration = try await load(

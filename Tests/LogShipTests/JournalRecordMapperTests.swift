@@ -40,7 +40,7 @@ struct JournalRecordMapperTests {
     /// A coredump as systemd-coredump logs it: journald's fields say the sender is systemd-coredump, as root.
     static let coredumpFields = [
         "MESSAGE": "Process 4711 (worker) of user 1000 dumped core.", "PRIORITY": "6",
-        "MESSAGE_ID": JournalRecordMapper.coredumpMessageID, "_PID": "4712", "_UID": "0", "_GID": "0",
+        "MESSAGE_ID": CrashEvidence.coredumpMessageID, "_PID": "4712", "_UID": "0", "_GID": "0",
         "_COMM": "systemd-coredum", "_EXE": "/usr/lib/systemd/systemd-coredump",
         "_SYSTEMD_UNIT": "systemd-coredump@0-4712-0.service", "COREDUMP_UNIT": "worker.service",
         "COREDUMP_EXE": "/bin/w", "COREDUMP_PID": "4711", "COREDUMP_COMM": "worker",
@@ -49,7 +49,7 @@ struct JournalRecordMapperTests {
     /// What any user can send with `logger --journald`: the same words, but journald's own fields say who sent it.
     static let spoofedCoredumpFields = [
         "MESSAGE": "Process 1 (sshd) of user 0 dumped core.", "PRIORITY": "6",
-        "MESSAGE_ID": JournalRecordMapper.coredumpMessageID, "_PID": "5000", "_UID": "1000", "_GID": "1000",
+        "MESSAGE_ID": CrashEvidence.coredumpMessageID, "_PID": "5000", "_UID": "1000", "_GID": "1000",
         "_COMM": "logger", "_EXE": "/usr/bin/logger", "_SYSTEMD_UNIT": "session-3.scope",
         "COREDUMP_UNIT": "worker.service", "COREDUMP_EXE": "/usr/sbin/sshd", "COREDUMP_PID": "1",
     ]

@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import LogShipTestKit
+import Synchronization
 import Testing
 
 /// What a local user can and cannot do to the daemon and to other users' records, tried as that user would.
@@ -135,16 +136,19 @@ struct LocalUserTests {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()
         chmod(directory, 0o755)
+        // Long enough that the payloads are written before any connection times out, however slow the machine.
         try LogshipdProcess.configure(
-            directory: directory, url: receiver.url, ingest: ["socket_mode: \"0666\"", "control_idle_timeout: 2s"])
+            directory: directory, url: receiver.url, ingest: ["socket_mode: \"0666\"", "control_idle_timeout: 20s"])
         let daemon = try await LogshipdProcess.start(directory: directory)
         _ = try await LogshipdProcess.status(directory: directory)
         let idle = try Self.memory("VmRSS", of: daemon.pid)
 
         let holder = try ConnectionHolder(
-            asUser: 65534, target: "\(directory)/control.sock", count: 40, payloadBytes: 8 << 20)
+            asUser: 65534, target: "\(directory)/control.sock", count: 40, payloadBytes: 8 << 20,
+            answer: "larger than the control socket's limit of 1MiB")
         try await waitUntil(within: .seconds(120)) { holder.hasWritten }
         #expect(holder.connected == 40, "\(holder.output)")
+        try await waitUntil(within: .seconds(60)) { holder.answered == 40 }
         let status = try await LogshipdProcess.status(directory: directory)
         #expect(status.version == LogShipVersion.current, "root's status is answered meanwhile")
         try await waitUntil(within: .seconds(60)) { holder.closed == 40 }
@@ -164,6 +168,8 @@ struct LocalUserTests {
             $0.ingest.socketMode = 0o666
             $0.ingest.maxConnections = 8
             $0.ingest.maxConnectionsPerUser = 8
+            // The held connections must outlast the test, however slow the machine.
+            $0.ingest.controlIdleTimeout = .seconds(600)
         }
         chmod(daemon.directory, 0o755)
         // Eight connections from nobody: four get in, the four kept for operators are refused to it.
@@ -238,20 +244,61 @@ struct LocalUserTests {
         #expect(try await daemon.send([Submission(message: "held")]).ok)
         try await daemon.receiver.waitFor(records: 1)
 
-        // A flush that cannot finish while the receiver holds the record, beside a connection that sends nothing.
+        // A flush that cannot finish while the receiver holds the record, connected before a connection that
+        // sends nothing: once that one is closed, the flush's has been open longer than the timeout.
         let started = ContinuousClock.now
+        nonisolated(unsafe) let flushing = try ControlClient(path: path)
+        let flushDone = Atomic(false)
+        let flush = Task {
+            defer { flushDone.store(true, ordering: .relaxed) }
+            return try await offloaded { try flushing.send(ControlRequest(command: .flush, timeout: 60)) }
+        }
         let witness = try UnixClient(path: path, type: .stream)
-        let flush = Task { try await run(Binaries.logctl, ["flush", "--socket", path, "--timeout", "60s"]) }
         try await waitUntil(within: .seconds(30)) { UnixClient.closedByPeer([witness]) == 1 }
         #expect(ContinuousClock.now - started >= .seconds(1), "not before the timeout")
+        let flushDoneEarly = flushDone.load(ordering: .relaxed)
+        #expect(!flushDoneEarly, "the flush is still waiting, past the idle timeout")
         gate.open()
         let flushed = try await flush.value
-        #expect(flushed.status == 0, "the flush outlived the idle timeout: \(flushed.standardError)")
+        #expect(flushed.ok, "the flush outlived the idle timeout: \(flushed.error ?? "")")
 
         // The status connection above has been idle as long as the witness: the client finds it closed and
         // connects again.
         #expect(try await offloaded { try client.send(ControlRequest(command: .status)) }.ok)
         try await daemon.stop()
+    }
+
+    @Test("a control client that sends requests and never reads the answers is closed after the idle timeout too")
+    func controlClientNotReading() async throws {
+        let daemon = try await TestDaemon.start { $0.ingest.controlIdleTimeout = .seconds(1) }
+        let client = try UnixClient(path: daemon.controlPath, type: .stream)
+        let request = Array(#"{"command":"status"}"#.utf8) + [UInt8(ascii: "\n")]
+        // Requests until the socket takes no more: the daemon's answers fill its buffers, then ours.
+        @Sendable func probe(_ bytes: [UInt8]) -> Int32 {
+            send(client.descriptor, bytes, bytes.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) < 0 ? errno : 0
+        }
+        for _ in 0..<100_000 where probe(request) == 0 {}
+        #expect(probe(request) == EAGAIN, "the daemon stopped taking requests it cannot answer")
+        // Open and full reads EAGAIN; closed by the daemon, EPIPE. Nothing is read, so it stays full.
+        try await waitUntil(within: .seconds(30)) { probe([UInt8(ascii: "\n")]) == EPIPE }
+        try await daemon.stop()
+    }
+
+    @Test("a stop removes the socket file it bound at once, while it still serves the connections it accepted")
+    func stopRemovesSocketFirst() async throws {
+        let daemon = try await TestDaemon.start()
+        let held = try UnixClient(path: daemon.streamPath, type: .stream)
+        try held.write("<14>before the stop\n")
+        try await daemon.receiver.waitFor(records: 1)
+        let path = daemon.streamPath
+        let stopping = Task { try await daemon.stop(keepDirectory: true) }
+        try await waitUntil(within: .seconds(30)) { !FileManager.default.fileExists(atPath: path) }
+        #expect(UnixClient.closedByPeer([held]) == 0, "gone before the drain ends: no client can connect to it now")
+        #expect(throws: UnixClientError.self) { try UnixClient(path: path, type: .stream) }
+        try held.write("<14>during the drain\n")
+        withExtendedLifetime(held) {}
+        try await stopping.value
+        #expect(daemon.receiver.records.map(\.message) == ["before the stop", "during the drain"])
     }
 
     @Test("the metrics endpoint serves a few connections at once and closes idle ones", .enabled(if: canSwitchUser))
@@ -263,9 +310,9 @@ struct LocalUserTests {
         }
         let port = try #require(daemon.daemon.metricsAddress?.port)
         let holder = try ConnectionHolder(asUser: 65534, target: "127.0.0.1:\(port)", count: 3)
-        try await waitUntil { holder.closed == 1 }
-        #expect(holder.connected == 3, "the third is accepted and closed at once: \(holder.output)")
         try await waitUntil { holder.closed == 3 }
+        #expect(holder.connected == 3, "\(holder.output)")
+        #expect(holder.hasReported(closed: 1), "the third was closed at once, before the other two: \(holder.output)")
         try await daemon.stop()
     }
 }

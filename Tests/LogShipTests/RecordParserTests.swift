@@ -262,4 +262,19 @@ struct RecordParserTests {
         #expect(parser.encode(frame, source: .socket, peer: peer, receivedAt: arrival).line
             == parser.parse(frame, source: .socket, peer: peer, receivedAt: arrival).ndjsonLine)
     }
+
+    @Test("a sender's crash_reason, crash_unit or demoted_from is kept under sender_, never taken for the daemon's")
+    func fieldsOnlyTheDaemonSets() {
+        let frame = Frame(bytes: Array(
+            #"{"message":"x","crash_reason":"segfault","fields":{"crash_unit":"sshd.service","demoted_from":"none","k":"v"}}"#.utf8))
+        let record = RecordParser(hostname: "h").parse(
+            frame, source: .socket, peer: nil, receivedAt: Timestamp(microsecondsSinceEpoch: 0))
+        #expect(record.fields == [
+            "sender_crash_reason": "segfault", "sender_crash_unit": "sshd.service", "sender_demoted_from": "none", "k": "v",
+        ])
+        let submitted = SubmissionReader(hostname: "h", maximumRecordBytes: 1024).record(
+            from: Submission(message: "x", fields: ["crash_pid": "1", "crash_comm": "init"]),
+            peer: PeerCredentials(pid: 7, uid: 1000, gid: 1000, comm: "c"), receivedAt: Timestamp(microsecondsSinceEpoch: 0))
+        #expect((try? submitted.get())?.fields == ["sender_crash_pid": "1", "sender_crash_comm": "init"])
+    }
 }

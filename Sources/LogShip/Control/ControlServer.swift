@@ -205,6 +205,4 @@ public struct ControlServer: Service {
             return .failure("not accepted: \(error)")
         }
     }
-
-
 }

@@ -188,6 +188,10 @@ public struct ConfigurationLoader: Sendable {
         values.read(
             "ingest.max_connections_per_process", into: &configuration.ingest.maxConnectionsPerUser,
             .integer(1...100_000))
+        if reader.string(forKey: ConfigKey("ingest.max_connections_per_process")) != nil {
+            configuration.notices.append(
+                "ingest.max_connections_per_process is read as ingest.max_connections_per_user: connections are now capped per user (uid), not per process; rename the key")
+        }
         values.read(
             "ingest.max_connections_per_user", into: &configuration.ingest.maxConnectionsPerUser, .integer(1...100_000))
         values.read(

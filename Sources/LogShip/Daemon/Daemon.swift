@@ -77,6 +77,7 @@ public final class Daemon: Sendable {
         uploader: (any Uploader)? = nil,
         reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil
     ) async throws -> Daemon {
+        for notice in configuration.notices { logger.warning("configuration: \(notice)") }
         checkOpenFileLimit(configuration.ingest, logger: logger)
         let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
         // Trapped before anything is bound or opened. Untrapped, a SIGTERM in the moments before the service

@@ -52,16 +52,16 @@ public struct DatagramIngestServer: Service {
                         continue
                     }
                     let receivedAt = Timestamp.now()
-                    let records = datagrams.filter { !$0.frame.isBlank }
-                    intake.countBlank(datagrams.count - records.count)
+                    let withText = datagrams.filter { !$0.frame.isBlank }
+                    intake.countBlank(datagrams.count - withText.count)
                     do {
-                        try await submit(records, receivedAt: receivedAt)
+                        try await submit(withText, receivedAt: receivedAt)
                     } catch let error as SpoolError where error == .closed {
                         break
                     } catch {
                         logger.error(
                             "datagram records were not stored",
-                            metadata: ["logship.error": "\(error)", "logship.records": "\(records.count)"])
+                            metadata: ["logship.error": "\(error)", "logship.records": "\(withText.count)"])
                     }
                 }
             } onCancelOrGracefulShutdown: {

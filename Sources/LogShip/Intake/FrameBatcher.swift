@@ -14,8 +14,10 @@ struct FrameRead: Sendable {
 /// Passes on the frames decoded from one read of a connection together, so that a client writing fast costs one
 /// hop into the intake per read instead of one per record, and drops blank frames.
 ///
-/// One hand-over holds at most ``maximumFrames`` frames and about ``maximumBytes`` bytes: the async channel
-/// stops reading the socket while two hand-overs wait, so what a sender writes beyond that waits in its socket.
+/// One hand-over holds at most ``maximumFrames`` frames, and is handed on once it holds ``maximumBytes`` bytes or
+/// more (a frame is at most `ingest.max_record_bytes`). The async channel reads the socket no more while two
+/// hand-overs wait; one read cycle (NIO reads up to four times 64 KiB) may leave more waiting, so a connection
+/// holds at most about 256 KiB of frames beyond what its handler works on.
 /// Frames decoded at end of input (a last line without a newline) arrive without a read completing, so they are
 /// passed on when the input closes or the channel ends.
 final class FrameBatcher: ChannelInboundHandler, RemovableChannelHandler {

@@ -30,7 +30,7 @@ final class UnixStreamListener: Sendable {
         var maximum: Int
         var maximumPerUser: Int
         /// Places only root and logshipd's own user may take (see ``ConnectionLimiter``).
-        var operatorReserve = 0
+        var operatorReserve: Int
         /// For a request/response socket: how long a client with every request answered has to send the next
         /// one before its connection is closed (``RequestDeadlineHandler``); `nil` for the ingest socket, whose
         /// clients may stay quiet for as long as they like.
@@ -195,10 +195,11 @@ final class UnixStreamListener: Sendable {
     }
 
     private func admit(_ peer: PeerCredentials) -> Bool {
-        let admission = limiter.withLock { $0.admit(uid: peer.uid, now: .now) }
+        let (admission, limits) = limiter.withLock { limiter in
+            (limiter.admit(uid: peer.uid, now: .now), (limiter.maximum, limiter.maximumPerUser))
+        }
         guard case .refuse(let report) = admission else { return true }
         if let report {
-            let limits = limiter.withLock { ($0.maximum, $0.maximumPerUser) }
             logger.warning(
                 "connection limit reached; closing new connections",
                 metadata: [

@@ -140,8 +140,8 @@ extension SpoolLedger {
     /// `entries` by sender: each sender's in their order, the senders in the order they first appear.
     private static func bySender(_ entries: ArraySlice<SpoolEntry>) -> [(sender: UInt32?, entries: [SpoolEntry])] {
         // Nearly every commit is one sender's: no table for it.
-        if let first = entries.first?.sender, entries.allSatisfy({ $0.sender == first }) {
-            return [(first, Array(entries))]
+        if let first = entries.first, entries.allSatisfy({ $0.sender == first.sender }) {
+            return [(first.sender, Array(entries))]
         }
         var groups: [(sender: UInt32?, entries: [SpoolEntry])] = []
         var index: [UInt32?: Int] = [:]

@@ -46,6 +46,6 @@ package struct SubmissionReader: Sendable {
         return .success(
             LogRecord(
                 timestamp: timestamp, priority: priority, severity: severity, host: hostname, source: .control,
-                message: message, peer: peer, fields: RecordFields(submission.fields ?? [:]), truncated: truncated))
+                message: message, peer: peer, fields: RecordFields(fromSender: (submission.fields ?? [:]).lazy.map { ($0.key, $0.value) }), truncated: truncated))
     }
 }

@@ -6,9 +6,6 @@
 /// the victim; a coredump's also with the stack trace in the message and the `COREDUMP_*` fields, but never the
 /// core. Any other entry is a record of its `PRIORITY`'s class, whatever its words claim.
 package struct JournalRecordMapper: Sendable {
-    /// `MESSAGE_ID` of systemd-coredump's entries.
-    package static let coredumpMessageID = CrashEvidence.coredumpMessageID
-
     /// Fields every record may carry, besides the identity and the message.
     static let standardFields = ["_SYSTEMD_UNIT", "SYSLOG_IDENTIFIER", "_BOOT_ID", "MESSAGE_ID", "CODE_FILE", "CODE_LINE"]
 
@@ -90,7 +87,7 @@ package struct JournalRecordMapper: Sendable {
             let name = Self.recordFieldName(field)
             // The crash_* fields are the host's word: a sender's field of that name (journal.fields) keeps its
             // value under another name.
-            record.fields[CrashEvidence.recordFieldNames.contains(name) ? "sender_" + name : name] = value
+            record.fields[RecordFields.senderName(name)] = value
         }
         for (name, value) in crash?.recordFields ?? [] {
             record.fields[name] = value

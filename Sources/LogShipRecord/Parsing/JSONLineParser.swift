@@ -55,7 +55,7 @@ enum JSONLineParser {
                 collected[key] = value.text
             }
         }
-        record.fields.merge(RecordFields(collected))
+        record.fields.merge(RecordFields(fromSender: collected.lazy.map { ($0.key, $0.value) }))
     }
 
     private static func timestamp(from value: JSONValue) -> Timestamp? {

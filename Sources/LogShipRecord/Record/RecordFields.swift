@@ -140,3 +140,20 @@ public struct RecordFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         return low
     }
 }
+
+extension RecordFields {
+    /// Field names only logshipd sets, from what the host vouches for: the journal's crash evidence
+    /// (``CrashEvidence``) and a crash claim taken back (``LogRecord/demotedFromField``).
+    package static let setByTheDaemon: Set<String> = CrashEvidence.recordFieldNames.union([LogRecord.demotedFromField])
+
+    /// A sender's field name: under `sender_` when it is one only logshipd sets, so that a sender's
+    /// `crash_reason` or `demoted_from` is kept but never taken for the daemon's.
+    package static func senderName(_ name: String) -> String {
+        setByTheDaemon.contains(name) ? "sender_" + name : name
+    }
+
+    /// Fields a sender gave, each named by ``senderName(_:)``.
+    package init(fromSender fields: some Sequence<(String, String)>) {
+        self.init(fields.lazy.map { (Self.senderName($0.0), $0.1) })
+    }
+}

@@ -106,7 +106,7 @@ final class JournalReader: @unchecked Sendable {
     private func readEntry() throws -> JournalEntry {
         let messageID = try journal.value(of: "MESSAGE_ID")
         let fields: [String: [UInt8]]
-        if messageID == Array(JournalRecordMapper.coredumpMessageID.utf8) {
+        if messageID == Array(CrashEvidence.coredumpMessageID.utf8) {
             // Field by field: a pass over all of a coredump's fields would read its core. A look-alike from any
             // sender is read the same way (it may carry a core too); whether it is trusted is the mapper's to
             // decide from the fields read.
