@@ -160,6 +160,7 @@ struct SocketActivationTests {
         let results = await writers.value
         let written = results.flatMap(\.written)
         let refused = results.flatMap(\.refused)
+        print("restart under load: \(written.count + refused.count) connects, \(refused.count) refused")
         #expect(refused.isEmpty, "\(refused.count) connects refused, the first: \(refused.first ?? "")")
 
         try await receiver.waitFor(records: written.count, within: .seconds(120))
