@@ -82,9 +82,10 @@ public final class RecordIntake: Sendable {
         let demotions = admitCrashClaims(records.lazy.map { $0.priority == .crash }, uid: sender?.uid ?? .max)
         count(records.count, truncated: records.count { $0.truncated })
         for slice in records.indices.chunked(Self.sliceRecords) {
-            try await spool.enqueue(slice.map { index in
-                SpoolEntry(demotions.contains(index) ? records[index].demotingCrashClaim() : records[index])
-            })
+            // The set is looked up only when a claim was taken back: nearly every read has none.
+            try await spool.enqueue(demotions.isEmpty
+                ? slice.map { SpoolEntry(records[$0]) }
+                : slice.map { SpoolEntry(demotions.contains($0) ? records[$0].demotingCrashClaim() : records[$0]) })
         }
     }
 

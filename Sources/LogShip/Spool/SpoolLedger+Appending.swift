@@ -110,7 +110,7 @@ extension SpoolLedger {
             groups.insert(groups.remove(at: index), at: 0)
         }
         for (group, (sender, senderEntries)) in groups.enumerated() {
-            var entries = senderEntries[...]
+            var entries = senderEntries
             if group == 0, let newest = queue.chunks.last, newest.sender == sender,
                 newest.endSequence == queue.nextSequence, var lines = newest.lines,
                 newest.blobBytes < Self.extendBelowBytes, newest.settledCount < newest.count
@@ -138,10 +138,12 @@ extension SpoolLedger {
     }
 
     /// `entries` by sender: each sender's in their order, the senders in the order they first appear.
-    private static func bySender(_ entries: ArraySlice<SpoolEntry>) -> [(sender: UInt32?, entries: [SpoolEntry])] {
-        // Nearly every commit is one sender's: no table for it.
+    private static func bySender(
+        _ entries: ArraySlice<SpoolEntry>
+    ) -> [(sender: UInt32?, entries: ArraySlice<SpoolEntry>)] {
+        // Nearly every commit is one sender's: no table, no copy.
         if let first = entries.first, entries.allSatisfy({ $0.sender == first.sender }) {
-            return [(first.sender, Array(entries))]
+            return [(first.sender, entries)]
         }
         var groups: [(sender: UInt32?, entries: [SpoolEntry])] = []
         var index: [UInt32?: Int] = [:]
@@ -153,7 +155,7 @@ extension SpoolLedger {
                 groups.append((entry.sender, [entry]))
             }
         }
-        return groups
+        return groups.map { ($0.sender, $0.entries[...]) }
     }
 
     /// The leading entries whose lines, each with its newline, fit in `room` bytes.
