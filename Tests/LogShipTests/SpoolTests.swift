@@ -219,6 +219,15 @@ struct SpoolTests {
         #expect(await spool.statistics().evicted == 13)
         await spool.close()
 
+        // The noisy user's flood in one commit: its own newest go, not the quiet user's records.
+        let oneCommit = try await kind.make(maximumBytes: 10 * recordSize)
+        _ = try await oneCommit.append([from(1000, .info, "q01"), from(1000, .info, "q02")])
+        let flood = try await oneCommit.append((1...20).map { from(2000, .info, numbered("n", $0)) })
+        #expect(flood == AppendReceipt(accepted: 8, evicted: 12))
+        let survivors = messages(try await claimBatch(oneCommit, .info))
+        #expect(survivors == ["q01", "q02"] + (1...8).map { numbered("n", $0) }, "\(survivors)")
+        await oneCommit.close()
+
         // The lowest class still goes first: the quiet user's debug record before the noisy one's info records.
         let classes = try await kind.make(maximumBytes: 3 * recordSize)
         _ = try await classes.append([from(1000, .debug, "qd1"), from(2000, .info, "n01"), from(2000, .info, "n02")])

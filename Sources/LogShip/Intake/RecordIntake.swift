@@ -4,8 +4,8 @@ import Synchronization
 /// they are committed.
 ///
 /// Intake also holds what one sender may cost the daemon: blank frames are dropped and counted, what one read
-/// hands over goes to the spool in slices the commit queue makes room for, and a sender's crash claims are
-/// weighed against its ``CrashBudget``.
+/// hands over (at most ``FrameBatcher/maximumFrames`` records) goes to the spool once the commit queue has room,
+/// and a sender's crash claims are weighed against its ``CrashBudget``.
 public final class RecordIntake: Sendable {
     /// Counts since start.
     public struct Statistics: Hashable, Sendable {
@@ -16,10 +16,6 @@ public final class RecordIntake: Sendable {
         /// Crash claims beyond their sender's budget, stored as errors.
         public var demoted = 0
     }
-
-    /// The most records of one read handed to the spool at once: the commit queue waits for room between
-    /// slices, so a read of tiny lines cannot queue more than a slice beyond the queue's capacity.
-    static let sliceRecords = 256
 
     private let spool: any Spool
     private let counters = Mutex(Statistics())
@@ -81,12 +77,12 @@ public final class RecordIntake: Sendable {
         // the kernel's interfaces.
         let demotions = admitCrashClaims(records.lazy.map { $0.priority == .crash }, uid: sender?.uid ?? .max)
         count(records.count, truncated: records.count { $0.truncated })
-        for slice in records.indices.chunked(Self.sliceRecords) {
-            // The set is looked up only when a claim was taken back: nearly every read has none.
-            try await spool.enqueue(demotions.isEmpty
-                ? slice.map { SpoolEntry(records[$0]) }
-                : slice.map { SpoolEntry(demotions.contains($0) ? records[$0].demotingCrashClaim() : records[$0]) })
-        }
+        // The set is looked up only when a claim was taken back: nearly every read has none.
+        try await spool.enqueue(demotions.isEmpty
+            ? records.map(SpoolEntry.init)
+            : records.indices.map { index in
+                SpoolEntry(demotions.contains(index) ? records[index].demotingCrashClaim() : records[index])
+            })
     }
 
     /// Applies a reloaded crash budget; what each user has spent carries over.

@@ -176,7 +176,13 @@ final class UnixStreamListener: Sendable {
     /// An accepted socket as a channel that frames what it reads.
     private func wrap(_ descriptor: Int32) async throws -> Connection {
         let (maximumFrameBytes, requestDeadline) = (self.maximumFrameBytes, self.requestDeadline)
-        return try await ClientBootstrap(group: group).withConnectedSocket(descriptor) { channel in
+        return try await ClientBootstrap(group: group)
+            // A read cycle is at most four reads of at most 64 KiB (NIO's defaults, stated): what one cycle can
+            // hand the intake is bounded by it (``FrameBatcher``).
+            .channelOption(.maxMessagesPerRead, value: 4)
+            .channelOption(
+                .recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 64 << 10))
+            .withConnectedSocket(descriptor) { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(
                     ByteToMessageHandler(StreamFrameDecoder(maximumRecordBytes: maximumFrameBytes)))

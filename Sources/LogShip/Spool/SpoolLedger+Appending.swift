@@ -39,6 +39,8 @@ extension SpoolLedger {
         var total = bytes
         var diskRoom = diskRoom
         var accepted = [[SpoolEntry]](repeating: [], count: PriorityClass.allCases.count)
+        // What each sender gains by this plan in each class: weighed with what it holds, for eviction.
+        var planned = [[UInt32?: Int]](repeating: [:], count: PriorityClass.allCases.count)
         for group in groups {
             var receipt = AppendReceipt()
             if !group.evicting {
@@ -55,7 +57,7 @@ extension SpoolLedger {
                     let need = Need(
                         budget: max(0, entry.accountedBytes - (maximumBytes - total)),
                         disk: max(0, entry.accountedBytes - diskRoom))
-                    switch evict(need, for: entry.priority) {
+                    switch evict(need, for: entry, planned: planned) {
                     case .needsLines(let priority, let id):
                         revert(plan.changes)
                         return .needsLines(priority, chunkID: id)
@@ -75,6 +77,7 @@ extension SpoolLedger {
                     continue
                 }
                 accepted[entry.priority.rawValue].append(entry)
+                planned[entry.priority.rawValue][entry.sender, default: 0] += entry.accountedBytes
                 total += entry.accountedBytes
                 diskRoom -= entry.accountedBytes
                 receipt.accepted += 1
@@ -180,7 +183,8 @@ extension SpoolLedger {
 
     private enum Eviction {
         case evicted([Change], count: Int, freed: Need)
-        /// Even every record the policy allows would not free enough: nothing is evicted.
+        /// Nothing is evicted: even every record the policy allows would not free enough, or the newcomer's own
+        /// sender is the one to give way and has nothing stored to give.
         case impossible
         case needsLines(PriorityClass, Int64)
     }
@@ -188,21 +192,25 @@ extension SpoolLedger {
     /// Settles pending records of the classes ``EvictionPolicy`` allows for `priority` until `need` is met;
     /// settles nothing when it cannot be, since the newcomer would not fit anyway.
     ///
-    /// The lowest class goes first. Within a class, the sender holding the most bytes of it (pending and claimed)
-    /// loses its oldest chunk first, and the senders are weighed again after each chunk: one noisy sender cannot
-    /// evict a quiet one's records while it holds more than they do.
+    /// The lowest class goes first. Within a class, the sender holding the most bytes of it (pending and claimed,
+    /// and what `planned` gives it in this commit) loses its oldest chunk first, and the senders are weighed again
+    /// after each chunk: one noisy sender cannot evict a quiet one's records while it holds more than they do.
+    /// When the heaviest sender of the newcomer's own class is the newcomer's and has nothing stored left to evict
+    /// (its records are in this very commit), the newcomer goes instead.
     ///
     /// A chunk no delivery has touched goes whole when all of it is needed, or when the disk needs room, without
     /// its lines; otherwise its records are counted one by one, which needs its lines. While the disk needs room,
     /// every pending record of a chunk goes: only a chunk left with no record to deliver is deleted.
-    private mutating func evict(_ need: Need, for priority: PriorityClass) -> Eviction {
+    private mutating func evict(
+        _ need: Need, for newcomer: SpoolEntry, planned: [[UInt32?: Int]]
+    ) -> Eviction {
         var victims: [(priority: PriorityClass, position: Int, index: Int?)] = []
         var freed = Need(budget: 0, disk: 0)
         var count = 0
-        search: for victimClass in EvictionPolicy.victims(for: priority) {
+        search: for victimClass in EvictionPolicy.victims(for: newcomer.priority) {
             let chunks = queues[victimClass.rawValue].chunks
             // What each sender holds as the search takes from it, and where its next chunk may be.
-            var held = queues[victimClass.rawValue].bytesBySender
+            var held = queues[victimClass.rawValue].bytesBySender.merging(planned[victimClass.rawValue]) { $0 + $1 }
             var from: [UInt32?: Int] = [:]
             while let sender = Self.heaviest(held) {
                 var position = from[sender, default: chunks.startIndex]
@@ -210,7 +218,8 @@ extension SpoolLedger {
                     position += 1
                 }
                 guard position < chunks.endIndex else {
-                    // Nothing of this sender's left that may go: the rest it holds is claimed.
+                    // Nothing of this sender's stored that may go: the rest it holds is claimed or in this commit.
+                    if sender == newcomer.sender && victimClass == newcomer.priority { return .impossible }
                     held[sender] = nil
                     continue
                 }
