@@ -39,8 +39,9 @@ extension SpoolLedger {
         var total = bytes
         var diskRoom = diskRoom
         var accepted = [[SpoolEntry]](repeating: [], count: PriorityClass.allCases.count)
-        // What each sender gains by this plan in each class: weighed with what it holds, for eviction.
-        var planned = [[UInt32?: Int]](repeating: [:], count: PriorityClass.allCases.count)
+        // What each sender gains by this plan in each class, weighed with what it holds when evicting: counted
+        // from the first eviction on, since nearly every plan evicts nothing.
+        var planned: [[UInt32?: Int]]?
         for group in groups {
             var receipt = AppendReceipt()
             if !group.evicting {
@@ -57,7 +58,8 @@ extension SpoolLedger {
                     let need = Need(
                         budget: max(0, entry.accountedBytes - (maximumBytes - total)),
                         disk: max(0, entry.accountedBytes - diskRoom))
-                    switch evict(need, for: entry, planned: planned) {
+                    if planned == nil { planned = Self.bySenderBytes(accepted) }
+                    switch evict(need, for: entry, planned: planned!) {
                     case .needsLines(let priority, let id):
                         revert(plan.changes)
                         return .needsLines(priority, chunkID: id)
@@ -77,7 +79,7 @@ extension SpoolLedger {
                     continue
                 }
                 accepted[entry.priority.rawValue].append(entry)
-                planned[entry.priority.rawValue][entry.sender, default: 0] += entry.accountedBytes
+                planned?[entry.priority.rawValue][entry.sender, default: 0] += entry.accountedBytes
                 total += entry.accountedBytes
                 diskRoom -= entry.accountedBytes
                 receipt.accepted += 1
@@ -137,6 +139,13 @@ extension SpoolLedger {
                 sequence += Int64(taken)
                 entries = entries.dropFirst(taken)
             }
+        }
+    }
+
+    /// The accounted bytes of `entries`, per class and sender.
+    private static func bySenderBytes(_ entries: [[SpoolEntry]]) -> [[UInt32?: Int]] {
+        entries.map { entries in
+            entries.reduce(into: [:]) { bytes, entry in bytes[entry.sender, default: 0] += entry.accountedBytes }
         }
     }
 
