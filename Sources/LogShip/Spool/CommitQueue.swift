@@ -64,9 +64,14 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
     }
 
     /// Queues `item` for the next commit; waits only while the queue is full.
+    ///
+    /// The queue takes an item only while it weighs less than `capacity`, checked as the item goes in: what
+    /// fire-and-forget callers have queued is at most `capacity` plus one item, however many of them race.
     func enqueue(_ item: Item) async throws {
-        try await waitForRoom()
-        submit(Pending(item: item, waiter: nil))
+        while true {
+            try await waitForRoom()
+            if submit(Pending(item: item, waiter: nil), onlyIfRoom: true) { return }
+        }
     }
 
     /// Refuses new items and waits until everything queued is committed.
@@ -107,11 +112,14 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         }
     }
 
-    private enum SubmitAction { case startWriter, none, refuse }
+    private enum SubmitAction { case startWriter, none, refuse, full }
 
-    private func submit(_ pending: Pending) {
+    /// Queues `pending`; returns false, queuing nothing, when `onlyIfRoom` and the queue is full.
+    @discardableResult
+    private func submit(_ pending: Pending, onlyIfRoom: Bool = false) -> Bool {
         let action = state.withLock { state -> SubmitAction in
             guard !state.isClosed else { return .refuse }
+            if onlyIfRoom && state.pendingWeight >= capacity { return .full }
             state.pending.append(pending)
             state.pendingWeight += weight(pending.item)
             if state.isWriting { return .none }
@@ -122,7 +130,9 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         case .startWriter: Task(executorPreference: executor) { await self.writeLoop() }
         case .refuse: pending.waiter?.resume(throwing: SpoolError.closed)
         case .none: break
+        case .full: return false
         }
+        return true
     }
 
     /// Commits queued groups until the queue is empty.

@@ -17,8 +17,8 @@ import Synchronization
 /// - Appends go through a ``CommitQueue``: many records per transaction, each transaction synced to disk.
 ///   Acknowledgements go through another: the deletes of every batch acknowledged meanwhile in one transaction.
 public final class SQLiteSpool: Spool {
-    /// Records queued for a commit before fire-and-forget callers wait: a `kill -9` loses at most these and the
-    /// commit being written, about two thousand socket lines.
+    /// Records queued for a commit before fire-and-forget callers wait: a `kill -9` loses at most these plus one
+    /// read of a connection (``FrameBatcher/maximumFrames``), and the commit being written.
     public static let commitQueueCapacity = 1024
     /// How long acknowledgements wait to be committed together: the records stay claimed meanwhile, and a
     /// `kill -9` in that time sends them again.
