@@ -84,18 +84,21 @@ struct BatchDeliveryTests {
         let uploader = ScriptedUploader { lines in
             if lines.contains(where: { $0.hasPrefix("bad") }) { throw UploadError.status(409, responseExcerpt: "") }
         }
-        let delivery = delivery(uploader, spool: try await spool([]))
-        var first = delivery
-        first.spool = try await spool(lines)
-        let paused = try report(try await first.deliverNext(.info))
+        let spool = try await spool(lines)
+        let delivery = delivery(uploader, spool: spool)
+        let paused = try report(try await delivery.deliverNext(.info))
         #expect(paused.pause?.cause == .endpointRefused && paused.deadLettered == 0 && paused.delivered == 0)
 
-        // The same records again (a spool numbering them the same way), once the pause is over.
-        var second = delivery
-        second.spool = try await spool(lines)
-        let isolated = try report(try await second.deliverNext(.info))
+        // The same records again, once the pause the delivery set is over (the batch waits until then).
+        var outcome = try await delivery.deliverNext(.info)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while case .waiting = outcome, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))  // polling until the batch's retry time
+            outcome = try await delivery.deliverNext(.info)
+        }
+        let isolated = try report(outcome)
         #expect(isolated.pause == nil && isolated.delivered == 14 && isolated.deadLettered == 2)
-        #expect(try await second.spool.deadLetters(limit: 10).map(\.line) == ["bad 0", "bad 8"])
+        #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 0", "bad 8"])
     }
 
     @Test("a lone record refused with 400 is dead-lettered; one refused with an unclear 4xx pauses delivery")

@@ -91,7 +91,7 @@ struct HostileRemoteTests {
         let uploader = try HTTPUploader(
             // Long enough for the 401 head to arrive on a loaded machine; the body never does, so the call ends here.
             configuration: .init(url: receiver.url, timeout: .seconds(10)),
-            eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+            eventLoops: [MultiThreadedEventLoopGroup.singleton.next()])
         await #expect {
             try await uploader.upload(Payload(lines: [Array("{}".utf8)[...]], batchNumber: 1))
         } throws: { error in

@@ -66,7 +66,7 @@ struct UploadClientTests {
             configuration: .init(
                 url: receiver.url,
                 headers: [("X-Env", "staging"), ("Content-Type", "application/json"), ("Host", "elsewhere"), ("Content-Length", "1")]),
-            eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+            eventLoops: [MultiThreadedEventLoopGroup.singleton.next()])
         defer { uploader.shutdown() }
         try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 7))
         let headers = try #require(receiver.requests.first).headers

@@ -94,19 +94,20 @@ public final class Daemon: Sendable {
             logger.warning("tls.insecure_skip_verify is on: any server certificate is accepted, uploads can be intercepted")
         }
         let metrics = configuration.metrics.listen.isEmpty ? nil : MetricsExporter()
-        var delivery = BatchDelivery(
+        let backoff = RetryBackoff(initial: configuration.upload.retryInitial, maximum: configuration.upload.retryMax)
+        let delivery = BatchDelivery(
             spool: spool,
             uploader: uploader ?? httpUploader!,
             limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
-            backoff: RetryBackoff(initial: configuration.upload.retryInitial, maximum: configuration.upload.retryMax),
+            backoff: backoff,
             retryAfterMaximum: configuration.upload.retryAfterMax,
+            loops: uploadLoops,
+            observeRequest: metrics.map { metrics in { @Sendable duration in metrics.recordRequest(duration) } },
             logger: logger)
-        delivery.loops = uploadLoops
-        if let metrics {
-            delivery.observeRequest = { @Sendable duration in metrics.recordRequest(duration) }
-        }
         let shipper = Shipper(
+            spool: spool,
             delivery: delivery,
+            backoff: backoff,
             maxInFlight: configuration.upload.maxInFlight,
             shutdownTimeout: configuration.upload.shutdownTimeout,
             // Every request is bounded by upload.timeout; settling adds a disk write or two.

@@ -24,26 +24,33 @@ import Synchronization
 /// This is the work a `LogOperation` performs; keeping it apart from the operation keeps the queue mechanics and
 /// the delivery rules separately testable.
 public struct BatchDelivery: Sendable {
-    public var spool: any Spool
-    public var uploader: any Uploader
-    public var backoff: RetryBackoff
-    public var logger: Logger
+    let spool: any Spool
+    let uploader: any Uploader
+    let backoff: RetryBackoff
+    let logger: Logger
     /// Told how long each request took (the metrics' latency histogram).
-    public var observeRequest: (@Sendable (Duration) -> Void)?
-    /// Where delivery tasks run: the upload connections' event loops, or the global pool when `nil`.
-    public var loops: UploadLoops?
+    let observeRequest: (@Sendable (Duration) -> Void)?
+    /// The lanes operations take (``UploadLoops``); `nil` runs delivery on the global pool, over the uploader's
+    /// first connection.
+    let loops: UploadLoops?
     /// The batch limits and the `Retry-After` cap, which a reload may change for every operation at once.
     private let settings: Settings
     private let unclearRefusals = UnclearRefusals()
 
-    public init(
+    /// - Parameters:
+    ///   - loops: The upload lanes, one per loop the uploader has a connection on.
+    ///   - observeRequest: Told how long each request took.
+    init(
         spool: any Spool, uploader: any Uploader, limits: BatchLimits, backoff: RetryBackoff,
-        retryAfterMaximum: Duration, logger: Logger
+        retryAfterMaximum: Duration, loops: UploadLoops? = nil, observeRequest: (@Sendable (Duration) -> Void)? = nil,
+        logger: Logger
     ) {
         self.spool = spool
         self.uploader = uploader
         settings = Settings(limits: limits, retryAfterMaximum: retryAfterMaximum)
         self.backoff = backoff
+        self.loops = loops
+        self.observeRequest = observeRequest
         self.logger = logger
     }
 
@@ -70,14 +77,16 @@ public struct BatchDelivery: Sendable {
     /// Claims and sends the next batch of `priority`.
     ///
     /// - Parameters:
+    ///   - lane: The upload lane the calling operation holds: its requests go out on that lane's connection, and
+    ///     settling writes run on its loop. `nil` outside an operation.
     ///   - claimed: Called right after the claim, before any upload, with whether records of the class were
     ///     left behind, so the class's next batch can be waiting for the other slot.
     /// - Important: A claimed batch is settled before this returns. When a settling write fails, the batch's
     ///   unsettled records are pending again and the report says until when the class should wait
     ///   (``DeliveryReport/spoolFailedUntil``).
     /// - Throws: Only errors of the claim (the spool), and `CancellationError` when cancelled before claiming.
-    public func deliverNext(
-        _ priority: PriorityClass, claimed: @Sendable (_ moreLeft: Bool) -> Void = { _ in }
+    func deliverNext(
+        _ priority: PriorityClass, on lane: UploadLane? = nil, claimed: @Sendable (_ moreLeft: Bool) -> Void = { _ in }
     ) async throws -> DeliveryOutcome {
         switch try await spool.claim(priority, limits: limits) {
         case .empty:
@@ -88,7 +97,7 @@ public struct BatchDelivery: Sendable {
             return .waiting(until: until)
         case .batch(let batch, let more):
             claimed(more)
-            var attempt = Attempt()
+            var attempt = Attempt(lane: lane)
             do {
                 try await deliver(batch, &attempt)
                 try await deadLetterRefused(&attempt)
@@ -105,6 +114,8 @@ public struct BatchDelivery: Sendable {
 
     /// What one claimed batch has come to so far, across the requests of its isolation.
     private struct Attempt {
+        /// The lane the batch's requests and settling writes go on.
+        let lane: UploadLane?
         var report = DeliveryReport()
         /// Whether the remote accepted any part of the batch.
         var acceptedAny = false
@@ -131,22 +142,23 @@ public struct BatchDelivery: Sendable {
     /// sends nothing and puts the records back.
     private func send(_ batch: Batch, _ attempt: inout Attempt) async throws -> SendResult {
         if attempt.isCancelled {
-            try await settle { try await spool.release(batch, retryAt: Date()) }
+            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: Date()) }
             return .notSent
         }
         if let pause = attempt.report.pause {
             // The remote stopped taking records: the rest waits with everything else.
-            try await settle { try await spool.release(batch, retryAt: pause.until) }
+            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: pause.until) }
             return .notSent
         }
         attempt.report.requests += 1
         do {
             let started = ContinuousClock.now
             defer { observeRequest?(ContinuousClock.now - started) }
-            try await uploader.upload(Payload(lines: batch.records.map(\.line), batchNumber: batch.number))
+            try await uploader.upload(
+                Payload(lines: batch.records.map(\.line), batchNumber: batch.number, lane: attempt.lane?.index ?? 0))
         } catch is CancellationError {
             attempt.isCancelled = true
-            try await settle { try await spool.release(batch, retryAt: Date()) }
+            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: Date()) }
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
             return .notSent
         } catch {
@@ -212,7 +224,7 @@ public struct BatchDelivery: Sendable {
         } else {
             let retryAt = attempt.report.pause?.until ?? Date()
             for (part, _) in refusedParts {
-                try await settle { try await spool.release(part, retryAt: retryAt) }
+                try await settle(on: attempt.lane) { try await spool.release(part, retryAt: retryAt) }
             }
         }
     }
@@ -224,7 +236,7 @@ public struct BatchDelivery: Sendable {
         let pause = pause(for: error, cause: cause)
         attempt.report.pause = pause
         for batch in batches {
-            try await settle { try await spool.release(batch, retryAt: pause.until) }
+            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: pause.until) }
         }
         guard let first = batches.first else { return }
         var metadata = metadata(first)
@@ -246,7 +258,7 @@ public struct BatchDelivery: Sendable {
     /// Dead-letters the lone records the remote refused for what they hold.
     private func deadLetterRefused(_ attempt: inout Attempt) async throws {
         for (batch, error) in attempt.refused {
-            try await settle {
+            try await settle(on: attempt.lane) {
                 try await spool.deadLetter(batch, failure: DeliveryFailure(status: error.status, reason: error.description))
             }
             attempt.report.deadLettered += batch.records.count
@@ -275,10 +287,11 @@ public struct BatchDelivery: Sendable {
         return DeliveryPause(until: Date().addingTimeInterval(delay), cause: cause, reason: error.description)
     }
 
-    /// Runs a settling write in a task of its own: it must complete even when the operation was cancelled
-    /// (GRDB does not start a write in a cancelled task), or the batch would stay claimed until a restart.
-    private func settle(_ write: @escaping @Sendable () async throws -> Void) async throws {
-        try await Task(executorPreference: loops?.current) { try await write() }.value
+    /// Runs a settling write in a task of its own, on the batch's lane: it must complete even when the operation
+    /// was cancelled (GRDB does not start a write in a cancelled task), or the batch would stay claimed until a
+    /// restart.
+    private func settle(on lane: UploadLane?, _ write: @escaping @Sendable () async throws -> Void) async throws {
+        try await Task(executorPreference: lane?.executor) { try await write() }.value
     }
 
     private func metadata(_ batch: Batch) -> Logger.Metadata {

@@ -99,9 +99,9 @@ public final class HTTPUploader: Uploader {
             }
         }
 
-        /// The client of the loop the caller runs on (a delivery task runs on one), or the first.
-        var clientForCurrentLoop: UploadClient {
-            clients.first { $0.eventLoop.inEventLoop } ?? clients[0]
+        /// The client of upload lane `lane` (``UploadLoops``): the connection on its loop.
+        func client(forLane lane: Int) -> UploadClient {
+            clients[lane % clients.count]
         }
 
         /// Whether a request to `url` with `configuration` may use these settings' connections: same address,
@@ -133,18 +133,13 @@ public final class HTTPUploader: Uploader {
 
     /// - Parameters:
     ///   - configuration: Where and how to post.
-    ///   - eventLoops: Where the connections live, each loop with its own: a request goes out on the loop its
-    ///     delivery task runs on, without a hop (``UploadLoops``), or on the first.
+    ///   - eventLoops: Where the connections live, each loop with its own: a request goes out on the connection of
+    ///     its payload's lane (``Payload/lane``, ``UploadLoops``).
     /// - Throws: ``ConfigurationError`` for a URL or TLS settings that cannot be used.
     public init(configuration: Configuration, eventLoops: [any EventLoop]) throws {
         precondition(!eventLoops.isEmpty, "uploads need a loop")
         self.eventLoops = eventLoops
         settings = Mutex(try Settings(configuration, eventLoops: eventLoops))
-    }
-
-    /// An uploader whose connections all live on `eventLoop`.
-    public convenience init(configuration: Configuration, eventLoop: any EventLoop) throws {
-        try self.init(configuration: configuration, eventLoops: [eventLoop])
     }
 
     /// Uses `configuration` from the next request on (a reload). The connections are kept unless the URL or TLS
@@ -208,7 +203,7 @@ public final class HTTPUploader: Uploader {
         let margin = secrets.map(\.utf8.count).max() ?? 0
         let response: UploadResponse
         do {
-            response = try await settings.clientForCurrentLoop.post(
+            response = try await settings.client(forLane: payload.lane).post(
                 headers: headers, body: body, timeout: TimeAmount(configuration.timeout),
                 excerptLimit: Self.excerptLimit + margin)
         } catch UploadClientError.timedOut(let status?) where !(200...299).contains(status) {

@@ -13,8 +13,9 @@ import Synchronization
 /// (corelibs' queue starts every operation on a dispatch thread, the connections live on the upload loops), which
 /// for a one-record request was more than the request itself.
 ///
-/// An operation runs its whole run of batches on one upload loop, the least busy when it started
-/// (``UploadLoops``), so that the requests in flight are written and answered on threads of their own.
+/// An operation runs its whole run of batches on one upload lane, the least busy when it started
+/// (``UploadLoops``), and hands it down to every request, so that the requests in flight are written and
+/// answered on threads of their own.
 final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Sendable {
     // @unchecked: Operation is not checked for Sendable; the stored closures are immutable, `task` is in a Mutex.
 
@@ -51,17 +52,17 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
             finish(.success(.nothingToSend))
             return
         }
-        let executor = delivery.loops?.take()
-        let work = Task(executorPreference: executor) { [delivery, priorityClass, claimed, mayContinue] in
+        let lane = delivery.loops?.take()
+        let work = Task(executorPreference: lane?.executor) { [delivery, priorityClass, claimed, mayContinue] in
             let result = await Result(catching: {
-                var outcome = try await delivery.deliverNext(priorityClass, claimed: claimed)
+                var outcome = try await delivery.deliverNext(priorityClass, on: lane, claimed: claimed)
                 // The report of the batch the operation stops after is the result, which the shipper counts.
                 while case .attempted(let report) = outcome, !Task.isCancelled, mayContinue(report) {
-                    outcome = try await delivery.deliverNext(priorityClass, claimed: claimed)
+                    outcome = try await delivery.deliverNext(priorityClass, on: lane, claimed: claimed)
                 }
                 return outcome
             })
-            if let executor { delivery.loops?.release(executor) }
+            if let lane { delivery.loops?.release(lane) }
             self.finish(result)
         }
         task.withLock { $0 = work }

@@ -44,8 +44,11 @@ public final class Shipper: Service, Sendable {
         var nextWaiterID: UInt64 = 0
     }
 
-    private let queue: OperationQueue
+    private let queue = OperationQueue()
+    private let spool: any Spool
     private let delivery: BatchDelivery
+    /// The delay after which a class whose operation failed in the spool is tried again; shared with delivery.
+    private let backoff: RetryBackoff
     private let shutdownTimeout: Duration
     private let stuckAfter: Duration
     private let logger: Logger
@@ -53,26 +56,29 @@ public final class Shipper: Service, Sendable {
     private let timers = Mutex(ArmedTimers())
 
     /// - Parameters:
+    ///   - spool: Where the records wait, and what announces new ones.
     ///   - delivery: What each operation does: claim, post, settle.
+    ///   - backoff: The backoff delivery uses, also for a class whose operation failed in the spool.
     ///   - maxInFlight: The most requests open at once (`upload.max_in_flight`).
     ///   - shutdownTimeout: How long requests in flight may take to finish after shutdown begins.
     ///   - stuckAfter: How long an operation may spend on one batch before the shipping path counts as wedged
     ///     (``isMoving``); every request is bounded by `upload.timeout`, so a few times that.
-    ///   - queue: The queue to use; the shipper sets its concurrency. Injected for tests.
-    public init(
+    init(
+        spool: any Spool,
         delivery: BatchDelivery,
+        backoff: RetryBackoff,
         maxInFlight: Int,
         shutdownTimeout: Duration,
         stuckAfter: Duration,
-        logger: Logger,
-        queue: OperationQueue = OperationQueue()
+        logger: Logger
     ) {
         precondition(maxInFlight > 0)
         state = Mutex(State(machine: ShipperStateMachine(slots: maxInFlight)))
         queue.maxConcurrentOperationCount = maxInFlight
         queue.name = "logshipd.upload"
-        self.queue = queue
+        self.spool = spool
         self.delivery = delivery
+        self.backoff = backoff
         self.shutdownTimeout = shutdownTimeout
         self.stuckAfter = stuckAfter
         self.logger = logger
@@ -120,10 +126,10 @@ public final class Shipper: Service, Sendable {
     /// - Important: Records that are not delivered by then stay in the spool; nothing new starts once shutdown
     ///   has begun.
     public func run() async throws {
-        recordsAvailable(try await delivery.spool.pendingClasses())
+        recordsAvailable(try await spool.pendingClasses())
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await classes in self.delivery.spool.availability.updates {
+                for await classes in self.spool.availability.updates {
                     self.recordsAvailable(classes)
                 }
             }
@@ -162,7 +168,7 @@ public final class Shipper: Service, Sendable {
             // The spool closes at the end of shutdown: what this operation had claimed stays stored.
             completion = .cancelled
         case .failure(let error):
-            let retryAt = Date().addingTimeInterval(delivery.backoff.nextDelay().seconds)
+            let retryAt = Date().addingTimeInterval(backoff.nextDelay().seconds)
             logger.error(
                 "the spool failed during delivery; class paused",
                 metadata: [

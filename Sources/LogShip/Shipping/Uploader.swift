@@ -19,9 +19,13 @@ public struct Payload: Sendable {
     /// batch keep their batch's number. Sent as `X-Logshipd-Batch`, so a receiver can tell claim order from
     /// arrival order and spot a retried batch.
     public var batchNumber: Int
+    /// The upload lane of the operation sending it (``UploadLoops``): the connection of that lane's loop carries
+    /// it. 0 outside an operation.
+    public var lane: Int
 
-    public init(lines: [ArraySlice<UInt8>], batchNumber: Int) {
+    public init(lines: [ArraySlice<UInt8>], batchNumber: Int, lane: Int = 0) {
         self.lines = lines
         self.batchNumber = batchNumber
+        self.lane = lane
     }
 }
