@@ -140,7 +140,7 @@ struct ShipperStateMachineTests {
         let crash = try #require(machine.recordsAvailable([.crash]).enqueue.first?.id)
 
         let paused = machine.operationFinished(first, .delivered(.attempted(report(pause: pause(10, from: t0)))), now: t0)
-        #expect(paused.updateQueueSuspension && machine.queueSuspension.isSuspended)
+        #expect(paused.first == .setQueueSuspended(true) && machine.queueSuspension.isSuspended, "suspended first")
         #expect(paused.enqueue.map(\.priorityClass) == [.info], "the released batch needs a waiting operation")
         let (endPause, date) = try #require(paused.armTimers.first)
         #expect(date == t0 + 10)
@@ -154,7 +154,7 @@ struct ShipperStateMachineTests {
         #expect(machine.operationFinished(crash, .delivered(.nothingToSend), now: t0 + 1).isEmpty)
 
         let resumed = machine.timerFired(endPause, now: t0 + 10)
-        #expect(resumed.updateQueueSuspension && !machine.queueSuspension.isSuspended)
+        #expect(resumed.contains(.setQueueSuspended(false)) && !machine.queueSuspension.isSuspended)
         guard case .retrying = machine.remote else { Issue.record("remote \(machine.remote)"); return }
         #expect(Set(machine.waitingClasses) == [.crash, .info])
     }
@@ -171,7 +171,8 @@ struct ShipperStateMachineTests {
         var shorter = pause(3, from: t0, cause: .endpointRefused)
         shorter.reason = "HTTP 401"
         let second = machine.operationFinished(ids[1], .delivered(.attempted(report(pause: shorter))), now: t0)
-        #expect(second.armTimers.isEmpty && second.cancelTimers.isEmpty && !second.updateQueueSuspension)
+        let suspends = second.contains { if case .setQueueSuspended = $0 { true } else { false } }
+        #expect(second.armTimers.isEmpty && second.cancelTimers.isEmpty && !suspends)
         #expect(machine.queueSuspension.generation == generation)
         guard case .paused(let shown) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
         #expect(shown.until == t0 + 10 && shown.reason == "HTTP 401" && shown.cause == .endpointRefused)
@@ -361,7 +362,7 @@ private struct Simulation {
         guard !isSuspended || racingThePause, running.count < slots,
             let index = waiting.indices.max(by: { waiting[$0].priorityClass < waiting[$1].priorityClass })
         else { return }
-        var operation = waiting.remove(at: index)
+        let operation = waiting.remove(at: index)
         if operation.isCancelled {
             apply(machine.operationFinished(operation.id, .cancelled, now: now))
             return
@@ -451,17 +452,23 @@ private struct Simulation {
         return nil
     }
 
-    mutating func apply(_ actions: Machine.Actions) {
-        if actions.updateQueueSuspension {
-            isSuspended = machine.queueSuspension.isSuspended
-        }
-        for (id, priorityClass) in actions.enqueue {
-            waiting.append(Operation(id: id, priorityClass: priorityClass))
-        }
-        for timer in actions.cancelTimers { timers[timer] = nil }
-        for (timer, date) in actions.armTimers { timers[timer] = date }
-        for id in actions.cancel {
-            if let index = waiting.firstIndex(where: { $0.id == id }) { waiting[index].isCancelled = true }
+    /// Carries out actions in their order, as the shipper does.
+    mutating func apply(_ actions: [Machine.Action]) {
+        for action in actions {
+            switch action {
+            case .setQueueSuspended:
+                isSuspended = machine.queueSuspension.isSuspended
+            case .enqueue(let id, let priorityClass):
+                waiting.append(Operation(id: id, priorityClass: priorityClass))
+            case .cancelTimer(let timer):
+                timers[timer] = nil
+            case .armTimer(let timer, let date):
+                timers[timer] = date
+            case .cancel(let id):
+                if let index = waiting.firstIndex(where: { $0.id == id }) { waiting[index].isCancelled = true }
+            case .wakeIdleWaiters:
+                break
+            }
         }
     }
 
@@ -520,4 +527,25 @@ struct SplitMix64: RandomNumberGenerator {
 struct SimulationError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The actions of one kind, in their order: what the tests look for in an event's list.
+extension Array where Element == ShipperStateMachine.Action {
+    var enqueue: [(id: ShipperStateMachine.OperationID, priorityClass: PriorityClass)] {
+        compactMap { if case .enqueue(let id, let priorityClass) = $0 { (id, priorityClass) } else { nil } }
+    }
+
+    var armTimers: [(timer: ShipperStateMachine.Timer, date: Date)] {
+        compactMap { if case .armTimer(let timer, let date) = $0 { (timer, date) } else { nil } }
+    }
+
+    var cancelTimers: [ShipperStateMachine.Timer] {
+        compactMap { if case .cancelTimer(let timer) = $0 { timer } else { nil } }
+    }
+
+    var cancel: [ShipperStateMachine.OperationID] {
+        compactMap { if case .cancel(let id) = $0 { id } else { nil } }
+    }
+
+    var wakeIdleWaiters: Bool { contains(.wakeIdleWaiters) }
 }

@@ -1,13 +1,26 @@
 import Foundation
 import Synchronization
 
+/// What a ``LogOperation`` tells its owner (the shipper) and asks it, naming itself by its id.
+protocol LogOperationOwner: AnyObject, Sendable {
+    /// The queue started the operation; returns whether it may claim (not once shutdown has begun, nor while
+    /// delivery is paused).
+    func operationStarted(_ id: ShipperStateMachine.OperationID) -> Bool
+    /// The operation claimed a batch, and left records of its class behind or not.
+    func operation(_ id: ShipperStateMachine.OperationID, claimedLeavingMore moreLeft: Bool)
+    /// The operation settled a batch as `report` says; returns whether it goes on to the next batch of its class.
+    func operation(_ id: ShipperStateMachine.OperationID, delivered report: DeliveryReport) -> Bool
+    /// The operation finished: the report of the batch it stopped after, or why it ended without one.
+    func operation(_ id: ShipperStateMachine.OperationID, finished result: Result<DeliveryOutcome, any Error>)
+}
+
 /// Carries batches of one priority class to the remote, one request at a time.
 ///
 /// The first batch is claimed when the queue starts the operation, not when it is created, so it holds whatever
 /// records waited while the queue's slots were busy. The operation's `queuePriority` comes from its class, so a
 /// waiting crash operation runs before waiting chatter.
 ///
-/// Once a batch is settled, the operation asks the shipper whether to go on to the next batch of its class in the
+/// Once a batch is settled, the operation asks its owner whether to go on to the next batch of its class in the
 /// same slot; the shipper lets it only while nothing the queue would start first is waiting (see
 /// ``ShipperStateMachine/operationDelivered(_:_:now:)``). A slot that changes hands costs two thread switches
 /// (corelibs' queue starts every operation on a dispatch thread, the connections live on the upload loops), which
@@ -17,47 +30,43 @@ import Synchronization
 /// (``UploadLoops``), and hands it down to every request, so that the requests in flight are written and
 /// answered on threads of their own.
 final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Sendable {
-    // @unchecked: Operation is not checked for Sendable; the stored closures are immutable, `task` is in a Mutex.
+    // @unchecked: Operation is not checked for Sendable; the stored properties are immutable or Sendable, `task`
+    // is in a Mutex.
 
+    let id: ShipperStateMachine.OperationID
     let priorityClass: PriorityClass
     private let delivery: BatchDelivery
-    /// Asks the shipper whether to proceed; false once it is shutting down, or while delivery is paused.
-    private let admit: @Sendable () -> Bool
-    /// Tells the shipper whether the claim left records of the class behind.
-    private let claimed: @Sendable (_ moreLeft: Bool) -> Void
-    /// Tells the shipper how a batch was settled; returns whether to go on to the next batch of the class.
-    private let mayContinue: @Sendable (DeliveryReport) -> Bool
+    /// Held weakly: a shipper gone (a test's) leaves its operations to finish without telling anyone.
+    private weak let owner: (any LogOperationOwner)?
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     init(
-        priorityClass: PriorityClass,
-        delivery: BatchDelivery,
-        admit: @escaping @Sendable () -> Bool,
-        claimed: @escaping @Sendable (_ moreLeft: Bool) -> Void,
-        mayContinue: @escaping @Sendable (DeliveryReport) -> Bool,
-        completion: @escaping Completion
+        id: ShipperStateMachine.OperationID, priorityClass: PriorityClass, delivery: BatchDelivery,
+        owner: any LogOperationOwner
     ) {
+        self.id = id
         self.priorityClass = priorityClass
         self.delivery = delivery
-        self.admit = admit
-        self.claimed = claimed
-        self.mayContinue = mayContinue
-        super.init(completion: completion)
+        self.owner = owner
+        super.init(completion: { [weak owner] result in owner?.operation(id, finished: result) })
         queuePriority = priorityClass.queuePriority
         name = "LogOperation(\(priorityClass))"
     }
 
     override func main() {
-        guard admit() else {
+        guard owner?.operationStarted(id) == true else {
             finish(.success(.nothingToSend))
             return
         }
         let lane = delivery.loops?.take()
-        let work = Task(executorPreference: lane?.executor) { [delivery, priorityClass, claimed, mayContinue] in
+        let work = Task(executorPreference: lane?.executor) { [delivery, priorityClass, id, owner] in
+            let claimed: @Sendable (Bool) -> Void = { owner?.operation(id, claimedLeavingMore: $0) }
             let result = await Result(catching: {
                 var outcome = try await delivery.deliverNext(priorityClass, on: lane, claimed: claimed)
                 // The report of the batch the operation stops after is the result, which the shipper counts.
-                while case .attempted(let report) = outcome, !Task.isCancelled, mayContinue(report) {
+                while case .attempted(let report) = outcome, !Task.isCancelled,
+                    owner?.operation(id, delivered: report) == true
+                {
                     outcome = try await delivery.deliverNext(priorityClass, on: lane, claimed: claimed)
                 }
                 return outcome

@@ -29,17 +29,15 @@ public final class Shipper: Service, Sendable {
 
     private typealias OperationID = ShipperStateMachine.OperationID
 
-    /// The tasks sleeping until the machine's timers, each with the number it was armed under, so that a task
-    /// that fires removes its own entry and never a newer one armed for the same timer.
-    private struct ArmedTimers {
-        var tasks: [ShipperStateMachine.Timer: (arming: UInt64, task: Task<Void, Never>)] = [:]
-        var nextArming: UInt64 = 0
-    }
-
+    /// The machine and everything the shipper holds for it, under one lock: the operations it knows of (so that
+    /// cancellations reach them), the tasks sleeping until its timers, and who waits for it to go idle.
     private struct State {
         var machine: ShipperStateMachine
-        /// The operations the machine knows of, so that cancellations reach them.
         var operations: [OperationID: LogOperation] = [:]
+        /// Each timer's task with the number it was armed under, so that a task that fires removes its own entry
+        /// and never a newer one armed for the same timer.
+        var timers: [ShipperStateMachine.Timer: (arming: UInt64, task: Task<Void, Never>)] = [:]
+        var nextArming: UInt64 = 0
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterID: UInt64 = 0
     }
@@ -53,7 +51,6 @@ public final class Shipper: Service, Sendable {
     private let stuckAfter: Duration
     private let logger: Logger
     private let state: Mutex<State>
-    private let timers = Mutex(ArmedTimers())
 
     /// - Parameters:
     ///   - spool: Where the records wait, and what announces new ones.
@@ -139,95 +136,43 @@ public final class Shipper: Service, Sendable {
         await drain()
     }
 
-    // MARK: Events from operations and timers
-
-    /// The queue started an operation: from here on it counts as in flight, unless the machine declines it.
-    private func operationStarted(_ id: OperationID) -> Bool {
-        let (proceed, actions) = state.withLock { $0.machine.operationStarted(id, now: Date()) }
-        perform(actions)
-        return proceed
-    }
-
-    private func claimed(_ id: OperationID, moreLeft: Bool) {
-        perform(state.withLock { $0.machine.claimed(id, moreLeft: moreLeft) })
-    }
-
-    /// Operation `id` settled a batch; returns whether it may go on to the next one of its class.
-    private func operationDelivered(_ id: OperationID, _ report: DeliveryReport) -> Bool {
-        state.withLock { $0.machine.operationDelivered(id, report, now: Date()) }
-    }
-
-    private func operationFinished(_ id: OperationID, _ result: Result<DeliveryOutcome, any Error>) {
-        let completion: ShipperStateMachine.Completion
-        switch result {
-        case .success(let outcome):
-            completion = .delivered(outcome)
-        case .failure(is CancellationError):
-            completion = .cancelled
-        case .failure(let error as SpoolError) where error == .closed:
-            // The spool closes at the end of shutdown: what this operation had claimed stays stored.
-            completion = .cancelled
-        case .failure(let error):
-            let retryAt = Date().addingTimeInterval(backoff.nextDelay().seconds)
-            logger.error(
-                "the spool failed during delivery; class paused",
-                metadata: [
-                    "logship.error": "\(error)", "logship.spool.retry_at": "\(Timestamp(retryAt).rfc3339)",
-                ])
-            completion = .failed(retryAt: retryAt)
-        }
-        perform(
-            state.withLock { state in
-                state.operations[id] = nil
-                return state.machine.operationFinished(id, completion, now: Date())
-            })
-    }
+    // MARK: Events from timers
 
     private func timerFired(_ timer: ShipperStateMachine.Timer, arming: UInt64) {
-        timers.withLock { timers in
-            if timers.tasks[timer]?.arming == arming { timers.tasks[timer] = nil }
-        }
-        perform(state.withLock { $0.machine.timerFired(timer, now: Date()) })
+        perform(state.withLock { state in
+            if state.timers[timer]?.arming == arming { state.timers[timer] = nil }
+            return state.machine.timerFired(timer, now: Date())
+        })
     }
 
     // MARK: Actions
 
-    /// Carries out what the machine decided; never called with the lock held.
-    private func perform(_ actions: ShipperStateMachine.Actions) {
-        guard !actions.isEmpty else { return }
-        if actions.updateQueueSuspension {
-            applyQueueSuspension()
-        }
-        for (id, priorityClass) in actions.enqueue {
-            enqueue(id, priorityClass)
-        }
-        for timer in actions.cancelTimers {
-            timers.withLock { $0.tasks.removeValue(forKey: timer) }?.task.cancel()
-        }
-        for (timer, date) in actions.armTimers {
-            arm(timer, at: date)
-        }
-        if !actions.cancel.isEmpty {
-            let operations = state.withLock { state in actions.cancel.compactMap { state.operations[$0] } }
-            for operation in operations { operation.cancel() }
-        }
-        if actions.wakeIdleWaiters {
-            let waiters = state.withLock { state in
-                defer { state.idleWaiters = [:] }
-                return Array(state.idleWaiters.values)
+    /// Carries out what the machine decided, in the order it gave; never called with the lock held.
+    private func perform(_ actions: [ShipperStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .setQueueSuspended:
+                applyQueueSuspension()
+            case .enqueue(let id, let priorityClass):
+                enqueue(id, priorityClass)
+            case .cancelTimer(let timer):
+                state.withLock { $0.timers.removeValue(forKey: timer) }?.task.cancel()
+            case .armTimer(let timer, let date):
+                arm(timer, at: date)
+            case .cancel(let id):
+                state.withLock { $0.operations[id] }?.cancel()
+            case .wakeIdleWaiters:
+                let waiters = state.withLock { state in
+                    defer { state.idleWaiters = [:] }
+                    return Array(state.idleWaiters.values)
+                }
+                for waiter in waiters { waiter.resume() }
             }
-            for waiter in waiters { waiter.resume() }
         }
     }
 
     private func enqueue(_ id: OperationID, _ priorityClass: PriorityClass) {
-        let operation = LogOperation(
-            priorityClass: priorityClass,
-            delivery: delivery,
-            admit: { [weak self] in self?.operationStarted(id) ?? false },
-            claimed: { [weak self] moreLeft in self?.claimed(id, moreLeft: moreLeft) },
-            mayContinue: { [weak self] report in self?.operationDelivered(id, report) ?? false },
-            completion: { [weak self] result in self?.operationFinished(id, result) })
+        let operation = LogOperation(id: id, priorityClass: priorityClass, delivery: delivery, owner: self)
         state.withLock { $0.operations[id] = operation }
         queue.addOperation(operation)
     }
@@ -250,9 +195,9 @@ public final class Shipper: Service, Sendable {
     /// Starts a task that reports `timer` at `date`. It is registered under the lock it would need to report, so
     /// it cannot fire before it is registered.
     private func arm(_ timer: ShipperStateMachine.Timer, at date: Date) {
-        let replaced = timers.withLock { timers -> Task<Void, Never>? in
-            let arming = timers.nextArming
-            timers.nextArming += 1
+        let replaced = state.withLock { state -> Task<Void, Never>? in
+            let arming = state.nextArming
+            state.nextArming += 1
             let task = Task { [weak self] in
                 do {
                     try await Task.sleep(for: .seconds(max(date.timeIntervalSinceNow, 0)))
@@ -261,7 +206,7 @@ public final class Shipper: Service, Sendable {
                 }
                 self?.timerFired(timer, arming: arming)
             }
-            return timers.tasks.updateValue((arming, task), forKey: timer)?.task
+            return state.timers.updateValue((arming, task), forKey: timer)?.task
         }
         replaced?.cancel()
     }
@@ -271,9 +216,9 @@ public final class Shipper: Service, Sendable {
     private func drain() async {
         let (actions, running) = state.withLock { ($0.machine.beginShutdown(), $0.machine.runningCount) }
         perform(actions)
-        let pendingTimers = timers.withLock { timers in
-            defer { timers.tasks = [:] }
-            return timers.tasks.values.map(\.task)
+        let pendingTimers = state.withLock { state in
+            defer { state.timers = [:] }
+            return state.timers.values.map(\.task)
         }
         for timer in pendingTimers { timer.cancel() }
         guard running > 0 else { return }
@@ -284,7 +229,7 @@ public final class Shipper: Service, Sendable {
         let stragglers = state.withLock { $0.machine.shutdownTimedOut() }
         logger.warning(
             "requests still in flight at the shutdown timeout; cancelling them, their records stay spooled",
-            metadata: ["logship.requests": "\(stragglers.cancel.count)"])
+            metadata: ["logship.requests": "\(stragglers.count)"])
         perform(stragglers)
         _ = await waitUntilIdle(within: .seconds(2))
     }
@@ -322,5 +267,48 @@ public final class Shipper: Service, Sendable {
             state.withLock { $0.idleWaiters.removeValue(forKey: waiterID) }?.resume()
         }
         return state.withLock { $0.machine.runningCount == 0 }
+    }
+}
+
+extension Shipper: LogOperationOwner {
+    /// The queue started an operation: from here on it counts as in flight, unless the machine declines it.
+    func operationStarted(_ id: ShipperStateMachine.OperationID) -> Bool {
+        let (proceed, actions) = state.withLock { $0.machine.operationStarted(id, now: Date()) }
+        perform(actions)
+        return proceed
+    }
+
+    func operation(_ id: ShipperStateMachine.OperationID, claimedLeavingMore moreLeft: Bool) {
+        perform(state.withLock { $0.machine.claimed(id, moreLeft: moreLeft) })
+    }
+
+    func operation(_ id: ShipperStateMachine.OperationID, delivered report: DeliveryReport) -> Bool {
+        state.withLock { $0.machine.operationDelivered(id, report, now: Date()) }
+    }
+
+    func operation(_ id: ShipperStateMachine.OperationID, finished result: Result<DeliveryOutcome, any Error>) {
+        let completion: ShipperStateMachine.Completion
+        switch result {
+        case .success(let outcome):
+            completion = .delivered(outcome)
+        case .failure(is CancellationError):
+            completion = .cancelled
+        case .failure(let error as SpoolError) where error == .closed:
+            // The spool closes at the end of shutdown: what this operation had claimed stays stored.
+            completion = .cancelled
+        case .failure(let error):
+            let retryAt = Date().addingTimeInterval(backoff.nextDelay().seconds)
+            logger.error(
+                "the spool failed during delivery; class paused",
+                metadata: [
+                    "logship.error": "\(error)", "logship.spool.retry_at": "\(Timestamp(retryAt).rfc3339)",
+                ])
+            completion = .failed(retryAt: retryAt)
+        }
+        perform(
+            state.withLock { state in
+                state.operations[id] = nil
+                return state.machine.operationFinished(id, completion, now: Date())
+            })
     }
 }

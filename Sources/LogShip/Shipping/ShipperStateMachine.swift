@@ -1,6 +1,6 @@
 import Foundation
 
-/// The shipper's decisions, without the queue, the clock, tasks or locks: events go in, ``Actions`` come out.
+/// The shipper's decisions, without the queue, the clock, tasks or locks: events go in, ``Action``s come out.
 ///
 /// The ``Shipper`` holds the machine in a lock, tells it what happened (records became available, the queue
 /// started an operation, a claim was made, an operation settled a batch, an operation finished, a timer fired,
@@ -59,26 +59,44 @@ struct ShipperStateMachine: Sendable {
         case retrying(after: DeliveryPause)
     }
 
-    /// What the shipper must do after an event. It applies the queue's suspension first (so that an operation
-    /// enqueued into a pause cannot start before it), then enqueues, cancels timers before arming new ones (a
-    /// timer re-armed under the same name must survive), cancels operations, and wakes idle waiters last.
-    struct Actions: Sendable {
-        /// Operations to create and add to the queue, most urgent first.
-        var enqueue: [(id: OperationID, priorityClass: PriorityClass)] = []
-        /// Timers to start: at `date`, the shipper reports ``ShipperStateMachine/timerFired(_:now:)``.
-        var armTimers: [(timer: Timer, date: Date)] = []
-        /// Timers no longer needed (an optimisation: a superseded timer that fires anyway is ignored).
+    /// One thing the shipper must do after an event. An event returns them in the order to carry them out: the
+    /// queue's suspension first (so that an operation enqueued into a pause cannot start before it), then new
+    /// operations, most urgent first, then timers cancelled before timers armed (a timer re-armed under the same
+    /// name must survive), then operations cancelled, and waking the idle waiters last.
+    enum Action: Equatable, Sendable {
+        /// Suspend (`true`) or resume the queue. Two of these may be carried out at once by two threads, so the
+        /// shipper applies ``ShipperStateMachine/queueSuspension`` as it reads it then, not this value alone:
+        /// the later decision wins (see `Shipper.applyQueueSuspension`).
+        case setQueueSuspended(Bool)
+        /// Create an operation for the class and add it to the queue.
+        case enqueue(OperationID, PriorityClass)
+        /// Forget a timer no longer needed (an optimisation: a superseded timer that fires anyway is ignored).
+        case cancelTimer(Timer)
+        /// At `date`, report ``ShipperStateMachine/timerFired(_:now:)``.
+        case armTimer(Timer, at: Date)
+        /// Cancel an operation.
+        case cancel(OperationID)
+        /// Wake those waiting for the shipper to go idle.
+        case wakeIdleWaiters
+    }
+
+    /// The actions of one event as it decides them, handed out in the order to carry them out.
+    private struct Decisions {
+        var suspension: Bool?
+        var enqueue: [(OperationID, PriorityClass)] = []
         var cancelTimers: [Timer] = []
-        /// Whether the queue's suspension changed; read ``ShipperStateMachine/queueSuspension`` to apply it.
-        var updateQueueSuspension = false
-        /// Operations to cancel.
+        var armTimers: [(Timer, Date)] = []
         var cancel: [OperationID] = []
-        /// Whether those waiting for the shipper to go idle should be woken.
         var wakeIdleWaiters = false
 
-        var isEmpty: Bool {
-            enqueue.isEmpty && armTimers.isEmpty && cancelTimers.isEmpty && !updateQueueSuspension && cancel.isEmpty
-                && !wakeIdleWaiters
+        var actions: [Action] {
+            var actions: [Action] = suspension.map { [.setQueueSuspended($0)] } ?? []
+            actions += enqueue.map { .enqueue($0, $1) }
+            actions += cancelTimers.map { .cancelTimer($0) }
+            actions += armTimers.map { .armTimer($0, at: $1) }
+            actions += cancel.map { .cancel($0) }
+            if wakeIdleWaiters { actions.append(.wakeIdleWaiters) }
+            return actions
         }
     }
 
@@ -145,13 +163,13 @@ struct ShipperStateMachine: Sendable {
     // MARK: Events
 
     /// Records of `classes` became available in the spool (start-up, or a commit).
-    mutating func recordsAvailable(_ classes: Set<PriorityClass>) -> Actions {
-        var actions = Actions()
+    mutating func recordsAvailable(_ classes: Set<PriorityClass>) -> [Action] {
+        var decisions = Decisions()
         // Most urgent first, so a burst across classes enters the queue in the order it should leave.
         for priorityClass in classes.sorted(by: >) {
-            enqueueIfNeeded(priorityClass, &actions)
+            enqueueIfNeeded(priorityClass, &decisions)
         }
-        return actions
+        return decisions.actions
     }
 
     /// The queue started operation `id`. Returns whether it may proceed to claim.
@@ -159,32 +177,32 @@ struct ShipperStateMachine: Sendable {
     /// An operation is declined once shutdown has begun, or while delivery is paused by the remote or an
     /// operator (the queue may have been starting it as the pause began); a declined operation finishes without claiming, and a paused class gets a
     /// new waiting operation in its place.
-    mutating func operationStarted(_ id: OperationID, now: Date) -> (proceed: Bool, actions: Actions) {
-        var actions = Actions()
-        guard phase == .running, let operation = operations[id], !operation.isRunning else { return (false, actions) }
+    mutating func operationStarted(_ id: OperationID, now: Date) -> (proceed: Bool, actions: [Action]) {
+        var decisions = Decisions()
+        guard phase == .running, let operation = operations[id], !operation.isRunning else { return (false, decisions.actions) }
         if isPausedByOperator || (pause.map { $0.pause.until > now } ?? false) {
             operations[id] = nil
-            enqueueIfNeeded(operation.priorityClass, &actions)
-            return (false, actions)
+            enqueueIfNeeded(operation.priorityClass, &decisions)
+            return (false, decisions.actions)
         }
         operations[id]?.batchStartedAt = now
         if backlogged.contains(operation.priorityClass) {
-            enqueueIfNeeded(operation.priorityClass, &actions)
+            enqueueIfNeeded(operation.priorityClass, &decisions)
         }
-        return (true, actions)
+        return (true, decisions.actions)
     }
 
     /// Operation `id` made its claim; `moreLeft` says whether records of its class were left behind.
-    mutating func claimed(_ id: OperationID, moreLeft: Bool) -> Actions {
-        var actions = Actions()
-        guard let operation = operations[id] else { return actions }
+    mutating func claimed(_ id: OperationID, moreLeft: Bool) -> [Action] {
+        var decisions = Decisions()
+        guard let operation = operations[id] else { return decisions.actions }
         if moreLeft {
             backlogged.insert(operation.priorityClass)
-            enqueueIfNeeded(operation.priorityClass, &actions)
+            enqueueIfNeeded(operation.priorityClass, &decisions)
         } else {
             backlogged.remove(operation.priorityClass)
         }
-        return actions
+        return decisions.actions
     }
 
     /// Operation `id` settled a batch as `report` says and would claim the next one of its class. Returns whether
@@ -210,101 +228,101 @@ struct ShipperStateMachine: Sendable {
     }
 
     /// Operation `id` finished.
-    mutating func operationFinished(_ id: OperationID, _ completion: Completion, now: Date) -> Actions {
-        var actions = Actions()
-        guard let operation = operations.removeValue(forKey: id) else { return actions }
+    mutating func operationFinished(_ id: OperationID, _ completion: Completion, now: Date) -> [Action] {
+        var decisions = Decisions()
+        guard let operation = operations.removeValue(forKey: id) else { return decisions.actions }
         let priorityClass = operation.priorityClass
         switch completion {
         case .delivered(.attempted(let report)):
             count(report)
             if let pause = report.pause {
                 lastError = (pause.reason, now)
-                begin(pause, &actions)
+                begin(pause, &decisions)
             }
             if let until = report.spoolFailedUntil {
                 lastError = ("the spool could not settle a batch", now)
-                block(priorityClass, until: until, &actions)
+                block(priorityClass, until: until, &decisions)
             } else if report.pause != nil {
                 // The batch went back to the spool: it needs an operation waiting for the queue to resume.
-                enqueueIfNeeded(priorityClass, &actions)
+                enqueueIfNeeded(priorityClass, &decisions)
             }
         case .delivered(.waiting(let until)):
-            block(priorityClass, until: until, &actions)
+            block(priorityClass, until: until, &decisions)
         case .delivered(.nothingToSend), .cancelled:
             break
         case .failed(let retryAt):
             lastError = ("the spool failed during delivery", now)
-            block(priorityClass, until: retryAt, &actions)
+            block(priorityClass, until: retryAt, &decisions)
         }
         if phase == .draining && runningCount == 0 {
-            actions.wakeIdleWaiters = true
+            decisions.wakeIdleWaiters = true
         }
-        return actions
+        return decisions.actions
     }
 
     /// A timer fired at `now`.
-    mutating func timerFired(_ timer: Timer, now: Date) -> Actions {
-        var actions = Actions()
-        guard phase == .running else { return actions }
+    mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
+        var decisions = Decisions()
+        guard phase == .running else { return decisions.actions }
         switch timer {
         case .endPause(let generation):
-            guard let current = pause, current.generation == generation else { return actions }
+            guard let current = pause, current.generation == generation else { return decisions.actions }
             guard now >= current.pause.until else {
                 // Early (the wall clock moved): wait for the rest.
-                actions.armTimers.append((timer, current.pause.until))
-                return actions
+                decisions.armTimers.append((timer, current.pause.until))
+                return decisions.actions
             }
             pause = nil
             remote = .retrying(after: current.pause)
-            updateQueueSuspension(&actions)
+            updateQueueSuspension(&decisions)
         case .unblock(let priorityClass, let generation):
-            guard let current = blocked[priorityClass], current.generation == generation else { return actions }
+            guard let current = blocked[priorityClass], current.generation == generation else { return decisions.actions }
             guard now >= current.until else {
-                actions.armTimers.append((timer, current.until))
-                return actions
+                decisions.armTimers.append((timer, current.until))
+                return decisions.actions
             }
             blocked[priorityClass] = nil
-            enqueueIfNeeded(priorityClass, &actions)
+            enqueueIfNeeded(priorityClass, &decisions)
         }
-        return actions
+        return decisions.actions
     }
 
     /// An operator paused (`logctl pause`) or resumed uploads; intake goes on meanwhile.
-    mutating func setPausedByOperator(_ paused: Bool) -> Actions {
-        var actions = Actions()
+    mutating func setPausedByOperator(_ paused: Bool) -> [Action] {
+        var decisions = Decisions()
         isPausedByOperator = paused
-        updateQueueSuspension(&actions)
-        return actions
+        updateQueueSuspension(&decisions)
+        return decisions.actions
     }
 
     /// Shutdown begins: nothing new is created, timers are dropped, waiting operations are cancelled (the queue
     /// must be running for them to finish), running ones may finish.
-    mutating func beginShutdown() -> Actions {
-        var actions = Actions()
-        guard phase == .running else { return actions }
+    mutating func beginShutdown() -> [Action] {
+        var decisions = Decisions()
+        guard phase == .running else { return decisions.actions }
         phase = .draining
-        actions.cancelTimers = blocked.map { .unblock($0.key, generation: $0.value.generation) }
+        decisions.cancelTimers = blocked.map { .unblock($0.key, generation: $0.value.generation) }
         if let pause {
-            actions.cancelTimers.append(.endPause(generation: pause.generation))
+            decisions.cancelTimers.append(.endPause(generation: pause.generation))
         }
         blocked = [:]
         if case .paused(let current) = remote {
             remote = .retrying(after: current)
         }
         pause = nil
-        updateQueueSuspension(&actions)
-        actions.cancel = operations.filter { !$0.value.isRunning }.map(\.key).sorted()
+        updateQueueSuspension(&decisions)
+        decisions.cancel = operations.filter { !$0.value.isRunning }.map(\.key).sorted()
         if runningCount == 0 {
-            actions.wakeIdleWaiters = true
+            decisions.wakeIdleWaiters = true
         }
-        return actions
+        return decisions.actions
     }
 
     /// Requests in flight outlived the shutdown timeout: cancel them (their records stay spooled).
-    func shutdownTimedOut() -> Actions {
-        var actions = Actions()
-        actions.cancel = operations.filter(\.value.isRunning).map(\.key).sorted()
-        return actions
+    func shutdownTimedOut() -> [Action] {
+        var decisions = Decisions()
+        decisions.cancel = operations.filter(\.value.isRunning).map(\.key).sorted()
+        return decisions.actions
     }
 
     // MARK: Decisions
@@ -322,7 +340,7 @@ struct ShipperStateMachine: Sendable {
 
     /// Creates waiting operations for a class until it has one (one per slot while it is backlogged), unless the
     /// class is blocked or shutdown has begun.
-    private mutating func enqueueIfNeeded(_ priorityClass: PriorityClass, _ actions: inout Actions) {
+    private mutating func enqueueIfNeeded(_ priorityClass: PriorityClass, _ decisions: inout Decisions) {
         guard phase == .running, blocked[priorityClass] == nil else { return }
         let wanted = backlogged.contains(priorityClass) ? slots : 1
         let waiting = operations.values.count { $0.priorityClass == priorityClass && !$0.isRunning }
@@ -330,24 +348,24 @@ struct ShipperStateMachine: Sendable {
             let id = OperationID(rawValue: nextOperationID)
             nextOperationID += 1
             operations[id] = Operation(priorityClass: priorityClass)
-            actions.enqueue.append((id, priorityClass))
+            decisions.enqueue.append((id, priorityClass))
         }
     }
 
     /// Blocks a class until `date`, or until an earlier date it is already blocked to.
-    private mutating func block(_ priorityClass: PriorityClass, until date: Date, _ actions: inout Actions) {
+    private mutating func block(_ priorityClass: PriorityClass, until date: Date, _ decisions: inout Decisions) {
         guard phase == .running else { return }
         if let existing = blocked[priorityClass] {
             guard date < existing.until else { return }
-            actions.cancelTimers.append(.unblock(priorityClass, generation: existing.generation))
+            decisions.cancelTimers.append(.unblock(priorityClass, generation: existing.generation))
         }
         let generation = newTimerGeneration()
         blocked[priorityClass] = (date, generation)
-        actions.armTimers.append((.unblock(priorityClass, generation: generation), date))
+        decisions.armTimers.append((.unblock(priorityClass, generation: generation), date))
     }
 
     /// Pauses all delivery until the pause ends; a pause already running longer is kept, with the newer reason.
-    private mutating func begin(_ newPause: DeliveryPause, _ actions: inout Actions) {
+    private mutating func begin(_ newPause: DeliveryPause, _ decisions: inout Decisions) {
         guard phase == .running else { return }
         if let current = pause, current.pause.until >= newPause.until {
             var kept = newPause
@@ -357,22 +375,22 @@ struct ShipperStateMachine: Sendable {
             return
         }
         if let current = pause {
-            actions.cancelTimers.append(.endPause(generation: current.generation))
+            decisions.cancelTimers.append(.endPause(generation: current.generation))
         }
         let generation = newTimerGeneration()
         pause = (newPause, generation)
         remote = .paused(newPause)
-        actions.armTimers.append((.endPause(generation: generation), newPause.until))
-        updateQueueSuspension(&actions)
+        decisions.armTimers.append((.endPause(generation: generation), newPause.until))
+        updateQueueSuspension(&decisions)
     }
 
     /// Suspends the queue while delivery is paused, by the remote or by the operator, unless shutdown has begun
     /// (waiting operations must be started to finish).
-    private mutating func updateQueueSuspension(_ actions: inout Actions) {
+    private mutating func updateQueueSuspension(_ decisions: inout Decisions) {
         let isSuspended = phase == .running && (pause != nil || isPausedByOperator)
         guard queueSuspension.isSuspended != isSuspended else { return }
         queueSuspension = (isSuspended, queueSuspension.generation + 1)
-        actions.updateQueueSuspension = true
+        decisions.suspension = isSuspended
     }
 
     private mutating func newTimerGeneration() -> UInt64 {
