@@ -51,7 +51,7 @@ struct BatchDeliveryTests {
             if lines.contains(where: { $0.hasPrefix("bad") }) { throw UploadError.status(409, responseExcerpt: "conflict") }
         }
         let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
-        #expect(report.delivered == 14 && report.deadLettered == 2 && report.pause == nil)
+        #expect(report.counts.delivered == 14 && report.counts.deadLettered == 2 && report.pause == nil)
         #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 5", "bad 6"])
     }
 
@@ -60,7 +60,7 @@ struct BatchDeliveryTests {
         let spool = try await spool((0..<100).map { "record \($0)" })
         let uploader = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }
         let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
-        #expect(report.deadLettered == 0 && report.delivered == 0)
+        #expect(report.counts.deadLettered == 0 && report.counts.delivered == 0)
         #expect(report.pause?.cause == .endpointRefused)
         #expect(uploader.requests == 3, "the batch, then its two halves")
         let statistics = await spool.statistics()
@@ -75,7 +75,7 @@ struct BatchDeliveryTests {
             if lines.contains(where: { $0.hasPrefix("bad") }) { throw UploadError.status(409, responseExcerpt: "") }
         }
         let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
-        #expect(report.delivered == 14 && report.deadLettered == 2 && report.pause == nil)
+        #expect(report.counts.delivered == 14 && report.counts.deadLettered == 2 && report.pause == nil)
     }
 
     @Test("bad records in both halves: paused the first time, split finer and isolated the next")
@@ -87,7 +87,7 @@ struct BatchDeliveryTests {
         let spool = try await spool(lines)
         let delivery = delivery(uploader, spool: spool)
         let paused = try report(try await delivery.deliverNext(.info))
-        #expect(paused.pause?.cause == .endpointRefused && paused.deadLettered == 0 && paused.delivered == 0)
+        #expect(paused.pause?.cause == .endpointRefused && paused.counts.deadLettered == 0 && paused.counts.delivered == 0)
 
         // The same records again, once the pause the delivery set is over (the batch waits until then).
         var outcome = try await delivery.deliverNext(.info)
@@ -97,7 +97,7 @@ struct BatchDeliveryTests {
             outcome = try await delivery.deliverNext(.info)
         }
         let isolated = try report(outcome)
-        #expect(isolated.pause == nil && isolated.delivered == 14 && isolated.deadLettered == 2)
+        #expect(isolated.pause == nil && isolated.counts.delivered == 14 && isolated.counts.deadLettered == 2)
         #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 0", "bad 8"])
     }
 
@@ -105,12 +105,12 @@ struct BatchDeliveryTests {
     func loneRecords() async throws {
         let badRequest = try await spool(["one"])
         let refused = ScriptedUploader { _ in throw UploadError.status(400, responseExcerpt: "bad") }
-        #expect(try report(try await delivery(refused, spool: badRequest).deliverNext(.info)).deadLettered == 1)
+        #expect(try report(try await delivery(refused, spool: badRequest).deliverNext(.info)).counts.deadLettered == 1)
 
         let conflict = try await spool(["one"])
         let unclear = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }
         let report = try report(try await delivery(unclear, spool: conflict).deliverNext(.info))
-        #expect(report.deadLettered == 0 && report.pause?.cause == .endpointRefused)
+        #expect(report.counts.deadLettered == 0 && report.pause?.cause == .endpointRefused)
         #expect(await conflict.statistics().pending[.info] == 1)
     }
 
@@ -132,7 +132,7 @@ struct BatchDeliveryTests {
         await started.wait()
         task.cancel()
         let report = try report(try await task.value)
-        #expect(report.delivered == 0 && report.pause == nil)
+        #expect(report.counts.delivered == 0 && report.pause == nil)
         let statistics = await spool.statistics()
         #expect(statistics.claimed == 0 && statistics.pending[.info] == 10)
         guard case .batch(let batch, _) = try await spool.claim(.info, limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20))

@@ -16,9 +16,9 @@ struct ShipperStateMachineTests {
 
     func report(delivered: Int = 0, pause: DeliveryPause? = nil) -> DeliveryReport {
         var report = DeliveryReport()
-        report.delivered = delivered
-        report.requests = 1
-        report.failedRequests = pause == nil ? 0 : 1
+        report.counts.delivered = delivered
+        report.counts.requests = 1
+        report.counts.failedRequests = pause == nil ? 0 : 1
         report.pause = pause
         return report
     }
@@ -66,9 +66,9 @@ struct ShipperStateMachineTests {
         _ = machine.claimed(id, moreLeft: false)
         let third = machine.operationDelivered(id, report(delivered: 2), now: t0 + 3)
         #expect(!third, "the class has nothing left")
-        #expect(machine.counters.deliveredRecords == 6 && machine.counters.requests == 2, "the last batch not yet")
+        #expect(machine.totals.delivered == 6 && machine.totals.requests == 2, "the last batch not yet")
         _ = machine.operationFinished(id, .delivered(.attempted(report(delivered: 2))), now: t0 + 3)
-        #expect(machine.counters.deliveredRecords == 8 && machine.counters.requests == 3)
+        #expect(machine.totals.delivered == 8 && machine.totals.requests == 3)
         #expect(machine.runningCount == 0)
     }
 
@@ -140,11 +140,11 @@ struct ShipperStateMachineTests {
         let crash = try #require(machine.recordsAvailable([.crash]).enqueue.first?.id)
 
         let paused = machine.operationFinished(first, .delivered(.attempted(report(pause: pause(10, from: t0)))), now: t0)
-        #expect(paused.first == .setQueueSuspended(true) && machine.queueSuspension.isSuspended, "suspended first")
+        #expect(paused.suspensions == [true] && paused.first?.isQueueSuspension == true && machine.isQueueSuspended, "suspended first")
         #expect(paused.enqueue.map(\.priorityClass) == [.info], "the released batch needs a waiting operation")
         let (endPause, date) = try #require(paused.armTimers.first)
         #expect(date == t0 + 10)
-        guard case .paused(let shown) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
+        guard case .paused(let shown, _) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
         #expect(shown.reason == "HTTP 503")
 
         // The queue was starting the crash operation as the pause began.
@@ -154,7 +154,7 @@ struct ShipperStateMachineTests {
         #expect(machine.operationFinished(crash, .delivered(.nothingToSend), now: t0 + 1).isEmpty)
 
         let resumed = machine.timerFired(endPause, now: t0 + 10)
-        #expect(resumed.contains(.setQueueSuspended(false)) && !machine.queueSuspension.isSuspended)
+        #expect(resumed.suspensions == [false] && !machine.isQueueSuspended)
         guard case .retrying = machine.remote else { Issue.record("remote \(machine.remote)"); return }
         #expect(Set(machine.waitingClasses) == [.crash, .info])
     }
@@ -166,21 +166,18 @@ struct ShipperStateMachineTests {
         for id in ids { _ = machine.operationStarted(id, now: t0) }
         let first = machine.operationFinished(ids[0], .delivered(.attempted(report(pause: pause(10, from: t0)))), now: t0)
         let firstTimer = try #require(first.armTimers.first?.timer)
-        let generation = machine.queueSuspension.generation
 
         var shorter = pause(3, from: t0, cause: .endpointRefused)
         shorter.reason = "HTTP 401"
         let second = machine.operationFinished(ids[1], .delivered(.attempted(report(pause: shorter))), now: t0)
-        let suspends = second.contains { if case .setQueueSuspended = $0 { true } else { false } }
-        #expect(second.armTimers.isEmpty && second.cancelTimers.isEmpty && !suspends)
-        #expect(machine.queueSuspension.generation == generation)
-        guard case .paused(let shown) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
+        #expect(second.armTimers.isEmpty && second.cancelTimers.isEmpty && second.suspensions.isEmpty)
+        guard case .paused(let shown, _) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
         #expect(shown.until == t0 + 10 && shown.reason == "HTTP 401" && shown.cause == .endpointRefused)
 
         let longer = machine.operationFinished(ids[2], .delivered(.attempted(report(pause: pause(30, from: t0)))), now: t0)
         #expect(longer.cancelTimers == [firstTimer] && longer.armTimers.map(\.date) == [t0 + 30])
         #expect(machine.timerFired(firstTimer, now: t0 + 10).isEmpty, "the superseded timer is ignored")
-        #expect(machine.queueSuspension.isSuspended)
+        #expect(machine.isQueueSuspended)
     }
 
     @Test("a success after a pause shows the remote accepting again")
@@ -194,7 +191,7 @@ struct ShipperStateMachineTests {
         _ = machine.operationStarted(retry, now: t0 + 1)
         _ = machine.operationFinished(retry, .delivered(.attempted(report(delivered: 5))), now: t0 + 1)
         #expect(machine.remote == .accepting)
-        #expect(machine.counters.deliveredRecords == 5 && machine.counters.failedRequests == 1)
+        #expect(machine.totals.delivered == 5 && machine.totals.failedRequests == 1)
     }
 
     @Test("a spool failure blocks the class until its retry time")
@@ -205,7 +202,7 @@ struct ShipperStateMachineTests {
         let failed = machine.operationFinished(id, .failed(retryAt: t0 + 2), now: t0)
         #expect(failed.armTimers.map(\.date) == [t0 + 2])
         #expect(machine.recordsAvailable([.error]).enqueue.isEmpty)
-        #expect(!machine.queueSuspension.isSuspended, "other classes go on")
+        #expect(!machine.isQueueSuspended, "other classes go on")
         #expect(machine.recordsAvailable([.info]).enqueue.map(\.priorityClass) == [.info])
     }
 
@@ -229,7 +226,7 @@ struct ShipperStateMachineTests {
         #expect(actions.cancel == pausedAgain, "the waiting operation is cancelled")
         #expect(actions.cancelTimers == block.armTimers.map(\.timer))
         #expect(!actions.wakeIdleWaiters, "one request is still running")
-        #expect(!machine.queueSuspension.isSuspended)
+        #expect(!machine.isQueueSuspended)
         #expect(machine.recordsAvailable([.crash]).enqueue.isEmpty, "nothing new")
         #expect(!machine.operationStarted(pausedAgain[0], now: t0 + 61).proceed, "it finishes without claiming")
         #expect(machine.shutdownTimedOut().cancel == [running])
@@ -285,8 +282,9 @@ private struct Simulation {
     var spool: [PriorityClass: [Date?]] = [:]
     var waiting: [Operation] = []
     var running: [Operation] = []
-    var timers: [Machine.Timer: Date] = [:]
+    var timers: [Machine.TimerID: Date] = [:]
     var isSuspended = false
+    var suspensionGeneration: UInt64 = 0
     var arrived = 0
     var delivered = 0
     /// Operations the machine declined because the queue started them during a pause.
@@ -411,10 +409,10 @@ private struct Simulation {
         let operation = running.remove(at: Int(random.next() % UInt64(running.count)))
         let roll = allowFailures ? random.next() % 20 : 0
         var report = DeliveryReport()
-        report.requests = 1
+        report.counts.requests = 1
         switch roll {
         case 0..<16:
-            report.delivered = operation.batch
+            report.counts.delivered = operation.batch
             delivered += operation.batch
             // As a LogOperation does after every batch: go on in the same slot if the machine lets it.
             guard machine.operationDelivered(operation.id, report, now: now) else {
@@ -428,7 +426,7 @@ private struct Simulation {
             try claim(for: operation)
         case 16..<19:
             let until = now.addingTimeInterval(Double(random.next() % 5000 + 1) / 1000)
-            report.failedRequests = 1
+            report.counts.failedRequests = 1
             report.pause = DeliveryPause(until: until, cause: .remoteUnavailable, reason: "HTTP 503")
             spool[operation.priorityClass, default: []].insert(contentsOf: Array(repeating: until, count: operation.batch), at: 0)
             apply(machine.operationFinished(operation.id, .delivered(.attempted(report)), now: now))
@@ -448,16 +446,17 @@ private struct Simulation {
     }
 
     var pausedUntil: Date? {
-        if case .paused(let pause) = machine.remote { return pause.until }
-        return nil
+        machine.remote.pause?.until
     }
 
     /// Carries out actions in their order, as the shipper does.
     mutating func apply(_ actions: [Machine.Action]) {
         for action in actions {
             switch action {
-            case .setQueueSuspended:
-                isSuspended = machine.queueSuspension.isSuspended
+            case .setQueueSuspended(let suspended, let generation):
+                #expect(generation > suspensionGeneration, "a later decision carries a later generation")
+                isSuspended = suspended
+                suspensionGeneration = generation
             case .enqueue(let id, let priorityClass):
                 waiting.append(Operation(id: id, priorityClass: priorityClass))
             case .cancelTimer(let timer):
@@ -529,17 +528,23 @@ struct SimulationError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+extension ShipperStateMachine.Action {
+    var isQueueSuspension: Bool {
+        if case .setQueueSuspended = self { true } else { false }
+    }
+}
+
 /// The actions of one kind, in their order: what the tests look for in an event's list.
 extension Array where Element == ShipperStateMachine.Action {
     var enqueue: [(id: ShipperStateMachine.OperationID, priorityClass: PriorityClass)] {
         compactMap { if case .enqueue(let id, let priorityClass) = $0 { (id, priorityClass) } else { nil } }
     }
 
-    var armTimers: [(timer: ShipperStateMachine.Timer, date: Date)] {
+    var armTimers: [(timer: ShipperStateMachine.TimerID, date: Date)] {
         compactMap { if case .armTimer(let timer, let date) = $0 { (timer, date) } else { nil } }
     }
 
-    var cancelTimers: [ShipperStateMachine.Timer] {
+    var cancelTimers: [ShipperStateMachine.TimerID] {
         compactMap { if case .cancelTimer(let timer) = $0 { timer } else { nil } }
     }
 
@@ -548,4 +553,8 @@ extension Array where Element == ShipperStateMachine.Action {
     }
 
     var wakeIdleWaiters: Bool { contains(.wakeIdleWaiters) }
+
+    var suspensions: [Bool] {
+        compactMap { if case .setQueueSuspended(let suspended, _) = $0 { suspended } else { nil } }
+    }
 }

@@ -47,11 +47,11 @@ final class DaemonStatusSource: Sendable {
         status.unreadableRecords = spoolStatistics.unreadableRecords
         status.spoolSetAside = spoolStatistics.setAside?.path
         status.spoolSetAsideReason = spoolStatistics.setAside?.reason
-        status.delivered = shipping.deliveredRecords
-        status.deadLettered = shipping.deadLetteredRecords
+        status.delivered = shipping.totals.delivered
+        status.deadLettered = shipping.totals.deadLettered
         status.deadLetters = spoolStatistics.deadLetters
-        status.requests = shipping.requests
-        status.failedRequests = shipping.failedRequests
+        status.requests = shipping.totals.requests
+        status.failedRequests = shipping.totals.failedRequests
         status.inFlight = shipping.operationsInFlight
         status.pausedUntil = shipping.pause.map { Timestamp($0.until).rfc3339 }
         status.pauseCause = shipping.pause?.cause.rawValue

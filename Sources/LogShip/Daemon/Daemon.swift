@@ -195,7 +195,7 @@ public final class Daemon: Sendable {
         } else {
             remote = "remote accepting"
         }
-        return "pending \(pending); \(shipping.operationsInFlight) in flight; \(shipping.deliveredRecords) delivered; \(remote)"
+        return "pending \(pending); \(shipping.operationsInFlight) in flight; \(shipping.totals.delivered) delivered; \(remote)"
     }
 
     /// Warns when the connection caps could exceed the open-file limit: the caps are there so that clients

@@ -150,7 +150,7 @@ public struct BatchDelivery: Sendable {
             try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: pause.until) }
             return .notSent
         }
-        attempt.report.requests += 1
+        attempt.report.counts.requests += 1
         do {
             let started = ContinuousClock.now
             defer { observeRequest?(ContinuousClock.now - started) }
@@ -162,13 +162,13 @@ public struct BatchDelivery: Sendable {
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
             return .notSent
         } catch {
-            attempt.report.failedRequests += 1
+            attempt.report.counts.failedRequests += 1
             return .refused(error as? UploadError ?? .transport("\(error)"))
         }
         backoff.reset()
         // Not awaited: the slot is free for the next request while the spool commits the delete.
         try await spool.acknowledgeInBackground(batch)
-        attempt.report.delivered += batch.records.count
+        attempt.report.counts.delivered += batch.records.count
         attempt.acceptedAny = true
         return .accepted
     }
@@ -261,7 +261,7 @@ public struct BatchDelivery: Sendable {
             try await settle(on: attempt.lane) {
                 try await spool.deadLetter(batch, failure: DeliveryFailure(status: error.status, reason: error.description))
             }
-            attempt.report.deadLettered += batch.records.count
+            attempt.report.counts.deadLettered += batch.records.count
             var metadata = metadata(batch)
             metadata["logship.upload.error"] = "\(error)"
             logger.error("remote refused a record; moved to dead letters", metadata: metadata)

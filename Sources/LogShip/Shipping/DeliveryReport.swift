@@ -1,11 +1,30 @@
 import Foundation
 
+/// What delivery did, as counts that add up: of one batch in a ``DeliveryReport``, or since start in the
+/// shipper's statistics.
+public struct DeliveryCounts: Hashable, Sendable {
+    /// Records the remote accepted.
+    public var delivered = 0
+    /// Records moved to the dead-letter table.
+    public var deadLettered = 0
+    /// Requests sent.
+    public var requests = 0
+    /// Requests that failed (and were retried or paused on).
+    public var failedRequests = 0
+
+    public init() {}
+
+    public static func += (lhs: inout Self, rhs: Self) {
+        lhs.delivered += rhs.delivered
+        lhs.deadLettered += rhs.deadLettered
+        lhs.requests += rhs.requests
+        lhs.failedRequests += rhs.failedRequests
+    }
+}
+
 /// The settlement of one claimed batch.
 public struct DeliveryReport: Hashable, Sendable {
-    public var delivered = 0
-    public var deadLettered = 0
-    public var requests = 0
-    public var failedRequests = 0
+    public var counts = DeliveryCounts()
     /// Set when the remote could not or would not take records: nothing should be sent before its end.
     public var pause: DeliveryPause?
     /// Set when a settling write failed: the batch's unsettled records are pending again, and the class should

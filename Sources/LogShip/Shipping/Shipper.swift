@@ -12,10 +12,8 @@ import Synchronization
 public final class Shipper: Service, Sendable {
     /// Counts since start, and what delivery is doing now.
     public struct Statistics: Sendable {
-        public var deliveredRecords = 0
-        public var deadLetteredRecords = 0
-        public var requests = 0
-        public var failedRequests = 0
+        /// Counts of every batch settled since start.
+        public var totals = DeliveryCounts()
         public var operationsInFlight = 0
         /// Set while all delivery is paused after a failure.
         public var pause: DeliveryPause?
@@ -36,7 +34,7 @@ public final class Shipper: Service, Sendable {
         var operations: [OperationID: LogOperation] = [:]
         /// Each timer's task with the number it was armed under, so that a task that fires removes its own entry
         /// and never a newer one armed for the same timer.
-        var timers: [ShipperStateMachine.Timer: (arming: UInt64, task: Task<Void, Never>)] = [:]
+        var timers: [ShipperStateMachine.TimerID: (arming: UInt64, task: Task<Void, Never>)] = [:]
         var nextArming: UInt64 = 0
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterID: UInt64 = 0
@@ -51,6 +49,8 @@ public final class Shipper: Service, Sendable {
     private let stuckAfter: Duration
     private let logger: Logger
     private let state: Mutex<State>
+    /// The generation of the queue suspension last applied (see ``setQueueSuspended(_:generation:)``).
+    private let appliedSuspension = Mutex<UInt64>(0)
 
     /// - Parameters:
     ///   - spool: Where the records wait, and what announces new ones.
@@ -89,15 +89,12 @@ public final class Shipper: Service, Sendable {
 
     public var statistics: Statistics {
         state.withLock { state in
-            let counters = state.machine.counters
             var statistics = Statistics(
-                deliveredRecords: counters.deliveredRecords, deadLetteredRecords: counters.deadLetteredRecords,
-                requests: counters.requests, failedRequests: counters.failedRequests,
-                operationsInFlight: state.machine.runningCount, pausedByOperator: state.machine.isPausedByOperator,
-                lastError: state.machine.lastError)
+                totals: state.machine.totals, operationsInFlight: state.machine.runningCount,
+                pausedByOperator: state.machine.isPausedByOperator, lastError: state.machine.lastError)
             switch state.machine.remote {
             case .accepting: break
-            case .paused(let pause): statistics.pause = pause
+            case .paused(let pause, _): statistics.pause = pause
             case .retrying(let pause): statistics.lastFailure = pause
             }
             return statistics
@@ -138,7 +135,7 @@ public final class Shipper: Service, Sendable {
 
     // MARK: Events from timers
 
-    private func timerFired(_ timer: ShipperStateMachine.Timer, arming: UInt64) {
+    private func timerFired(_ timer: ShipperStateMachine.TimerID, arming: UInt64) {
         perform(state.withLock { state in
             if state.timers[timer]?.arming == arming { state.timers[timer] = nil }
             return state.machine.timerFired(timer, now: Date())
@@ -151,8 +148,8 @@ public final class Shipper: Service, Sendable {
     private func perform(_ actions: [ShipperStateMachine.Action]) {
         for action in actions {
             switch action {
-            case .setQueueSuspended:
-                applyQueueSuspension()
+            case .setQueueSuspended(let isSuspended, let generation):
+                setQueueSuspended(isSuspended, generation: generation)
             case .enqueue(let id, let priorityClass):
                 enqueue(id, priorityClass)
             case .cancelTimer(let timer):
@@ -177,24 +174,20 @@ public final class Shipper: Service, Sendable {
         queue.addOperation(operation)
     }
 
-    /// Sets the queue's suspension to what the machine wants now.
-    ///
-    /// Two threads may apply changes at once (a pause and its end), and the later decision must win. Each pass
-    /// reads the wanted state with its generation, applies it, and checks that the generation has not moved since;
-    /// if it has, a newer decision may have been overwritten, so it applies again. The last pass to finish has
-    /// applied the current decision.
-    private func applyQueueSuspension() {
-        var applied: UInt64
-        repeat {
-            let wanted = state.withLock { $0.machine.queueSuspension }
-            queue.isSuspended = wanted.isSuspended
-            applied = wanted.generation
-        } while state.withLock({ $0.machine.queueSuspension.generation }) != applied
+    /// Suspends or resumes the queue, unless a later decision was applied already: two threads may carry out a
+    /// pause and its end at once, and the later one must stay. (Resuming only schedules the queue's operations on
+    /// its dispatch queue, so nothing re-enters this lock.)
+    private func setQueueSuspended(_ isSuspended: Bool, generation: UInt64) {
+        appliedSuspension.withLock { applied in
+            guard generation > applied else { return }
+            queue.isSuspended = isSuspended
+            applied = generation
+        }
     }
 
     /// Starts a task that reports `timer` at `date`. It is registered under the lock it would need to report, so
     /// it cannot fire before it is registered.
-    private func arm(_ timer: ShipperStateMachine.Timer, at date: Date) {
+    private func arm(_ timer: ShipperStateMachine.TimerID, at date: Date) {
         let replaced = state.withLock { state -> Task<Void, Never>? in
             let arming = state.nextArming
             state.nextArming += 1
@@ -287,15 +280,15 @@ extension Shipper: LogOperationOwner {
     }
 
     func operation(_ id: ShipperStateMachine.OperationID, finished result: Result<DeliveryOutcome, any Error>) {
-        let completion: ShipperStateMachine.Completion
+        let end: ShipperStateMachine.OperationEnd
         switch result {
         case .success(let outcome):
-            completion = .delivered(outcome)
+            end = .delivered(outcome)
         case .failure(is CancellationError):
-            completion = .cancelled
+            end = .cancelled
         case .failure(let error as SpoolError) where error == .closed:
             // The spool closes at the end of shutdown: what this operation had claimed stays stored.
-            completion = .cancelled
+            end = .cancelled
         case .failure(let error):
             let retryAt = Date().addingTimeInterval(backoff.nextDelay().seconds)
             logger.error(
@@ -303,12 +296,12 @@ extension Shipper: LogOperationOwner {
                 metadata: [
                     "logship.error": "\(error)", "logship.spool.retry_at": "\(Timestamp(retryAt).rfc3339)",
                 ])
-            completion = .failed(retryAt: retryAt)
+            end = .failed(retryAt: retryAt)
         }
         perform(
             state.withLock { state in
                 state.operations[id] = nil
-                return state.machine.operationFinished(id, completion, now: Date())
+                return state.machine.operationFinished(id, end, now: Date())
             })
     }
 }

@@ -24,124 +24,23 @@ import Foundation
 ///   queue starts during a pause (it may have been starting as the pause began) is declined and replaced.
 /// - Once shutdown begins nothing new is created; waiting operations are cancelled, running ones may finish.
 struct ShipperStateMachine: Sendable {
-    /// Names one operation for as long as it exists.
-    struct OperationID: Hashable, Comparable, Sendable, CustomStringConvertible {
-        fileprivate let rawValue: UInt64
-
-        static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-
-        var description: String { "operation \(rawValue)" }
-    }
-
-    /// Names one timer; a timer that fires after it was superseded is ignored.
-    enum Timer: Hashable, Sendable {
-        /// Ends a pause of all delivery.
-        case endPause(generation: UInt64)
-        /// Ends the block of a class whose oldest record waits for a retry time.
-        case unblock(PriorityClass, generation: UInt64)
-    }
-
-    /// How an operation ended, as far as the machine is concerned.
-    enum Completion: Hashable, Sendable {
-        case delivered(DeliveryOutcome)
-        /// The spool failed before or while settling; the class waits until `retryAt`.
-        case failed(retryAt: Date)
-        case cancelled
-    }
-
-    /// What the remote was last seen doing, for status output.
-    enum RemoteState: Hashable, Sendable {
-        /// Nothing has failed since the last success (or since start).
-        case accepting
-        /// Delivery is paused.
-        case paused(DeliveryPause)
-        /// A pause ended and nothing has been accepted since: the next requests are probes.
-        case retrying(after: DeliveryPause)
-    }
-
-    /// One thing the shipper must do after an event. An event returns them in the order to carry them out: the
-    /// queue's suspension first (so that an operation enqueued into a pause cannot start before it), then new
-    /// operations, most urgent first, then timers cancelled before timers armed (a timer re-armed under the same
-    /// name must survive), then operations cancelled, and waking the idle waiters last.
-    enum Action: Equatable, Sendable {
-        /// Suspend (`true`) or resume the queue. Two of these may be carried out at once by two threads, so the
-        /// shipper applies ``ShipperStateMachine/queueSuspension`` as it reads it then, not this value alone:
-        /// the later decision wins (see `Shipper.applyQueueSuspension`).
-        case setQueueSuspended(Bool)
-        /// Create an operation for the class and add it to the queue.
-        case enqueue(OperationID, PriorityClass)
-        /// Forget a timer no longer needed (an optimisation: a superseded timer that fires anyway is ignored).
-        case cancelTimer(Timer)
-        /// At `date`, report ``ShipperStateMachine/timerFired(_:now:)``.
-        case armTimer(Timer, at: Date)
-        /// Cancel an operation.
-        case cancel(OperationID)
-        /// Wake those waiting for the shipper to go idle.
-        case wakeIdleWaiters
-    }
-
-    /// The actions of one event as it decides them, handed out in the order to carry them out.
-    private struct Decisions {
-        var suspension: Bool?
-        var enqueue: [(OperationID, PriorityClass)] = []
-        var cancelTimers: [Timer] = []
-        var armTimers: [(Timer, Date)] = []
-        var cancel: [OperationID] = []
-        var wakeIdleWaiters = false
-
-        var actions: [Action] {
-            var actions: [Action] = suspension.map { [.setQueueSuspended($0)] } ?? []
-            actions += enqueue.map { .enqueue($0, $1) }
-            actions += cancelTimers.map { .cancelTimer($0) }
-            actions += armTimers.map { .armTimer($0, at: $1) }
-            actions += cancel.map { .cancel($0) }
-            if wakeIdleWaiters { actions.append(.wakeIdleWaiters) }
-            return actions
-        }
-    }
-
-    /// Counts since start.
-    struct Counters: Hashable, Sendable {
-        var deliveredRecords = 0
-        var deadLetteredRecords = 0
-        var requests = 0
-        var failedRequests = 0
-    }
-
-    private struct Operation {
-        var priorityClass: PriorityClass
-        /// When it began its current batch: when the queue started it, or when it went on to a next batch; `nil`
-        /// while it waits.
-        var batchStartedAt: Date?
-        var isRunning: Bool { batchStartedAt != nil }
-    }
-
-    private enum Phase {
-        case running
-        case draining
-    }
-
     /// Requests the queue runs at once (`upload.max_in_flight`).
     let slots: Int
     private var phase = Phase.running
-    private var operations: [OperationID: Operation] = [:]
-    private var nextOperationID: UInt64 = 0
-    /// Classes whose oldest record waits for a retry time, until when, and the timer that ends the block.
-    private var blocked: [PriorityClass: (until: Date, generation: UInt64)] = [:]
-    /// The pause of all delivery, and the timer that ends it.
-    private var pause: (pause: DeliveryPause, generation: UInt64)?
-    /// Classes whose last claim left records behind.
-    private var backlogged: Set<PriorityClass> = []
-    private var nextTimerGeneration: UInt64 = 0
-    private(set) var counters = Counters()
+    private var operations: [OperationID: TrackedOperation] = [:]
+    private var classes: [PriorityClass: ClassState] = [:]
+    /// What the remote was last seen doing; while it is `paused`, all delivery is.
+    private(set) var remote = RemoteState.accepting
     /// Whether an operator paused uploads (`logctl pause`).
     private(set) var isPausedByOperator = false
+    /// The queue's suspension as last decided.
+    private(set) var isQueueSuspended = false
+    /// Counts of every batch settled since start.
+    private(set) var totals = DeliveryCounts()
     /// The last failure since start and when it happened, for status output.
     private(set) var lastError: (reason: String, at: Date)?
-    private(set) var remote = RemoteState.accepting
-    /// Whether the queue should be suspended, and a number that grows with every change, so the shipper can
-    /// tell a stale reading from the current one.
-    private(set) var queueSuspension: (isSuspended: Bool, generation: UInt64) = (false, 0)
+    /// Where operation ids, timer generations and suspension generations are drawn from.
+    private var lastSerial: UInt64 = 0
 
     /// - Parameter slots: Requests the queue runs at once (`upload.max_in_flight`).
     init(slots: Int = 2) {
@@ -158,8 +57,6 @@ struct ShipperStateMachine: Sendable {
     /// Operations created and not yet started.
     var waitingClasses: [PriorityClass] { operations.values.filter { !$0.isRunning }.map(\.priorityClass) }
 
-    var isDraining: Bool { phase == .draining }
-
     // MARK: Events
 
     /// Records of `classes` became available in the spool (start-up, or a commit).
@@ -175,18 +72,20 @@ struct ShipperStateMachine: Sendable {
     /// The queue started operation `id`. Returns whether it may proceed to claim.
     ///
     /// An operation is declined once shutdown has begun, or while delivery is paused by the remote or an
-    /// operator (the queue may have been starting it as the pause began); a declined operation finishes without claiming, and a paused class gets a
-    /// new waiting operation in its place.
+    /// operator (the queue may have been starting it as the pause began); a declined operation finishes without
+    /// claiming, and a paused class gets a new waiting operation in its place.
     mutating func operationStarted(_ id: OperationID, now: Date) -> (proceed: Bool, actions: [Action]) {
         var decisions = Decisions()
-        guard phase == .running, let operation = operations[id], !operation.isRunning else { return (false, decisions.actions) }
-        if isPausedByOperator || (pause.map { $0.pause.until > now } ?? false) {
+        guard phase == .running, let operation = operations[id], !operation.isRunning else {
+            return (false, decisions.actions)
+        }
+        if isPausedByOperator || (remote.pause.map { $0.until > now } ?? false) {
             operations[id] = nil
             enqueueIfNeeded(operation.priorityClass, &decisions)
             return (false, decisions.actions)
         }
         operations[id]?.batchStartedAt = now
-        if backlogged.contains(operation.priorityClass) {
+        if classes[operation.priorityClass]?.isBacklogged == true {
             enqueueIfNeeded(operation.priorityClass, &decisions)
         }
         return (true, decisions.actions)
@@ -196,11 +95,9 @@ struct ShipperStateMachine: Sendable {
     mutating func claimed(_ id: OperationID, moreLeft: Bool) -> [Action] {
         var decisions = Decisions()
         guard let operation = operations[id] else { return decisions.actions }
+        classes[operation.priorityClass, default: ClassState()].isBacklogged = moreLeft
         if moreLeft {
-            backlogged.insert(operation.priorityClass)
             enqueueIfNeeded(operation.priorityClass, &decisions)
-        } else {
-            backlogged.remove(operation.priorityClass)
         }
         return decisions.actions
     }
@@ -218,8 +115,8 @@ struct ShipperStateMachine: Sendable {
     mutating func operationDelivered(_ id: OperationID, _ report: DeliveryReport, now: Date) -> Bool {
         guard phase == .running, let operation = operations[id], operation.isRunning,
             report.pause == nil, report.spoolFailedUntil == nil,
-            pause == nil, !isPausedByOperator,
-            backlogged.contains(operation.priorityClass), blocked[operation.priorityClass] == nil,
+            remote.pause == nil, !isPausedByOperator,
+            let state = classes[operation.priorityClass], state.isBacklogged, state.block == nil,
             !operations.values.contains(where: { !$0.isRunning && $0.priorityClass > operation.priorityClass })
         else { return false }
         count(report)
@@ -228,11 +125,11 @@ struct ShipperStateMachine: Sendable {
     }
 
     /// Operation `id` finished.
-    mutating func operationFinished(_ id: OperationID, _ completion: Completion, now: Date) -> [Action] {
+    mutating func operationFinished(_ id: OperationID, _ end: OperationEnd, now: Date) -> [Action] {
         var decisions = Decisions()
         guard let operation = operations.removeValue(forKey: id) else { return decisions.actions }
         let priorityClass = operation.priorityClass
-        switch completion {
+        switch end {
         case .delivered(.attempted(let report)):
             count(report)
             if let pause = report.pause {
@@ -261,27 +158,26 @@ struct ShipperStateMachine: Sendable {
     }
 
     /// A timer fired at `now`.
-    mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
+    mutating func timerFired(_ timer: TimerID, now: Date) -> [Action] {
         var decisions = Decisions()
         guard phase == .running else { return decisions.actions }
         switch timer {
-        case .endPause(let generation):
-            guard let current = pause, current.generation == generation else { return decisions.actions }
-            guard now >= current.pause.until else {
+        case .endPause:
+            guard case .paused(let pause, timer) = remote else { return decisions.actions }
+            guard now >= pause.until else {
                 // Early (the wall clock moved): wait for the rest.
-                decisions.armTimers.append((timer, current.pause.until))
+                decisions.armTimers.append((timer, pause.until))
                 return decisions.actions
             }
-            pause = nil
-            remote = .retrying(after: current.pause)
+            remote = .retrying(after: pause)
             updateQueueSuspension(&decisions)
-        case .unblock(let priorityClass, let generation):
-            guard let current = blocked[priorityClass], current.generation == generation else { return decisions.actions }
-            guard now >= current.until else {
-                decisions.armTimers.append((timer, current.until))
+        case .unblock(let priorityClass, _):
+            guard let block = classes[priorityClass]?.block, block.timer == timer else { return decisions.actions }
+            guard now >= block.until else {
+                decisions.armTimers.append((timer, block.until))
                 return decisions.actions
             }
-            blocked[priorityClass] = nil
+            classes[priorityClass]?.block = nil
             enqueueIfNeeded(priorityClass, &decisions)
         }
         return decisions.actions
@@ -301,15 +197,15 @@ struct ShipperStateMachine: Sendable {
         var decisions = Decisions()
         guard phase == .running else { return decisions.actions }
         phase = .draining
-        decisions.cancelTimers = blocked.map { .unblock($0.key, generation: $0.value.generation) }
-        if let pause {
-            decisions.cancelTimers.append(.endPause(generation: pause.generation))
+        for priorityClass in PriorityClass.mostUrgentFirst {
+            guard let block = classes[priorityClass]?.block else { continue }
+            decisions.cancelTimers.append(block.timer)
+            classes[priorityClass]?.block = nil
         }
-        blocked = [:]
-        if case .paused(let current) = remote {
-            remote = .retrying(after: current)
+        if case .paused(let pause, let timer) = remote {
+            decisions.cancelTimers.append(timer)
+            remote = .retrying(after: pause)
         }
-        pause = nil
         updateQueueSuspension(&decisions)
         decisions.cancel = operations.filter { !$0.value.isRunning }.map(\.key).sorted()
         if runningCount == 0 {
@@ -327,13 +223,10 @@ struct ShipperStateMachine: Sendable {
 
     // MARK: Decisions
 
-    /// Adds a settled batch to the counters; records it took or dead-lettered show that the remote accepts again.
+    /// Adds a settled batch to the totals; records it took or dead-lettered show that the remote accepts again.
     private mutating func count(_ report: DeliveryReport) {
-        counters.deliveredRecords += report.delivered
-        counters.deadLetteredRecords += report.deadLettered
-        counters.requests += report.requests
-        counters.failedRequests += report.failedRequests
-        if report.pause == nil, report.delivered > 0 || report.deadLettered > 0, pause == nil {
+        totals += report.counts
+        if report.pause == nil, report.counts.delivered > 0 || report.counts.deadLettered > 0, remote.pause == nil {
             remote = .accepting
         }
     }
@@ -341,13 +234,13 @@ struct ShipperStateMachine: Sendable {
     /// Creates waiting operations for a class until it has one (one per slot while it is backlogged), unless the
     /// class is blocked or shutdown has begun.
     private mutating func enqueueIfNeeded(_ priorityClass: PriorityClass, _ decisions: inout Decisions) {
-        guard phase == .running, blocked[priorityClass] == nil else { return }
-        let wanted = backlogged.contains(priorityClass) ? slots : 1
+        let state = classes[priorityClass] ?? ClassState()
+        guard phase == .running, state.block == nil else { return }
+        let wanted = state.isBacklogged ? slots : 1
         let waiting = operations.values.count { $0.priorityClass == priorityClass && !$0.isRunning }
         for _ in waiting..<max(wanted, waiting) {
-            let id = OperationID(rawValue: nextOperationID)
-            nextOperationID += 1
-            operations[id] = Operation(priorityClass: priorityClass)
+            let id = OperationID(rawValue: nextSerial())
+            operations[id] = TrackedOperation(priorityClass: priorityClass)
             decisions.enqueue.append((id, priorityClass))
         }
     }
@@ -355,46 +248,44 @@ struct ShipperStateMachine: Sendable {
     /// Blocks a class until `date`, or until an earlier date it is already blocked to.
     private mutating func block(_ priorityClass: PriorityClass, until date: Date, _ decisions: inout Decisions) {
         guard phase == .running else { return }
-        if let existing = blocked[priorityClass] {
+        if let existing = classes[priorityClass]?.block {
             guard date < existing.until else { return }
-            decisions.cancelTimers.append(.unblock(priorityClass, generation: existing.generation))
+            decisions.cancelTimers.append(existing.timer)
         }
-        let generation = newTimerGeneration()
-        blocked[priorityClass] = (date, generation)
-        decisions.armTimers.append((.unblock(priorityClass, generation: generation), date))
+        let timer = TimerID.unblock(priorityClass, generation: nextSerial())
+        classes[priorityClass, default: ClassState()].block = (date, timer)
+        decisions.armTimers.append((timer, date))
     }
 
     /// Pauses all delivery until the pause ends; a pause already running longer is kept, with the newer reason.
     private mutating func begin(_ newPause: DeliveryPause, _ decisions: inout Decisions) {
         guard phase == .running else { return }
-        if let current = pause, current.pause.until >= newPause.until {
-            var kept = newPause
-            kept.until = current.pause.until
-            pause = (kept, current.generation)
-            remote = .paused(kept)
-            return
+        if case .paused(let current, let timer) = remote {
+            if current.until >= newPause.until {
+                var kept = newPause
+                kept.until = current.until
+                remote = .paused(kept, endedBy: timer)
+                return
+            }
+            decisions.cancelTimers.append(timer)
         }
-        if let current = pause {
-            decisions.cancelTimers.append(.endPause(generation: current.generation))
-        }
-        let generation = newTimerGeneration()
-        pause = (newPause, generation)
-        remote = .paused(newPause)
-        decisions.armTimers.append((.endPause(generation: generation), newPause.until))
+        let timer = TimerID.endPause(generation: nextSerial())
+        remote = .paused(newPause, endedBy: timer)
+        decisions.armTimers.append((timer, newPause.until))
         updateQueueSuspension(&decisions)
     }
 
     /// Suspends the queue while delivery is paused, by the remote or by the operator, unless shutdown has begun
     /// (waiting operations must be started to finish).
     private mutating func updateQueueSuspension(_ decisions: inout Decisions) {
-        let isSuspended = phase == .running && (pause != nil || isPausedByOperator)
-        guard queueSuspension.isSuspended != isSuspended else { return }
-        queueSuspension = (isSuspended, queueSuspension.generation + 1)
-        decisions.suspension = isSuspended
+        let isSuspended = phase == .running && (remote.pause != nil || isPausedByOperator)
+        guard isQueueSuspended != isSuspended else { return }
+        isQueueSuspended = isSuspended
+        decisions.suspension = (isSuspended, nextSerial())
     }
 
-    private mutating func newTimerGeneration() -> UInt64 {
-        nextTimerGeneration += 1
-        return nextTimerGeneration
+    private mutating func nextSerial() -> UInt64 {
+        lastSerial += 1
+        return lastSerial
     }
 }
