@@ -89,6 +89,7 @@ let package = Package(
             dependencies: [
                 "LogShip",
                 "LogShipTestKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

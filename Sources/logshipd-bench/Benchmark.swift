@@ -4,61 +4,30 @@ import LogShipTestKit
 import Logging
 import NIOCore
 
-/// A command line the benchmark does not understand.
-struct BenchmarkUsageError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// `make bench`: runs logshipd in-process against a loopback receiver and prints throughput and latency.
+/// The measurements `logshipd-bench` runs: logshipd in-process or as a child process against a loopback
+/// receiver, printing throughput and latency.
 ///
 /// Figures depend on the machine; the ratios between runs on one machine are what to compare.
-@main
-struct Benchmark {
-    static func main() async throws {
-        // `logshipd-bench journal` runs only the journal comparison, `logshipd-bench formats` only the formats',
-        // `logshipd-bench peers` the comparison with syslog-ng, `logshipd-bench peer SHIPPER N` one run of it,
-        // `logshipd-bench intake-cost` what a socket line costs before the spool, `logshipd-bench target N` one of
-        // the scenarios without a peer.
-        switch CommandLine.arguments.dropFirst().first {
-        case "intake-cost":
-            IntakeCost.run()
-            return
-        case "target":
-            guard let number = CommandLine.arguments.dropFirst(2).first.flatMap({ Int($0) }) else {
-                throw BenchmarkUsageError("usage: logshipd-bench target 4|5|6")
-            }
-            try await TargetScenarios.runOnce(number)
-            return
-        case "journal":
-            try await printJournalRates()
-            return
-        case "formats":
-            try printFormatCosts()
-            return
-        case "peers":
-            try await compareAndReport()
-            return
-        case "peer":
-            let arguments = Array(CommandLine.arguments.dropFirst(2))
-            guard arguments.count == 2, let shipper = PeerComparison.Shipper(rawValue: arguments[0]),
-                let scenario = Int(arguments[1])
-            else {
-                throw BenchmarkUsageError("usage: logshipd-bench peer logshipd|syslog-ng SCENARIO")
-            }
-            try await PeerComparison.runOnce(shipper, scenario: scenario)
-            return
-        default:
-            break
-        }
+enum Benchmark {
+    /// Everything, in the order `make bench` prints it.
+    static func runAll() async throws {
         print("logshipd benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, "
             + "\(ProcessInfo.processInfo.physicalMemory >> 30) GiB; loopback receiver; figures vary with the machine,")
         print("compare the ratios within one run")
         print("")
-
         try await compareAndReport()
         print("")
+        try await printSpoolRates()
+        print("")
+        try await printCrashLatency()
+        print("")
+        try await printJournalRates()
+        try printFormatCosts()
+        try await printRestartMemory()
+    }
 
+    /// Intake and delivery rates with the memory spool and the SQLite spool side by side.
+    static func printSpoolRates() async throws {
         print("                                       memory        sqlite    sqlite/memory")
         let socketMemory = try await socketIntakeRate(records: 100_000, spool: .memory)
         let socketSQLite = try await socketIntakeRate(records: 100_000, spool: .sqlite)
@@ -73,18 +42,19 @@ struct Benchmark {
         let singleSQLite = try await deliveryRate(records: 5_000, batchSize: 1, spool: .sqlite)
         row("delivered, one per request (records/s)", singleMemory.rate, singleSQLite.rate)
         print(String(format: "batching speed-up (sqlite)             %8.1fx", deliveredSQLite.rate / singleSQLite.rate))
-        print("")
+    }
 
+    /// How soon a crash record behind a backlog reaches a slow receiver.
+    static func printCrashLatency() async throws {
         let latency = try await crashLatency(backlog: 5_000, receiverDelay: .milliseconds(100))
         print(String(format: "crash record behind %d info records, receiver answering after 100 ms (sqlite):", latency.backlog))
         print(String(format: "  accepted → arrived     %8.0f ms  (%.1f× one request's delay)",
                      latency.milliseconds, latency.milliseconds / 100))
         print(String(format: "  info records it overtook %6d of %d", latency.overtaken, latency.backlog))
-        print("")
+    }
 
-        try await printJournalRates()
-        try printFormatCosts()
-
+    /// What the daemon holds resident when it starts, with an empty spool and with a backlog.
+    static func printRestartMemory() async throws {
         let memory = try await restartMemory(pending: 100_000)
         print("logshipd resident memory at start (its own process, sqlite spool):")
         print(String(format: "  empty spool                %6.1f MiB", memory.empty))

@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+
+/// `logshipd-bench`: with no arguments everything `make bench` runs; a subcommand runs one measurement by name.
+@main
+struct BenchmarkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "logshipd-bench",
+        abstract: "Measure logshipd's throughput, latency and memory, with syslog-ng side by side.",
+        discussion: """
+            Runs against receivers on loopback. Figures vary with the machine: compare the ratios within one run.
+            `peers` rewrites BENCHMARKS.md. Release builds only give figures worth comparing (`make bench`).
+            """,
+        subcommands: [
+            All.self, Peers.self, Peer.self, Target.self, Spool.self, CrashLatency.self, Journal.self, Formats.self,
+            RestartMemory.self, IntakeCostCommand.self,
+        ],
+        defaultSubcommand: All.self)
+
+    struct All: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Everything below, in order (what `make bench` runs).")
+        func run() async throws { try await Benchmark.runAll() }
+    }
+
+    struct Peers: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "logshipd and syslog-ng side by side, then target scenarios 4–6; writes BENCHMARKS.md.")
+        func run() async throws { try await Benchmark.compareAndReport() }
+    }
+
+    struct Peer: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "One run of one peer scenario for one shipper, printing its pid first (for a profiler).",
+            discussion: PeerComparison.scenarios.map(\.title).joined(separator: "\n"))
+
+        @Argument(help: "The shipper to run.")
+        var shipper: PeerComparison.Shipper
+
+        @Argument(help: "The scenario, 1 to \(PeerComparison.scenarios.count).")
+        var scenario: Int
+
+        func run() async throws { try await PeerComparison.runOnce(shipper, scenario: scenario) }
+    }
+
+    struct Target: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "One target scenario without a peer: 4 intake alone, 5 crash latency, 6 memory.")
+
+        @Argument(help: "The scenario, 4 to 6.")
+        var scenario: Int
+
+        func run() async throws { try await TargetScenarios.runOnce(scenario) }
+    }
+
+    struct Spool: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Intake and delivery rates with the memory and the SQLite spool side by side.")
+        func run() async throws { try await Benchmark.printSpoolRates() }
+    }
+
+    struct CrashLatency: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "crash-latency", abstract: "A crash record behind 5 000 info records, receiver at 100 ms.")
+        func run() async throws { try await Benchmark.printCrashLatency() }
+    }
+
+    struct Journal: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Journal entries read and delivered, beside systemd-journal-upload.")
+        func run() async throws { try await Benchmark.printJournalRates() }
+    }
+
+    struct Formats: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "What each upload format costs: bytes on the wire and CPU per batch, with and without gzip.")
+        func run() throws { try Benchmark.printFormatCosts() }
+    }
+
+    struct RestartMemory: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "restart-memory", abstract: "Resident memory at start, empty and with 100 000 pending.")
+        func run() async throws { try await Benchmark.printRestartMemory() }
+    }
+
+    struct IntakeCostCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "intake-cost",
+            abstract: "What a socket line costs before the spool, on one thread (run it under callgrind).")
+        func run() { IntakeCost.run() }
+    }
+}
+
+extension PeerComparison.Shipper: ExpressibleByArgument {}
+
+/// A measurement asked for that does not exist.
+struct BenchmarkUsageError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
