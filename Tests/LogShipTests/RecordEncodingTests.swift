@@ -77,12 +77,4 @@ struct RecordEncodingTests {
     func unknownPriority(text: String) {
         #expect(PriorityClass.resolve(text) == nil)
     }
-
-    @Test("classes map to queue priorities in order")
-    func queuePriorities() {
-        let priorities = PriorityClass.mostUrgentFirst.map(\.queuePriority.rawValue)
-        #expect(priorities == priorities.sorted(by: >))
-        #expect(PriorityClass.crash.queuePriority == .veryHigh)
-        #expect(PriorityClass.debug.queuePriority == .veryLow)
-    }
 }

@@ -23,6 +23,14 @@ struct ShipperStateMachineTests {
         return report
     }
 
+    @Test("classes map to queue priorities in order")
+    func queuePriorities() {
+        let priorities = PriorityClass.mostUrgentFirst.map(\.queuePriority.rawValue)
+        #expect(priorities == priorities.sorted(by: >))
+        #expect(PriorityClass.crash.queuePriority == .veryHigh)
+        #expect(PriorityClass.debug.queuePriority == .veryLow)
+    }
+
     @Test("a burst across classes enqueues one operation per class, most urgent first")
     func burst() {
         var machine = Machine()

@@ -7,24 +7,9 @@ import Synchronization
 ///
 /// The decisions are ``ShipperStateMachine``'s; the shipper feeds it events under a lock and carries out what it
 /// returns after releasing the lock: creating and enqueueing operations, suspending and resuming the queue,
-/// arming timers, cancelling operations at shutdown. Nothing outside the shipper knows that operations or queues
-/// exist.
+/// arming timers, cancelling operations at shutdown. The shipper alone creates operations and owns the queue; what
+/// an operation does with its slot is ``BatchDelivery``'s, which knows of neither.
 public final class Shipper: Service, Sendable {
-    /// Counts since start, and what delivery is doing now.
-    public struct Statistics: Sendable {
-        /// Counts of every batch settled since start.
-        public var totals = DeliveryCounts()
-        public var operationsInFlight = 0
-        /// Set while all delivery is paused after a failure.
-        public var pause: DeliveryPause?
-        /// Set after a pause ended while nothing has been accepted since.
-        public var lastFailure: DeliveryPause?
-        /// Whether an operator paused uploads (`logctl pause`).
-        public var pausedByOperator = false
-        /// The last failure since start, and when.
-        public var lastError: (reason: String, at: Date)?
-    }
-
     private typealias OperationID = ShipperStateMachine.OperationID
 
     /// The machine and everything the shipper holds for it, under one lock: the operations it knows of (so that

@@ -1,9 +1,7 @@
-import Foundation
-
 /// The five delivery classes of logshipd, from chatter to crash reports.
 ///
-/// A record's class decides which `LogOperation` carries it and how that operation is ordered in the
-/// upload queue: a crash report always goes ahead of errors, errors ahead of warnings, and so on.
+/// A record's class decides which operation carries it and how that operation is ordered in the upload queue: a
+/// crash report always goes ahead of errors, errors ahead of warnings, and so on.
 public enum PriorityClass: Int, CaseIterable, Comparable, Hashable, Sendable, CustomStringConvertible {
     case debug = 0
     case info = 1
@@ -48,17 +46,6 @@ public enum PriorityClass: Int, CaseIterable, Comparable, Hashable, Sendable, Cu
         case .warning: .warning
         case .info: .informational
         case .debug: .debug
-        }
-    }
-
-    /// The `Operation.QueuePriority` of the operations that carry this class.
-    public var queuePriority: Operation.QueuePriority {
-        switch self {
-        case .crash: .veryHigh
-        case .error: .high
-        case .warning: .normal
-        case .info: .low
-        case .debug: .veryLow
         }
     }
 
