@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 import Testing
 
 import LogShipTestKit
@@ -354,17 +355,20 @@ struct SpoolTests {
         await spool.close()
     }
 
-    @Test("commits are announced with their classes, merged until read", arguments: SpoolKind.allCases)
+    @Test("each commit is announced with its classes once committed, until the spool closes", arguments: SpoolKind.allCases)
     func availability(_ kind: SpoolKind) async throws {
         let spool = try await kind.make()
+        _ = try await spool.append([entry(.debug, "before anyone listens")])
+        let heard = Mutex<[Set<PriorityClass>]>([])
+        spool.availability.subscribe { classes in heard.withLock { $0.append(classes) } }
         _ = try await spool.append([entry(.warning, "w"), entry(.crash, "c")])
-        _ = try await spool.append([entry(.debug, "d")])
-        var iterator = spool.availability.updates.makeAsyncIterator()
-        #expect(await iterator.next() == [.warning, .crash, .debug])
-        _ = try await spool.append([entry(.info, "i")])
-        #expect(await iterator.next() == [.info])
+        #expect(heard.withLock { $0 } == [[.warning, .crash]], "announced by the time append returns")
+        try await spool.enqueue([entry(.info, "i")])
+        try await eventually { heard.withLock { $0.count } == 2 }
+        #expect(heard.withLock { $0.last } == [.info])
         await spool.close()
-        #expect(await iterator.next() == nil, "closing the spool ends the updates")
+        _ = try? await spool.append([entry(.error, "after closing")])
+        #expect(heard.withLock { $0.count } == 2, "closing the spool ends the announcements")
     }
 }
 

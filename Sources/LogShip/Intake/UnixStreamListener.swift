@@ -139,7 +139,9 @@ final class UnixStreamListener: Sendable {
                     return
                 }
                 served.insert(connection.channel)
-                group.addTask {
+                // On the channel's own loop: the reads reach the task without a thread switch, and the frames are
+                // parsed where they were read (see docs/ARCHITECTURE.md).
+                group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
                     await handler(connection, accepted.peer)
                     self.served.remove(connection.channel)
                     self.release(accepted.peer)

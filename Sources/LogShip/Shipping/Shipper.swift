@@ -105,16 +105,11 @@ public final class Shipper: Service, Sendable {
     /// - Important: Records that are not delivered by then stay in the spool; nothing new starts once shutdown
     ///   has begun.
     public func run() async throws {
+        // Subscribed before reading what is pending, so that no commit falls between the two; a class announced
+        // twice costs nothing.
+        spool.availability.subscribe { [weak self] classes in self?.recordsAvailable(classes) }
         recordsAvailable(try await spool.pendingClasses())
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await classes in self.spool.availability.updates {
-                    self.recordsAvailable(classes)
-                }
-            }
-            try? await gracefulShutdown()
-            group.cancelAll()
-        }
+        try? await gracefulShutdown()
         await drain()
     }
 

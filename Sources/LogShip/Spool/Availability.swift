@@ -1,43 +1,32 @@
 import Synchronization
 
-/// Tells the shipper which classes gained records, merging announcements until it reads them.
+/// Tells the shipper which classes gained records, as each commit lands.
 ///
-/// A burst of single-record commits wakes the shipper once, not once per record: announcements only add to a
-/// set of classes, and the shipper takes the whole set each time it wakes.
+/// The spool announces the classes of every commit on the thread that committed it (the spool's writer), and the
+/// subscriber hears of them there: records go from the commit to the upload queue without a task in between
+/// (see docs/ARCHITECTURE.md). A commit holds everything that queued up while the one before was written, so a
+/// burst of small writes makes few announcements.
 public final class Availability: Sendable {
-    private let pending = Mutex(Set<PriorityClass>())
-    private let wakeups: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
+    /// Hears the classes of one commit. It runs on the spool's writer, so it must be quick and must not block.
+    public typealias Subscriber = @Sendable (Set<PriorityClass>) -> Void
 
-    public init() {
-        // One buffered wake-up is enough: whatever arrives meanwhile is in `pending`.
-        (wakeups, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    private let subscriber = Mutex<Subscriber?>(nil)
+
+    public init() {}
+
+    /// Sends the classes of every commit from now on to `subscriber`, in place of any earlier one.
+    public func subscribe(_ subscriber: @escaping Subscriber) {
+        self.subscriber.withLock { $0 = subscriber }
     }
 
     /// Records that `classes` have new committed records.
     func announce(_ classes: Set<PriorityClass>) {
-        guard !classes.isEmpty else { return }
-        let wake = pending.withLock { pending in
-            let wasEmpty = pending.isEmpty
-            pending.formUnion(classes)
-            return wasEmpty
-        }
-        if wake { continuation.yield() }
+        guard !classes.isEmpty, let subscriber = subscriber.withLock({ $0 }) else { return }
+        subscriber(classes)
     }
 
-    /// Ends the updates, once the spool is closed.
+    /// Ends the announcements, once the spool is closed.
     func finish() {
-        continuation.finish()
-    }
-
-    /// The classes announced since the previous element, for one consumer.
-    public var updates: AsyncCompactMapSequence<AsyncStream<Void>, Set<PriorityClass>> {
-        wakeups.compactMap { [self] _ in
-            let classes = pending.withLock { pending in
-                defer { pending.removeAll() }
-                return pending
-            }
-            return classes.isEmpty ? nil : classes
-        }
+        subscriber.withLock { $0 = nil }
     }
 }
