@@ -193,7 +193,7 @@ public struct ControlServer: Service {
             }
         }
         do {
-            let (receipt, demoted) = try await intake.accept(records, from: peer)
+            let (receipt, demoted) = try await intake.append(records, from: peer)
             if receipt.refused > 0 {
                 return ControlResponse(
                     ok: false, accepted: receipt.accepted,

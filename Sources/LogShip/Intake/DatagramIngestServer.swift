@@ -31,57 +31,65 @@ public struct DatagramIngestServer: Service {
     /// Reads datagrams until graceful shutdown or cancellation, then closes the socket.
     public func run() async throws {
         logger.info("ingest datagram socket listening", metadata: ["logship.socket": "\(socket.path)"])
-        // The blocking poll/recvmsg loop gets a thread of its own, off the cooperative pool.
-        let reader = NIOThreadPool(numberOfThreads: 1)
-        reader.start()
+        // The blocking poll/recvmsg loop gets a thread of its own, off the cooperative pool, and the task runs
+        // there too: a read's records are parsed and handed to the spool on the thread that read them. Nothing
+        // else runs on this loop, so blocking it in `receive` holds up no one.
+        let readerThread = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { socket.close() }
         do {
-            try await withTaskCancellationOrGracefulShutdownHandler {
-                while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                    let datagrams: [UnixDatagramSocket.Datagram]
-                    do {
-                        guard let received = try await reader.runIfActive({
-                            try socket.receive(limit: Self.batchLimit.datagrams, bytes: Self.batchLimit.bytes)
-                        }) else { break }
-                        datagrams = received
-                    } catch let error as IngestError {
-                        // A failed receive (ENOMEM, ENOBUFS, …) loses at most what it was reading; the socket
-                        // goes on serving. Waiting a moment keeps a persistent failure from spinning.
-                        logger.error("ingest datagram receive failed", metadata: ["logship.error": "\(error)"])
-                        try await Task.sleep(for: .milliseconds(100))
-                        continue
-                    }
-                    let receivedAt = Timestamp.now()
-                    let withText = datagrams.filter { !$0.frame.isBlank }
-                    intake.countBlank(datagrams.count - withText.count)
-                    do {
-                        try await submit(withText, receivedAt: receivedAt)
-                    } catch let error as SpoolError where error == .closed {
-                        break
-                    } catch {
-                        logger.error(
-                            "datagram records were not stored",
-                            metadata: ["logship.error": "\(error)", "logship.records": "\(withText.count)"])
-                    }
+            try await withTaskExecutorPreference(EventLoopTaskExecutor(readerThread.next())) {
+                try await withTaskCancellationOrGracefulShutdownHandler {
+                    try await receiveUntilStopped()
+                } onCancelOrGracefulShutdown: {
+                    socket.wake()
                 }
-            } onCancelOrGracefulShutdown: {
-                socket.wake()
             }
         } catch {
-            try? await reader.shutdownGracefully()
+            try? await readerThread.shutdownGracefully()
             throw error
         }
-        try await reader.shutdownGracefully()
+        try await readerThread.shutdownGracefully()
+    }
+
+    private func receiveUntilStopped() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let datagrams: [UnixDatagramSocket.Datagram]
+            do {
+                // Nil once woken for shutdown.
+                guard let received = try socket.receive(
+                    limit: Self.batchLimit.datagrams, bytes: Self.batchLimit.bytes)
+                else { return }
+                datagrams = received
+            } catch let error as IngestError {
+                // A failed receive (ENOMEM, ENOBUFS, …) loses at most what it was reading; the socket goes on
+                // serving. Waiting a moment keeps a persistent failure from spinning.
+                logger.error("ingest datagram receive failed", metadata: ["logship.error": "\(error)"])
+                try await Task.sleep(for: .milliseconds(100))
+                continue
+            }
+            let receivedAt = Timestamp.now()
+            let withText = datagrams.filter { !$0.frame.isBlank }
+            intake.countBlank(datagrams.count - withText.count)
+            do {
+                try await enqueue(withText, receivedAt: receivedAt)
+            } catch let error as SpoolError where error == .closed {
+                return
+            } catch {
+                logger.error(
+                    "datagram records were not stored",
+                    metadata: ["logship.error": "\(error)", "logship.records": "\(withText.count)"])
+            }
+        }
     }
 
     /// Hands datagrams to the intake in runs from one user, in order: each user's crash claims are weighed
     /// against its own budget.
-    private func submit(_ datagrams: [UnixDatagramSocket.Datagram], receivedAt: Timestamp) async throws {
+    private func enqueue(_ datagrams: [UnixDatagramSocket.Datagram], receivedAt: Timestamp) async throws {
         var start = datagrams.startIndex
         while start < datagrams.endIndex {
             let sender = datagrams[start].peer
             let end = datagrams[start...].firstIndex { $0.peer?.uid != sender?.uid } ?? datagrams.endIndex
-            try await intake.submit(
+            try await intake.enqueue(
                 datagrams[start..<end].map {
                     parser.encode($0.frame, source: .datagram, peer: $0.peer, receivedAt: receivedAt)
                 },

@@ -40,7 +40,7 @@ public final class RecordIntake: Sendable {
     ///   out whole because they would have needed evicting.
     /// - Throws: ``SpoolError`` when the spool could not store them at all (nor the position).
     @discardableResult
-    public func accept(
+    public func append(
         _ records: [LogRecord], position: InputPosition? = nil, evicting: Bool = true
     ) async throws -> AppendReceipt {
         guard !records.isEmpty || position != nil else { return AppendReceipt() }
@@ -54,14 +54,14 @@ public final class RecordIntake: Sendable {
     ///
     /// - Returns: The spool's receipt, and how many crash claims were stored as errors.
     @discardableResult
-    public func accept(
+    public func append(
         _ records: [LogRecord], from sender: PeerCredentials
     ) async throws -> (receipt: AppendReceipt, demoted: Int) {
         let demotions = admitCrashClaims(records.lazy.map { $0.priority == .crash }, uid: sender.uid)
         let admitted = demotions.isEmpty
             ? records
             : records.enumerated().map { demotions.contains($0.offset) ? $0.element.demotingCrashClaim() : $0.element }
-        return (try await accept(admitted), demotions.count)
+        return (try await append(admitted), demotions.count)
     }
 
     /// Hands what one read of a socket gave to the spool's next commits without waiting for them: for the ingest
@@ -71,7 +71,7 @@ public final class RecordIntake: Sendable {
     /// - Parameters:
     ///   - records: The read's records, in order.
     ///   - sender: Who sent them, as the kernel reports it; crash claims are weighed against its uid's budget.
-    public func submit(_ records: [EncodedRecord], from sender: PeerCredentials?) async throws {
+    public func enqueue(_ records: [EncodedRecord], from sender: PeerCredentials?) async throws {
         guard !records.isEmpty else { return }
         // A datagram without credentials (never seen with SO_PASSCRED) is weighed as uid -1's, the "nobody" of
         // the kernel's interfaces.

@@ -52,7 +52,7 @@ public struct StreamIngestServer: Service {
                 for try await read in reads {
                     intake.countBlank(read.blank)
                     let receivedAt = Timestamp.now()
-                    try await intake.submit(
+                    try await intake.enqueue(
                         read.frames.map { parser.encode($0, source: .socket, peer: peer, receivedAt: receivedAt) },
                         from: peer)
                 }

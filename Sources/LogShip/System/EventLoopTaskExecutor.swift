@@ -6,7 +6,7 @@ import NIOCore
 /// on the thread that read them, instead of being handed to the global pool. The delivery tasks run on their
 /// upload connections' loops (one delivery then costs a few thread switches fewer, which is most of what a
 /// one-record request costs), and each ingest connection's task on its channel's loop. Work run here must not
-/// block.
+/// block, except on a loop of its own (the datagram socket's reader).
 public final class EventLoopTaskExecutor: TaskExecutor {
     public let eventLoop: any EventLoop
 

@@ -144,7 +144,7 @@ public final class JournalIngestServer: Service, Sendable {
         let records = batch.entries.compactMap(mapper.record(for:))
         let receipt: AppendReceipt
         do {
-            receipt = try await intake.accept(
+            receipt = try await intake.append(
                 records, position: InputPosition(input: Self.input, cursor: cursor), evicting: false)
         } catch {
             // Neither the records nor the cursor were committed: read them again from the committed cursor.
