@@ -21,8 +21,8 @@ extension ValueParser<String> {
         ValueParser(expected: "one of \(choices.joined(separator: ", "))") { choices.contains($0) ? $0 : nil }
     }
 
-    /// `host:port` with a numeric IPv4 or bracketed IPv6 host (`127.0.0.1:9464`, `[::1]:9464`); empty is off.
-    static let listenAddress = ValueParser(expected: "host:port such as 127.0.0.1:9464, or empty") { text in
+    /// `host:port` (``ListenAddress``: `127.0.0.1:9464`, `[::1]:9464`, `localhost:9464`); empty is off.
+    static let listenAddress = ValueParser(expected: "host:port such as 127.0.0.1:9464 or [::1]:9464, or empty") { text in
         if text.isEmpty { return text }
         guard ListenAddress(text) != nil else { return nil }
         return text

@@ -65,19 +65,3 @@ struct Receive: AsyncParsableCommand {
         try await receiver.run()
     }
 }
-
-/// `HOST:PORT`, the host optionally in brackets for IPv6.
-struct ListenAddress {
-    var host: String
-    var port: Int
-
-    init?(_ text: String) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (0...65535).contains(port)
-        else { return nil }
-        let host = text[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        guard !host.isEmpty else { return nil }
-        self.host = host
-        self.port = port
-    }
-}
