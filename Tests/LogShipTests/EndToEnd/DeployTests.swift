@@ -6,8 +6,6 @@ import Testing
 /// The systemd units and the install script, as an operator gets them.
 @Suite("Deployment under systemd")
 struct DeployTests {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
     static let systemdAnalyze = "/usr/bin/systemd-analyze"
 
     /// Installs into a fresh prefix (binaries from this build) and returns it.

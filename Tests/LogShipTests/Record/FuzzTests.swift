@@ -5,17 +5,15 @@ import LogShipTestKit
 /// A short run of the libFuzzer target that `make test` builds (`make fuzz` runs it for longer).
 @Suite("Fuzzing")
 struct FuzzTests {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
 
     @Test("the parsers, the stream framing, the control requests and the journal entry mapping survive 10 000 fuzzed inputs with their properties intact")
     func shortRun() async throws {
-        let fuzzer = Self.packageRoot.appendingPathComponent(".build-fuzz/debug/logship-fuzz").path
+        let fuzzer = packageRoot.appendingPathComponent(".build-fuzz/debug/logship-fuzz").path
         try #require(
             FileManager.default.isExecutableFile(atPath: fuzzer),
             "no fuzzer at \(fuzzer): `make test` builds it (make fuzz-build)")
         let corpus = try TemporaryDirectory.make()
-        let seeds = Self.packageRoot.appendingPathComponent("Tests/FuzzCorpus").path
+        let seeds = packageRoot.appendingPathComponent("Tests/FuzzCorpus").path
         let fuzzing = try ChildProcess(
             fuzzer, ["-runs=10000", "-seed=1", "-artifact_prefix=\(corpus)/", corpus, seeds],
             environment: ["SWIFT_BACKTRACE": "enable=no"])

@@ -27,8 +27,7 @@ struct ConfigurationLoaderTests {
 
     @Test("the documented config file is valid and matches the contract's defaults")
     func documentedFile() async throws {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("config/logshipd.yaml").path
+        let path = packageRoot.appendingPathComponent("config/logshipd.yaml").path
         let configuration = try await ConfigurationLoader(environment: [:]).load(path: path)
         #expect(configuration.ingest.stream == "/run/logshipd/ingest.sock")
         #expect(configuration.ingest.datagram == "/run/logshipd/ingest.dgram")

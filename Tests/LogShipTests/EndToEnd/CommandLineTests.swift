@@ -112,7 +112,7 @@ struct CommandLineTests {
             #expect(problems.contains { $0.hasPrefix("logshipd: configuration: ") && $0.contains(expected) }, "\(expected)")
         }
 
-        let shipped = DeployTests.packageRoot.appendingPathComponent("config/logshipd.yaml").path
+        let shipped = packageRoot.appendingPathComponent("config/logshipd.yaml").path
         let good = try await run(Binaries.logshipd, ["--check-config", "--config", shipped])
         #expect(good.status == 0, "\(good.standardError)")
         #expect(good.standardOutput == "logshipd: configuration \(shipped) is valid\n")
