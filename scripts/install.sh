@@ -6,12 +6,14 @@
 #               $PREFIX/share
 #   SYSCONFDIR  where the configuration goes (default /etc): $SYSCONFDIR/logshipd
 #   DESTDIR     a staging root prepended to every path (packaging); the units still name the final paths
+#   DEBUGDIR    where the binaries' debug information goes (default $PREFIX/lib/debug), by build id
 #   BIN_PATH    where the built binaries are
 set -euo pipefail
 
 PREFIX="${PREFIX:-/usr/local}"
 SYSCONFDIR="${SYSCONFDIR:-/etc}"
 DESTDIR="${DESTDIR:-}"
+DEBUGDIR="${DEBUGDIR:-$PREFIX/lib/debug}"
 : "${BIN_PATH:?BIN_PATH must name the directory of the built binaries}"
 cd "$(dirname "$0")/.."
 
@@ -21,7 +23,20 @@ configdir="$SYSCONFDIR/logshipd"
 
 install -d "$DESTDIR$bindir" "$DESTDIR$unitdir" "$DESTDIR$PREFIX/lib/sysusers.d" "$DESTDIR$PREFIX/lib/tmpfiles.d" \
   "$DESTDIR$configdir"
-install -m 0755 "$BIN_PATH/logshipd" "$BIN_PATH/logctl" "$DESTDIR$bindir/"
+# Binaries go in stripped; their debug information is kept apart, under the build id, as Debian's dh_strip lays it
+# out (DEBUGDIR/.build-id/xx/rest.debug), where gdb, perf and systemd-coredump look for it when DEBUGDIR is their
+# debug directory (/usr/lib/debug for PREFIX=/usr). A debuglink names the file too.
+for command in logshipd logctl; do
+  installed="$DESTDIR$bindir/$command"
+  install -m 0755 "$BIN_PATH/$command" "$installed"
+  build_id=$(readelf --notes "$installed" | sed -n 's/^ *Build ID: *\([0-9a-f]*\)$/\1/p')
+  [ -n "$build_id" ] || { echo "install: $BIN_PATH/$command has no build id" >&2; exit 1; }
+  debug_file="$DESTDIR$DEBUGDIR/.build-id/${build_id:0:2}/${build_id:2}.debug"
+  install -d "$(dirname "$debug_file")"
+  objcopy --only-keep-debug --compress-debug-sections=zlib "$installed" "$debug_file"
+  chmod 0644 "$debug_file"
+  objcopy --strip-debug --strip-unneeded --add-gnu-debuglink="$debug_file" "$installed"
+done
 # The units name the installed binary and configuration.
 sed -e "s|/usr/local/bin/logshipd|$bindir/logshipd|" -e "s|/etc/logshipd/|$configdir/|g" \
   deploy/logshipd.service > "$DESTDIR$unitdir/logshipd.service"
@@ -50,6 +65,6 @@ if [ ! -e "$DESTDIR$configdir/upload-token" ]; then
   install -m 0600 /dev/null "$DESTDIR$configdir/upload-token"
 fi
 
-echo "installed logshipd in $DESTDIR$PREFIX; configuration in $DESTDIR$configdir/logshipd.yaml. To enable it:"
+echo "installed logshipd in $DESTDIR$PREFIX ($(du -ch "$DESTDIR$bindir/logshipd" "$DESTDIR$bindir/logctl" | tail -1 | cut -f1) of binaries, debug information in $DESTDIR$DEBUGDIR); configuration in $DESTDIR$configdir/logshipd.yaml. To enable it:"
 echo "  systemd-sysusers && systemd-tmpfiles --create && systemctl daemon-reload"
 echo "  systemctl enable --now logshipd.socket logshipd.service"

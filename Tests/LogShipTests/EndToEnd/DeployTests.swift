@@ -53,6 +53,26 @@ struct DeployTests {
         #expect(configuration.auth.bearerTokenFile == "/run/credentials/logshipd.service/upload-token")
     }
 
+    @Test("install strips the binaries and keeps their debug information apart, under their build ids")
+    func strippedBinaries() async throws {
+        let prefix = try await Self.install()
+        for command in ["logshipd", "logctl"] {
+            let binary = "\(prefix)/bin/\(command)"
+            let sections = try await run("/usr/bin/readelf", ["--sections", "--wide", binary]).standardOutput
+            #expect(!sections.contains(".debug_info"), "\(command) still carries its debug information")
+            #expect(sections.contains(".gnu_debuglink"), "\(command) does not name its debug file")
+            let notes = try await run("/usr/bin/readelf", ["--notes", binary]).standardOutput
+            let buildID = try #require(
+                notes.split(separator: "\n").first { $0.contains("Build ID:") }?.split(separator: " ").last)
+            let debugFile = "\(prefix)/lib/debug/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
+            let debugSections = try await run("/usr/bin/readelf", ["--sections", "--wide", debugFile])
+            #expect(debugSections.status == 0 && debugSections.standardOutput.contains(".debug_info"), "\(debugFile)")
+            // Still runs.
+            let help = try await run(binary, ["--help"])
+            #expect(help.status == 0 && help.standardOutput.contains("USAGE"), "\(help.standardError)")
+        }
+    }
+
     @Test("systemd-analyze verify is clean and rates the service's exposure 2.0 or lower",
           .enabled(if: FileManager.default.isExecutableFile(atPath: systemdAnalyze)))
     func systemdAnalysis() async throws {
