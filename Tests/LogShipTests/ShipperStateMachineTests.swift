@@ -34,16 +34,16 @@ struct ShipperStateMachineTests {
     @Test("a burst across classes enqueues one operation per class, most urgent first")
     func burst() {
         var machine = Machine()
-        let actions = machine.recordsAvailable([.debug, .crash, .info, .error])
+        let actions = machine.recordsAvailable([.debug, .crash, .info, .error], now: t0)
         #expect(actions.enqueue.map(\.priorityClass) == [.crash, .error, .info, .debug])
-        #expect(machine.recordsAvailable([.crash, .info]).enqueue.isEmpty, "one waiting operation per class")
+        #expect(machine.recordsAvailable([.crash, .info], now: t0).enqueue.isEmpty, "one waiting operation per class")
         #expect(machine.waitingClasses.count == 4)
     }
 
     @Test("a backlogged class keeps one operation per slot waiting: on claim, and on every start")
     func backlog() throws {
         var machine = Machine()
-        let first = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
+        let first = try #require(machine.recordsAvailable([.info], now: t0).enqueue.first?.id)
         let started = machine.operationStarted(first, now: t0)
         #expect(started.proceed && started.actions.enqueue.isEmpty, "no backlog known yet")
         let standbys = machine.claimed(first, moreLeft: true).enqueue
@@ -62,7 +62,7 @@ struct ShipperStateMachineTests {
     @Test("an operation goes on to its class's next batch while the class has a backlog; each batch is counted once")
     func continuing() throws {
         var machine = Machine()
-        let id = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
+        let id = try #require(machine.recordsAvailable([.info], now: t0).enqueue.first?.id)
         _ = machine.operationStarted(id, now: t0)
         _ = machine.claimed(id, moreLeft: true)
         let first = machine.operationDelivered(id, report(delivered: 3), now: t0 + 1)
@@ -85,7 +85,7 @@ struct ShipperStateMachineTests {
         // One info operation with a backlog, running; `interfere` changes one thing, then it asks to go on.
         func afterOneBatch(_ interfere: (inout Machine, Machine.OperationID) -> DeliveryReport) throws -> Bool {
             var machine = Machine()
-            let id = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
+            let id = try #require(machine.recordsAvailable([.info], now: t0).enqueue.first?.id)
             _ = machine.operationStarted(id, now: t0)
             _ = machine.claimed(id, moreLeft: true)
             let report = interfere(&machine, id)
@@ -93,22 +93,22 @@ struct ShipperStateMachineTests {
         }
         #expect(try afterOneBatch { _, _ in report(delivered: 1) }, "nothing interferes")
         #expect(try afterOneBatch { machine, _ in
-            _ = machine.recordsAvailable([.debug])
+            _ = machine.recordsAvailable([.debug], now: t0)
             return report(delivered: 1)
         }, "a less urgent class waits its turn")
         #expect(try !afterOneBatch { machine, _ in
-            _ = machine.recordsAvailable([.crash])
+            _ = machine.recordsAvailable([.crash], now: t0)
             return report(delivered: 1)
         }, "a crash operation waits: the slot goes to it")
         #expect(try !afterOneBatch { _, _ in report(pause: pause(5, from: t0)) }, "its own request failed")
         #expect(try !afterOneBatch { machine, _ in
-            let other = machine.recordsAvailable([.debug]).enqueue.map(\.id)
+            let other = machine.recordsAvailable([.debug], now: t0).enqueue.map(\.id)
             _ = machine.operationStarted(other[0], now: t0)
             _ = machine.operationFinished(other[0], .delivered(.attempted(report(pause: pause(5, from: t0)))), now: t0)
             return report(delivered: 1)
         }, "another operation's request failed and paused delivery")
         #expect(try !afterOneBatch { machine, _ in
-            _ = machine.setPausedByOperator(true)
+            _ = machine.setPausedByOperator(true, now: t0)
             return report(delivered: 1)
         }, "logctl pause")
         #expect(try !afterOneBatch { machine, _ in
@@ -125,13 +125,13 @@ struct ShipperStateMachineTests {
     @Test("a class whose oldest record waits is blocked until then; an early timer is re-armed")
     func blockedClass() throws {
         var machine = Machine()
-        let id = try #require(machine.recordsAvailable([.warning]).enqueue.first?.id)
+        let id = try #require(machine.recordsAvailable([.warning], now: t0).enqueue.first?.id)
         _ = machine.operationStarted(id, now: t0)
         _ = machine.claimed(id, moreLeft: false)
         let finished = machine.operationFinished(id, .delivered(.waiting(until: t0 + 5)), now: t0)
         let (timer, date) = try #require(finished.armTimers.first)
         #expect(date == t0 + 5)
-        #expect(machine.recordsAvailable([.warning]).enqueue.isEmpty, "blocked: no operation")
+        #expect(machine.recordsAvailable([.warning], now: t0).enqueue.isEmpty, "blocked: no operation")
 
         let early = machine.timerFired(timer, now: t0 + 4)
         #expect(early.enqueue.isEmpty && early.armTimers.map(\.date) == [t0 + 5])
@@ -142,17 +142,17 @@ struct ShipperStateMachineTests {
     @Test("a pause suspends the queue, keeps the class's operation waiting, and declines one started meanwhile")
     func pauseAndResume() throws {
         var machine = Machine()
-        let first = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
+        let first = try #require(machine.recordsAvailable([.info], now: t0).enqueue.first?.id)
         _ = machine.operationStarted(first, now: t0)
         _ = machine.claimed(first, moreLeft: false)
-        let crash = try #require(machine.recordsAvailable([.crash]).enqueue.first?.id)
+        let crash = try #require(machine.recordsAvailable([.crash], now: t0).enqueue.first?.id)
 
         let paused = machine.operationFinished(first, .delivered(.attempted(report(pause: pause(10, from: t0)))), now: t0)
         #expect(paused.suspensions == [true] && paused.first?.isQueueSuspension == true && machine.isQueueSuspended, "suspended first")
         #expect(paused.enqueue.map(\.priorityClass) == [.info], "the released batch needs a waiting operation")
         let (endPause, date) = try #require(paused.armTimers.first)
         #expect(date == t0 + 10)
-        guard case .paused(let shown, _) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
+        guard case .paused(let shown, _, _) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
         #expect(shown.reason == "HTTP 503")
 
         // The queue was starting the crash operation as the pause began.
@@ -167,10 +167,66 @@ struct ShipperStateMachineTests {
         #expect(Set(machine.waitingClasses) == [.crash, .info])
     }
 
+    @Test("while a crash record waits on a paused remote, a crash operation alone probes about every second; its delivery ends the pause")
+    func crashProbe() throws {
+        var machine = Machine()
+        let info = try #require(machine.recordsAvailable([.info], now: t0).enqueue.first?.id)
+        _ = machine.operationStarted(info, now: t0)
+        _ = machine.claimed(info, moreLeft: false)
+        let paused = machine.operationFinished(info, .delivered(.attempted(report(pause: pause(60, from: t0)))), now: t0)
+        let endPause = try #require(paused.armTimers.first?.timer)
+        #expect(paused.armTimers.count == 1, "no crash record waits: no probe")
+        let waitingInfo = try #require(paused.enqueue.first?.id)
+
+        // A crash record arrives during the outage: a probe is due within the interval.
+        let arrived = machine.recordsAvailable([.crash], now: t0 + 5)
+        let crash = try #require(arrived.enqueue.first?.id)
+        let (probe, probeAt) = try #require(arrived.armTimers.first)
+        #expect(probeAt >= t0 + 5 + Machine.crashProbeInterval / 2 && probeAt <= t0 + 5 + Machine.crashProbeInterval)
+
+        // The probe lets the queue run until the crash operation starts; another class's is declined meanwhile.
+        #expect(machine.timerFired(probe, now: probeAt).suspensions == [false])
+        let declined = machine.operationStarted(waitingInfo, now: probeAt)
+        #expect(!declined.proceed && declined.actions.enqueue.map(\.priorityClass) == [.info])
+        let started = machine.operationStarted(crash, now: probeAt)
+        #expect(started.proceed && started.actions.suspensions == [true], "suspended again behind the probe")
+        #expect(machine.isQueueSuspended)
+
+        // Still down: the crash batch is back, and the next probe is due within the interval, whatever the pause.
+        _ = machine.claimed(crash, moreLeft: false)
+        let failed = machine.operationFinished(crash, .delivered(.attempted(report(pause: pause(120, from: probeAt)))), now: probeAt)
+        let nextCrash = try #require(failed.enqueue.first { $0.priorityClass == .crash }?.id)
+        let (nextProbe, nextProbeAt) = try #require(failed.armTimers.first { if case .probeForCrash = $0.timer { true } else { false } })
+        #expect(nextProbeAt <= probeAt + Machine.crashProbeInterval)
+        #expect(machine.remote.pause?.until == probeAt + 120, "the rest waits out the longer pause")
+
+        // Back: the probe's delivery ends the pause for everyone.
+        _ = machine.timerFired(nextProbe, now: nextProbeAt)
+        _ = machine.operationStarted(nextCrash, now: nextProbeAt)
+        _ = machine.claimed(nextCrash, moreLeft: false)
+        let back = machine.operationFinished(nextCrash, .delivered(.attempted(report(delivered: 1))), now: nextProbeAt + 0.1)
+        #expect(back.suspensions == [false] && !machine.isQueueSuspended)
+        let longerEnd = try #require(failed.armTimers.first { if case .endPause = $0.timer { true } else { false } }?.timer)
+        #expect(failed.cancelTimers == [endPause] && back.cancelTimers == [longerEnd], "the pause's timer is dropped")
+        #expect(machine.remote == .accepting)
+    }
+
+    @Test("an operator's pause holds crash records too: no probe")
+    func noProbeWhilePausedByOperator() throws {
+        var machine = Machine()
+        let info = try #require(machine.recordsAvailable([.info], now: t0).enqueue.first?.id)
+        _ = machine.operationStarted(info, now: t0)
+        _ = machine.operationFinished(info, .delivered(.attempted(report(pause: pause(60, from: t0)))), now: t0)
+        _ = machine.setPausedByOperator(true, now: t0)
+        #expect(machine.recordsAvailable([.crash], now: t0 + 1).armTimers.isEmpty)
+        let resumed = machine.setPausedByOperator(false, now: t0 + 2)
+        #expect(resumed.armTimers.count == 1, "armed again once the operator resumes, the remote still paused")
+    }
+
     @Test("a longer pause extends the current one; a shorter one keeps its end but shows the newer reason")
     func overlappingPauses() throws {
         var machine = Machine()
-        let ids = machine.recordsAvailable([.error, .info, .debug]).enqueue.map(\.id)
+        let ids = machine.recordsAvailable([.error, .info, .debug], now: t0).enqueue.map(\.id)
         for id in ids { _ = machine.operationStarted(id, now: t0) }
         let first = machine.operationFinished(ids[0], .delivered(.attempted(report(pause: pause(10, from: t0)))), now: t0)
         let firstTimer = try #require(first.armTimers.first?.timer)
@@ -179,7 +235,7 @@ struct ShipperStateMachineTests {
         shorter.reason = "HTTP 401"
         let second = machine.operationFinished(ids[1], .delivered(.attempted(report(pause: shorter))), now: t0)
         #expect(second.armTimers.isEmpty && second.cancelTimers.isEmpty && second.suspensions.isEmpty)
-        guard case .paused(let shown, _) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
+        guard case .paused(let shown, _, _) = machine.remote else { Issue.record("remote \(machine.remote)"); return }
         #expect(shown.until == t0 + 10 && shown.reason == "HTTP 401" && shown.cause == .endpointRefused)
 
         let longer = machine.operationFinished(ids[2], .delivered(.attempted(report(pause: pause(30, from: t0)))), now: t0)
@@ -191,11 +247,11 @@ struct ShipperStateMachineTests {
     @Test("a success after a pause shows the remote accepting again")
     func recovery() throws {
         var machine = Machine()
-        let id = try #require(machine.recordsAvailable([.info]).enqueue.first?.id)
+        let id = try #require(machine.recordsAvailable([.info], now: t0).enqueue.first?.id)
         _ = machine.operationStarted(id, now: t0)
         let paused = machine.operationFinished(id, .delivered(.attempted(report(pause: pause(1, from: t0)))), now: t0)
         _ = machine.timerFired(try #require(paused.armTimers.first?.timer), now: t0 + 1)
-        let retry = try #require(machine.recordsAvailable([.info]).enqueue.first?.id ?? paused.enqueue.first?.id)
+        let retry = try #require(machine.recordsAvailable([.info], now: t0).enqueue.first?.id ?? paused.enqueue.first?.id)
         _ = machine.operationStarted(retry, now: t0 + 1)
         _ = machine.operationFinished(retry, .delivered(.attempted(report(delivered: 5))), now: t0 + 1)
         #expect(machine.remote == .accepting)
@@ -205,37 +261,37 @@ struct ShipperStateMachineTests {
     @Test("a spool failure blocks the class until its retry time")
     func spoolFailure() throws {
         var machine = Machine()
-        let id = try #require(machine.recordsAvailable([.error]).enqueue.first?.id)
+        let id = try #require(machine.recordsAvailable([.error], now: t0).enqueue.first?.id)
         _ = machine.operationStarted(id, now: t0)
         let failed = machine.operationFinished(id, .failed(retryAt: t0 + 2), now: t0)
         #expect(failed.armTimers.map(\.date) == [t0 + 2])
-        #expect(machine.recordsAvailable([.error]).enqueue.isEmpty)
+        #expect(machine.recordsAvailable([.error], now: t0).enqueue.isEmpty)
         #expect(!machine.isQueueSuspended, "other classes go on")
-        #expect(machine.recordsAvailable([.info]).enqueue.map(\.priorityClass) == [.info])
+        #expect(machine.recordsAvailable([.info], now: t0).enqueue.map(\.priorityClass) == [.info])
     }
 
     @Test("shutdown cancels what waits, drops timers, resumes the queue, creates nothing, and wakes when idle")
     func shutdown() throws {
         var machine = Machine()
-        let ids = machine.recordsAvailable([.crash, .info]).enqueue.map(\.id)
+        let ids = machine.recordsAvailable([.crash, .info], now: t0).enqueue.map(\.id)
         _ = machine.operationStarted(ids[0], now: t0)
         let paused = machine.operationFinished(ids[0], .delivered(.attempted(report(pause: pause(60, from: t0)))), now: t0)
         let crashAgain = try #require(paused.enqueue.first?.id)
-        let blocked = try #require(machine.recordsAvailable([.warning]).enqueue.first?.id)
+        let blocked = try #require(machine.recordsAvailable([.warning], now: t0).enqueue.first?.id)
         let running = ids[1]
         _ = machine.timerFired(try #require(paused.armTimers.first?.timer), now: t0 + 60)
         _ = machine.operationStarted(running, now: t0 + 60)
         _ = machine.operationStarted(blocked, now: t0 + 60)
         let block = machine.operationFinished(blocked, .delivered(.waiting(until: t0 + 90)), now: t0 + 60)
         _ = machine.operationFinished(crashAgain, .cancelled, now: t0 + 60)
-        let pausedAgain = machine.recordsAvailable([.error]).enqueue.map(\.id)
+        let pausedAgain = machine.recordsAvailable([.error], now: t0).enqueue.map(\.id)
 
         let actions = machine.beginShutdown()
         #expect(actions.cancel == pausedAgain, "the waiting operation is cancelled")
         #expect(actions.cancelTimers == block.armTimers.map(\.timer))
         #expect(!actions.wakeIdleWaiters, "one request is still running")
         #expect(!machine.isQueueSuspended)
-        #expect(machine.recordsAvailable([.crash]).enqueue.isEmpty, "nothing new")
+        #expect(machine.recordsAvailable([.crash], now: t0).enqueue.isEmpty, "nothing new")
         #expect(!machine.operationStarted(pausedAgain[0], now: t0 + 61).proceed, "it finishes without claiming")
         #expect(machine.shutdownTimedOut().cancel == [running])
         #expect(machine.operationFinished(running, .cancelled, now: t0 + 62).wakeIdleWaiters)
@@ -256,18 +312,21 @@ struct ShipperStateMachineTests {
         try simulation.shutDown()
     }
 
-    @Test("the random schedules do reach the race (operations started as a pause began are declined) and runs of batches")
+    @Test("the random schedules do reach the race (operations started as a pause began are declined), runs of batches and crash probes")
     func pauseRaceIsExercised() throws {
         var declined = 0
         var continued = 0
+        var probes = 0
         for seed in UInt64(0)..<40 {
             var simulation = Simulation(seed: seed, start: t0)
             for _ in 0..<400 { try simulation.step() }
             declined += simulation.declinedDuringPause
             continued += simulation.continued
+            probes += simulation.crashProbes
         }
         #expect(declined > 0)
         #expect(continued > 0)
+        #expect(probes > 0)
     }
 }
 
@@ -299,6 +358,8 @@ private struct Simulation {
     var declinedDuringPause = 0
     /// Batches an operation claimed after one of its own, in the same slot.
     var continued = 0
+    /// Crash operations let through a pause.
+    var crashProbes = 0
     let batchLimit = 4
     let slots = 2
 
@@ -352,7 +413,7 @@ private struct Simulation {
             woken = machine.operationFinished(operation.id, .cancelled, now: now).wakeIdleWaiters
         }
         #expect(woken, "the last request to finish wakes the drain")
-        #expect(machine.recordsAvailable(Set(PriorityClass.allCases)).isEmpty)
+        #expect(machine.recordsAvailable(Set(PriorityClass.allCases), now: now).isEmpty)
     }
 
     mutating func arrive() {
@@ -360,7 +421,7 @@ private struct Simulation {
         let count = Int(random.next() % 5) + 1
         spool[priorityClass, default: []] += Array(repeating: nil, count: count)
         arrived += count
-        apply(machine.recordsAvailable([priorityClass]))
+        apply(machine.recordsAvailable([priorityClass], now: now))
     }
 
     /// The queue starts its most urgent waiting operation, as `OperationQueue` does by `queuePriority`.
@@ -373,11 +434,14 @@ private struct Simulation {
             apply(machine.operationFinished(operation.id, .cancelled, now: now))
             return
         }
+        let wasProbeOpen = isProbeOpen
         let (proceed, actions) = machine.operationStarted(operation.id, now: now)
         apply(actions)
         if let pausedUntil, pausedUntil > now {
-            #expect(!proceed, "nothing starts while delivery is paused")
+            let isProbe = wasProbeOpen && operation.priorityClass == .crash
+            #expect(!proceed || isProbe, "nothing but a crash probe starts while delivery is paused")
             if !proceed { declinedDuringPause += 1 }
+            if proceed { crashProbes += 1 }
         }
         guard proceed else {
             apply(machine.operationFinished(operation.id, .delivered(.nothingToSend), now: now))
@@ -436,7 +500,9 @@ private struct Simulation {
             let until = now.addingTimeInterval(Double(random.next() % 5000 + 1) / 1000)
             report.counts.failedRequests = 1
             report.pause = DeliveryPause(until: until, cause: .remoteUnavailable, reason: "HTTP 503")
-            spool[operation.priorityClass, default: []].insert(contentsOf: Array(repeating: until, count: operation.batch), at: 0)
+            // Put back as BatchDelivery does (DeliveryPause.readyAgain): crash records ready at once.
+            let readyAt = operation.priorityClass == .crash ? nil : until
+            spool[operation.priorityClass, default: []].insert(contentsOf: Array(repeating: readyAt, count: operation.batch), at: 0)
             apply(machine.operationFinished(operation.id, .delivered(.attempted(report)), now: now))
         default:
             // A settling write failed: the records are pending again, the class waits a moment.
@@ -455,6 +521,10 @@ private struct Simulation {
 
     var pausedUntil: Date? {
         machine.remote.pause?.until
+    }
+
+    var isProbeOpen: Bool {
+        if case .paused(_, _, .open) = machine.remote { true } else { false }
     }
 
     /// Carries out actions in their order, as the shipper does.
@@ -510,7 +580,14 @@ private struct Simulation {
             let isRunning = running.contains { $0.priorityClass == priorityClass }
             #expect(hasOperation || hasTimer || isRunning, "\(priorityClass) has records and nothing to send them")
         }
-        #expect(isSuspended == (pausedUntil != nil), "the queue is suspended exactly while delivery is paused")
+        #expect(
+            isSuspended == (pausedUntil != nil && !isProbeOpen),
+            "the queue is suspended exactly while delivery is paused, except while a crash probe is let through")
+        // A crash record never waits out a pause: while one waits, a probe is due within the interval, unless the
+        // pause ends sooner.
+        if case .paused(let pause, _, .idle) = machine.remote, pause.until.timeIntervalSince(now) > Machine.crashProbeInterval {
+            #expect(!waiting.contains { $0.priorityClass == .crash && !$0.isCancelled }, "a crash operation waits with no probe due")
+        }
     }
 }
 

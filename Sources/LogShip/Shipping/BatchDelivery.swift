@@ -147,7 +147,7 @@ public struct BatchDelivery: Sendable {
         }
         if let pause = attempt.report.pause {
             // The remote stopped taking records: the rest waits with everything else.
-            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: pause.until) }
+            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: pause.readyAgain(batch)) }
             return .notSent
         }
         attempt.report.counts.requests += 1
@@ -222,8 +222,8 @@ public struct BatchDelivery: Sendable {
             unclearRefusals.remember(batch)
             try await pauseDelivery(for: error, cause: .endpointRefused, releasing: refusedParts.map(\.batch), &attempt)
         } else {
-            let retryAt = attempt.report.pause?.until ?? Date()
             for (part, _) in refusedParts {
+                let retryAt = attempt.report.pause?.readyAgain(part) ?? Date()
                 try await settle(on: attempt.lane) { try await spool.release(part, retryAt: retryAt) }
             }
         }
@@ -236,7 +236,7 @@ public struct BatchDelivery: Sendable {
         let pause = pause(for: error, cause: cause)
         attempt.report.pause = pause
         for batch in batches {
-            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: pause.until) }
+            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: pause.readyAgain(batch)) }
         }
         guard let first = batches.first else { return }
         var metadata = metadata(first)

@@ -21,3 +21,11 @@ public struct DeliveryPause: Hashable, Sendable {
         self.reason = reason
     }
 }
+
+extension DeliveryPause {
+    /// When a batch put back because of this pause may be claimed again: crash records at once, since the shipper
+    /// lets them probe the remote through the pause (``ShipperStateMachine/CrashProbe``); the rest when it ends.
+    func readyAgain(_ batch: Batch) -> Date {
+        batch.priority == .crash ? Date() : until
+    }
+}

@@ -69,7 +69,7 @@ public final class Shipper: Service, Sendable {
     /// Tells the shipper that records of these classes were accepted into the spool.
     public func recordsAvailable(_ classes: some Sequence<PriorityClass>) {
         let classes = Set(classes)
-        perform(state.withLock { $0.machine.recordsAvailable(classes) })
+        perform(state.withLock { $0.machine.recordsAvailable(classes, now: Date()) })
     }
 
     public var statistics: Statistics {
@@ -79,7 +79,7 @@ public final class Shipper: Service, Sendable {
                 pausedByOperator: state.machine.isPausedByOperator, lastError: state.machine.lastError)
             switch state.machine.remote {
             case .accepting: break
-            case .paused(let pause, _): statistics.pause = pause
+            case .paused(let pause, _, _): statistics.pause = pause
             case .retrying(let pause): statistics.lastFailure = pause
             }
             return statistics
@@ -89,7 +89,7 @@ public final class Shipper: Service, Sendable {
     /// Stops (`true`) or restarts uploads, as `logctl pause` and `logctl resume` ask: requests in flight finish,
     /// no new one starts, intake goes on. Only this process remembers it: a restart resumes.
     public func setPausedByOperator(_ paused: Bool) {
-        perform(state.withLock { $0.machine.setPausedByOperator(paused) })
+        perform(state.withLock { $0.machine.setPausedByOperator(paused, now: Date()) })
     }
 
     /// Whether the shipping path moves: no operation has spent longer than `stuckAfter` on one batch. What feeds

@@ -40,6 +40,8 @@ extension ShipperStateMachine {
         case endPause(generation: UInt64)
         /// Ends the block of a class whose oldest record waits for a retry time.
         case unblock(PriorityClass, generation: UInt64)
+        /// Lets a waiting crash operation probe the paused remote.
+        case probeForCrash(generation: UInt64)
     }
 
     /// How an operation ended, as far as the machine is concerned.
@@ -54,14 +56,31 @@ extension ShipperStateMachine {
     enum RemoteState: Hashable, Sendable {
         /// Nothing has failed since the last success (or since start).
         case accepting
-        /// All delivery is paused until the pause ends, which the timer reports.
-        case paused(DeliveryPause, endedBy: TimerID)
+        /// All delivery is paused until the pause ends, which the timer reports; crash records may probe
+        /// meanwhile.
+        case paused(DeliveryPause, endedBy: TimerID, crashProbe: CrashProbe)
         /// A pause ended and nothing has been accepted since: the next requests are probes.
         case retrying(after: DeliveryPause)
 
         var pause: DeliveryPause? {
-            if case .paused(let pause, _) = self { pause } else { nil }
+            if case .paused(let pause, _, _) = self { pause } else { nil }
         }
+    }
+
+    /// Where a pause's probe for waiting crash records has got to.
+    ///
+    /// A crash report is what an operator waits for when a remote comes back, so crash records do not wait out
+    /// the backoff the rest waits out: while one waits, a crash operation alone is let through at least every
+    /// ``ShipperStateMachine/crashProbeInterval``. Delivered, it ends the pause for everyone.
+    enum CrashProbe: Hashable, Sendable {
+        /// No crash operation waits, or none has been waiting since the last probe.
+        case idle
+        /// A crash operation waits; the timer lets it through.
+        case armed(TimerID)
+        /// The queue runs until the crash operation starts; any other class's operation is declined.
+        case open
+        /// The crash operation is probing the remote; the queue is suspended again.
+        case sending(OperationID)
     }
 
     /// One thing the shipper must do after an event. An event returns them in the order to carry them out: the

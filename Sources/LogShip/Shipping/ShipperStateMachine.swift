@@ -21,26 +21,33 @@ import Foundation
 ///   before the machine hears of it: two slots freeing at that moment must still both find the class.
 /// - A class whose oldest record waits for a retry time is *blocked* until then: it has no waiting operation.
 /// - A remote failure *pauses* all delivery: the queue is suspended until the pause ends, and an operation the
-///   queue starts during a pause (it may have been starting as the pause began) is declined and replaced.
+///   queue starts during a pause (it may have been starting as the pause began) is declined and replaced. While
+///   a crash operation waits, it alone is let through as a probe about every second (``CrashProbe``).
 /// - Once shutdown begins nothing new is created; waiting operations are cancelled, running ones may finish.
 struct ShipperStateMachine: Sendable {
+    /// The longest a waiting crash record waits for a probe of a paused remote; each probe comes after a random
+    /// half to all of it, so that a fleet does not probe in step.
+    static let crashProbeInterval: TimeInterval = 1
+
     /// Requests the queue runs at once (`upload.max_in_flight`).
     let slots: Int
-    private var phase = Phase.running
-    private var operations: [OperationID: TrackedOperation] = [:]
-    private var classes: [PriorityClass: ClassState] = [:]
+    // The state is internal, not private, so that the decisions in ShipperStateMachine+Decisions.swift can change
+    // it; nothing outside the machine's files does.
+    var phase = Phase.running
+    var operations: [OperationID: TrackedOperation] = [:]
+    var classes: [PriorityClass: ClassState] = [:]
     /// What the remote was last seen doing; while it is `paused`, all delivery is.
-    private(set) var remote = RemoteState.accepting
+    var remote = RemoteState.accepting
     /// Whether an operator paused uploads (`logctl pause`).
-    private(set) var isPausedByOperator = false
+    var isPausedByOperator = false
     /// The queue's suspension as last decided.
-    private(set) var isQueueSuspended = false
+    var isQueueSuspended = false
     /// Counts of every batch settled since start.
-    private(set) var totals = DeliveryCounts()
+    var totals = DeliveryCounts()
     /// The last failure since start and when it happened, for status output.
-    private(set) var lastError: (reason: String, at: Date)?
+    var lastError: (reason: String, at: Date)?
     /// Where operation ids, timer generations and suspension generations are drawn from.
-    private var lastSerial: UInt64 = 0
+    var lastSerial: UInt64 = 0
 
     /// - Parameter slots: Requests the queue runs at once (`upload.max_in_flight`).
     init(slots: Int = 2) {
@@ -60,12 +67,13 @@ struct ShipperStateMachine: Sendable {
     // MARK: Events
 
     /// Records of `classes` became available in the spool (start-up, or a commit).
-    mutating func recordsAvailable(_ classes: Set<PriorityClass>) -> [Action] {
+    mutating func recordsAvailable(_ classes: Set<PriorityClass>, now: Date) -> [Action] {
         var decisions = Decisions()
         // Most urgent first, so a burst across classes enters the queue in the order it should leave.
         for priorityClass in classes.sorted(by: >) {
             enqueueIfNeeded(priorityClass, &decisions)
         }
+        armCrashProbeIfNeeded(now: now, &decisions)
         return decisions.actions
     }
 
@@ -80,6 +88,12 @@ struct ShipperStateMachine: Sendable {
             return (false, decisions.actions)
         }
         if isPausedByOperator || (remote.pause.map { $0.until > now } ?? false) {
+            if !isPausedByOperator, operation.priorityClass == .crash, case .paused(let pause, let timer, .open) = remote {
+                remote = .paused(pause, endedBy: timer, crashProbe: .sending(id))
+                updateQueueSuspension(&decisions)
+                operations[id]?.batchStartedAt = now
+                return (true, decisions.actions)
+            }
             operations[id] = nil
             enqueueIfNeeded(operation.priorityClass, &decisions)
             return (false, decisions.actions)
@@ -129,6 +143,17 @@ struct ShipperStateMachine: Sendable {
         var decisions = Decisions()
         guard let operation = operations.removeValue(forKey: id) else { return decisions.actions }
         let priorityClass = operation.priorityClass
+        if case .paused(let pause, let timer, .sending(id)) = remote {
+            remote = .paused(pause, endedBy: timer, crashProbe: .idle)
+            if case .delivered(.attempted(let report)) = end, report.pause == nil,
+                report.counts.delivered > 0 || report.counts.deadLettered > 0
+            {
+                // The probe got through: the remote is back for everyone.
+                decisions.cancelTimers.append(timer)
+                remote = .accepting
+                updateQueueSuspension(&decisions)
+            }
+        }
         switch end {
         case .delivered(.attempted(let report)):
             count(report)
@@ -154,6 +179,7 @@ struct ShipperStateMachine: Sendable {
         if phase == .draining && runningCount == 0 {
             decisions.wakeIdleWaiters = true
         }
+        armCrashProbeIfNeeded(now: now, &decisions)
         return decisions.actions
     }
 
@@ -163,13 +189,19 @@ struct ShipperStateMachine: Sendable {
         guard phase == .running else { return decisions.actions }
         switch timer {
         case .endPause:
-            guard case .paused(let pause, timer) = remote else { return decisions.actions }
+            guard case .paused(let pause, timer, let probe) = remote else { return decisions.actions }
             guard now >= pause.until else {
                 // Early (the wall clock moved): wait for the rest.
                 decisions.armTimers.append((timer, pause.until))
                 return decisions.actions
             }
+            if case .armed(let probeTimer) = probe { decisions.cancelTimers.append(probeTimer) }
             remote = .retrying(after: pause)
+            updateQueueSuspension(&decisions)
+        case .probeForCrash:
+            guard case .paused(let pause, let endTimer, .armed(timer)) = remote else { return decisions.actions }
+            let crashWaits = operations.values.contains { $0.priorityClass == .crash && !$0.isRunning }
+            remote = .paused(pause, endedBy: endTimer, crashProbe: crashWaits && !isPausedByOperator ? .open : .idle)
             updateQueueSuspension(&decisions)
         case .unblock(let priorityClass, _):
             guard let block = classes[priorityClass]?.block, block.timer == timer else { return decisions.actions }
@@ -180,14 +212,16 @@ struct ShipperStateMachine: Sendable {
             classes[priorityClass]?.block = nil
             enqueueIfNeeded(priorityClass, &decisions)
         }
+        armCrashProbeIfNeeded(now: now, &decisions)
         return decisions.actions
     }
 
     /// An operator paused (`logctl pause`) or resumed uploads; intake goes on meanwhile.
-    mutating func setPausedByOperator(_ paused: Bool) -> [Action] {
+    mutating func setPausedByOperator(_ paused: Bool, now: Date) -> [Action] {
         var decisions = Decisions()
         isPausedByOperator = paused
         updateQueueSuspension(&decisions)
+        armCrashProbeIfNeeded(now: now, &decisions)
         return decisions.actions
     }
 
@@ -202,8 +236,9 @@ struct ShipperStateMachine: Sendable {
             decisions.cancelTimers.append(block.timer)
             classes[priorityClass]?.block = nil
         }
-        if case .paused(let pause, let timer) = remote {
+        if case .paused(let pause, let timer, let probe) = remote {
             decisions.cancelTimers.append(timer)
+            if case .armed(let probeTimer) = probe { decisions.cancelTimers.append(probeTimer) }
             remote = .retrying(after: pause)
         }
         updateQueueSuspension(&decisions)
@@ -219,73 +254,5 @@ struct ShipperStateMachine: Sendable {
         var decisions = Decisions()
         decisions.cancel = operations.filter(\.value.isRunning).map(\.key).sorted()
         return decisions.actions
-    }
-
-    // MARK: Decisions
-
-    /// Adds a settled batch to the totals; records it took or dead-lettered show that the remote accepts again.
-    private mutating func count(_ report: DeliveryReport) {
-        totals += report.counts
-        if report.pause == nil, report.counts.delivered > 0 || report.counts.deadLettered > 0, remote.pause == nil {
-            remote = .accepting
-        }
-    }
-
-    /// Creates waiting operations for a class until it has one (one per slot while it is backlogged), unless the
-    /// class is blocked or shutdown has begun.
-    private mutating func enqueueIfNeeded(_ priorityClass: PriorityClass, _ decisions: inout Decisions) {
-        let state = classes[priorityClass] ?? ClassState()
-        guard phase == .running, state.block == nil else { return }
-        let wanted = state.isBacklogged ? slots : 1
-        let waiting = operations.values.count { $0.priorityClass == priorityClass && !$0.isRunning }
-        for _ in waiting..<max(wanted, waiting) {
-            let id = OperationID(rawValue: nextSerial())
-            operations[id] = TrackedOperation(priorityClass: priorityClass)
-            decisions.enqueue.append((id, priorityClass))
-        }
-    }
-
-    /// Blocks a class until `date`, or until an earlier date it is already blocked to.
-    private mutating func block(_ priorityClass: PriorityClass, until date: Date, _ decisions: inout Decisions) {
-        guard phase == .running else { return }
-        if let existing = classes[priorityClass]?.block {
-            guard date < existing.until else { return }
-            decisions.cancelTimers.append(existing.timer)
-        }
-        let timer = TimerID.unblock(priorityClass, generation: nextSerial())
-        classes[priorityClass, default: ClassState()].block = (date, timer)
-        decisions.armTimers.append((timer, date))
-    }
-
-    /// Pauses all delivery until the pause ends; a pause already running longer is kept, with the newer reason.
-    private mutating func begin(_ newPause: DeliveryPause, _ decisions: inout Decisions) {
-        guard phase == .running else { return }
-        if case .paused(let current, let timer) = remote {
-            if current.until >= newPause.until {
-                var kept = newPause
-                kept.until = current.until
-                remote = .paused(kept, endedBy: timer)
-                return
-            }
-            decisions.cancelTimers.append(timer)
-        }
-        let timer = TimerID.endPause(generation: nextSerial())
-        remote = .paused(newPause, endedBy: timer)
-        decisions.armTimers.append((timer, newPause.until))
-        updateQueueSuspension(&decisions)
-    }
-
-    /// Suspends the queue while delivery is paused, by the remote or by the operator, unless shutdown has begun
-    /// (waiting operations must be started to finish).
-    private mutating func updateQueueSuspension(_ decisions: inout Decisions) {
-        let isSuspended = phase == .running && (remote.pause != nil || isPausedByOperator)
-        guard isQueueSuspended != isSuspended else { return }
-        isQueueSuspended = isSuspended
-        decisions.suspension = (isSuspended, nextSerial())
-    }
-
-    private mutating func nextSerial() -> UInt64 {
-        lastSerial += 1
-        return lastSerial
     }
 }
