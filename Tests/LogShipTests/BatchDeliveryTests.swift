@@ -32,7 +32,7 @@ struct BatchDeliveryTests {
             retryAfterMaximum: retryAfterMaximum, logger: .test)
     }
 
-    func spool(_ lines: [String], kind: SpoolKind = .memory) async throws -> any Spool {
+    func spool(_ lines: [String], kind: SpoolKind = .memory) async throws -> any Spool & DeadLetterStore {
         let spool = try await kind.make()
         _ = try await spool.append(lines.map { SpoolEntry(priority: .info, line: Array($0.utf8)) })
         return spool

@@ -14,7 +14,7 @@ public struct ControlServer: Service {
     private let listener: UnixStreamListener
     private let intake: RecordIntake
     private let shipper: Shipper
-    private let spool: any Spool
+    private let spool: any Spool & DeadLetterStore
     private let statusSource: DaemonStatusSource
     private let hostname: String
     private let maximumRecordBytes: Int
@@ -35,7 +35,7 @@ public struct ControlServer: Service {
         hostname: String,
         intake: RecordIntake,
         shipper: Shipper,
-        spool: any Spool,
+        spool: any Spool & DeadLetterStore,
         statusSource: DaemonStatusSource,
         group: any EventLoopGroup,
         logger: Logger

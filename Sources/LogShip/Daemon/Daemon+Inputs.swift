@@ -6,7 +6,8 @@ import ServiceLifecycle
 extension Daemon {
     /// Binds the ingest sockets that are enabled and the control socket, or takes those systemd passed.
     static func bindInputs(
-        _ configuration: DaemonConfiguration, intake: RecordIntake, shipper: Shipper, spool: any Spool, logger: Logger
+        _ configuration: DaemonConfiguration, intake: RecordIntake, shipper: Shipper,
+        spool: any Spool & DeadLetterStore, logger: Logger
     ) async throws -> (inputs: [any Service], journal: JournalIngestServer?, status: DaemonStatusSource) {
         let group = MultiThreadedEventLoopGroup.singleton
         let hostname = configuration.hostname.isEmpty ? Hostname.current : configuration.hostname

@@ -18,7 +18,7 @@ public final class Daemon: Sendable {
     public var configuration: DaemonConfiguration { live.configuration }
     public let shipper: Shipper
     public let intake: RecordIntake
-    public let spool: any Spool
+    public let spool: any Spool & DeadLetterStore
 
     /// Where the metrics are served, when `metrics.listen` is set.
     public let metricsAddress: SocketAddress?
@@ -32,7 +32,8 @@ public final class Daemon: Sendable {
     private let logger: Logger
 
     private init(
-        live: LiveConfiguration, metricsAddress: SocketAddress?, shipper: Shipper, intake: RecordIntake, spool: any Spool,
+        live: LiveConfiguration, metricsAddress: SocketAddress?, shipper: Shipper, intake: RecordIntake,
+        spool: any Spool & DeadLetterStore,
         httpUploader: HTTPUploader?, serviceGroup: ServiceGroup, shutdownRequests: UnixSignalsSequence,
         notifier: (any ServiceManagerNotifier)?, logger: Logger
     ) {
@@ -191,7 +192,9 @@ public final class Daemon: Sendable {
             metadata: ["logship.limit.nofile": "\(limit)", "logship.connections.maximum": "\(ingest.maxConnections)"])
     }
 
-    private static func openSpool(_ configuration: DaemonConfiguration.Spool, logger: Logger) async throws -> any Spool {
+    private static func openSpool(_ configuration: DaemonConfiguration.Spool, logger: Logger) async throws
+        -> any Spool & DeadLetterStore
+    {
         if configuration.path == "memory" {
             return MemorySpool(maximumBytes: configuration.maxBytes, logger: logger)
         }

@@ -15,11 +15,11 @@ import Synchronization
 /// - Any other 4xx: the batch is sent again in parts; if the remote takes some, the refused parts are isolated
 ///   as above; if it refuses every part, it is treated like a refused endpoint (see ``UnclearRefusals``).
 ///
-/// Every claimed record is settled (acknowledged, released or dead-lettered) before this returns, also when the
-/// operation is cancelled mid-request: settling runs in a task of its own, which the operation's cancellation
-/// does not reach. Acknowledgements are handed to the spool, which commits them in the background (the records
-/// stay claimed until then); releases and dead letters are committed before this returns. Should a settling
-/// write fail, the batch's unsettled records are returned to pending and the report says so.
+/// Every claimed record is settled (delivered, unclaimed for a retry, or dead-lettered) before this returns, also
+/// when the operation is cancelled mid-request: settling runs in a task of its own, which the operation's
+/// cancellation does not reach. Deliveries are handed to the spool, which commits their deletes in the background
+/// (the records stay claimed until then); unclaims and dead letters are done before this returns. Should a
+/// settling write fail, the batch's unsettled records are unclaimed and the report says so.
 ///
 /// This is the work a `LogOperation` performs; keeping it apart from the operation keeps the queue mechanics and
 /// the delivery rules separately testable.
@@ -102,7 +102,8 @@ public struct BatchDelivery: Sendable {
                 try await deliver(batch, &attempt)
                 try await deadLetterRefused(&attempt)
             } catch {
-                await spool.returnToPending(batch)
+                // Writes nothing: fails only once the spool is closed, when no claim matters any more.
+                try? await spool.settle(batch, .retry(at: Date()))
                 attempt.report.spoolFailedUntil = Date().addingTimeInterval(backoff.nextDelay().seconds)
                 var metadata = metadata(batch)
                 metadata["logship.error"] = "\(error)"
@@ -142,12 +143,12 @@ public struct BatchDelivery: Sendable {
     /// sends nothing and puts the records back.
     private func send(_ batch: Batch, _ attempt: inout Attempt) async throws -> SendResult {
         if attempt.isCancelled {
-            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: Date()) }
+            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
             return .notSent
         }
         if let pause = attempt.report.pause {
             // The remote stopped taking records: the rest waits with everything else.
-            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: pause.readyAgain(batch)) }
+            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: pause.readyAgain(batch))) }
             return .notSent
         }
         attempt.report.counts.requests += 1
@@ -158,7 +159,7 @@ public struct BatchDelivery: Sendable {
                 Payload(lines: batch.records.map(\.line), batchNumber: batch.number, lane: attempt.lane?.index ?? 0))
         } catch is CancellationError {
             attempt.isCancelled = true
-            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: Date()) }
+            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
             return .notSent
         } catch {
@@ -167,7 +168,7 @@ public struct BatchDelivery: Sendable {
         }
         backoff.reset()
         // Not awaited: the slot is free for the next request while the spool commits the delete.
-        try await spool.acknowledgeInBackground(batch)
+        try await spool.settle(batch, .delivered)
         attempt.report.counts.delivered += batch.records.count
         attempt.acceptedAny = true
         return .accepted
@@ -224,7 +225,7 @@ public struct BatchDelivery: Sendable {
         } else {
             for (part, _) in refusedParts {
                 let retryAt = attempt.report.pause?.readyAgain(part) ?? Date()
-                try await settle(on: attempt.lane) { try await spool.release(part, retryAt: retryAt) }
+                try await settle(on: attempt.lane) { try await spool.settle(part, .retry(at: retryAt)) }
             }
         }
     }
@@ -236,7 +237,7 @@ public struct BatchDelivery: Sendable {
         let pause = pause(for: error, cause: cause)
         attempt.report.pause = pause
         for batch in batches {
-            try await settle(on: attempt.lane) { try await spool.release(batch, retryAt: pause.readyAgain(batch)) }
+            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: pause.readyAgain(batch))) }
         }
         guard let first = batches.first else { return }
         var metadata = metadata(first)
@@ -259,7 +260,8 @@ public struct BatchDelivery: Sendable {
     private func deadLetterRefused(_ attempt: inout Attempt) async throws {
         for (batch, error) in attempt.refused {
             try await settle(on: attempt.lane) {
-                try await spool.deadLetter(batch, failure: DeliveryFailure(status: error.status, reason: error.description))
+                let failure = DeliveryFailure(status: error.status, reason: error.description)
+                try await spool.settle(batch, .deadLetter(failure))
             }
             attempt.report.counts.deadLettered += batch.records.count
             var metadata = metadata(batch)

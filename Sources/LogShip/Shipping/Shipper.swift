@@ -108,7 +108,7 @@ public final class Shipper: Service, Sendable {
         // Subscribed before reading what is pending, so that no commit falls between the two; a class announced
         // twice costs nothing.
         spool.availability.subscribe { [weak self] classes in self?.recordsAvailable(classes) }
-        recordsAvailable(try await spool.pendingClasses())
+        recordsAvailable(await spool.pendingClasses())
         try? await gracefulShutdown()
         await drain()
     }

@@ -12,9 +12,6 @@ public struct Batch: Hashable, Sendable {
         self.number = number
     }
 
-    /// The size of the NDJSON body: every line plus its newline.
-    public var byteCount: Int { records.reduce(0) { $0 + $1.line.count + 1 } }
-
     /// The first and second half, to find the records a remote refuses.
     public func halves() -> (Batch, Batch) {
         let middle = records.count / 2

@@ -3,9 +3,9 @@ import Foundation
 /// Where accepted records wait until the remote has acknowledged them.
 ///
 /// Records are kept per priority class in arrival order. A `LogOperation` claims a batch of one class; the batch,
-/// or any part of it, is then acknowledged (deleted), released (put back at its place, ready again at a given
-/// time) or dead-lettered (moved aside with the reason). Claimed records are invisible to other claims until then.
-/// Claims live only as long as the process: after a restart every stored record is unclaimed again.
+/// or any part of it, is then settled (``Settlement``): deleted once delivered, unclaimed to be retried at a given
+/// time, or dead-lettered with the reason. Claimed records are invisible to other claims until then. Claims live
+/// only as long as the process: after a restart every stored record is unclaimed again.
 public protocol Spool: Sendable {
     /// Stores records, evicting lower classes if the spool is full, and returns once they are committed: for a
     /// durable spool, on disk. This is what `logctl send` waits for.
@@ -28,7 +28,10 @@ public protocol Spool: Sendable {
     /// Hands records to the next commit without waiting for it; waits only while the commit queue is full.
     ///
     /// For fire-and-forget inputs (the ingest sockets). What a `kill -9` can lose is bounded by the commit queue.
-    /// Failures are counted in ``statistics()`` and logged by the spool.
+    /// The caller does not hear of a commit that fails: the spool logs it, and counts its records in
+    /// ``SpoolStatistics/refused`` when the disk was full.
+    ///
+    /// - Throws: ``SpoolError/closed`` once the spool is closing.
     func enqueue(_ entries: [SpoolEntry]) async throws
 
     /// Announces the classes of every commit, once committed: the shipper's cue that records are ready.
@@ -37,31 +40,13 @@ public protocol Spool: Sendable {
     /// Claims the oldest ready records of one class, up to `limits`.
     func claim(_ priority: PriorityClass, limits: BatchLimits) async throws -> ClaimResult
 
-    /// Deletes delivered records: a claimed batch or part of one. Returns once the delete is committed.
-    func acknowledge(_ batch: Batch) async throws
-
-    /// Deletes delivered records without waiting for the write: what delivery does, so that a request slot is
-    /// free again as soon as the remote has answered.
+    /// Ends the claim on `batch` (a claimed batch or part of one) as `settlement` says. Records of it no longer
+    /// claimed are left as they are.
     ///
-    /// Until the delete is committed the records stay claimed, invisible to claims, and ``close()`` waits for it.
-    /// Should it fail, the records are pending again (they are sent again, never lost), the spool logs it, and
-    /// claims find nothing ready for a few seconds.
-    ///
-    /// - Throws: ``SpoolError/closed`` once the spool is closing; nothing else.
-    func acknowledgeInBackground(_ batch: Batch) async throws
-
-    /// Puts claimed records back at their place in their class, ready again at `retryAt`.
-    ///
-    /// Like claims, retry times live as long as the process: after a restart every record is ready at once.
-    func release(_ batch: Batch, retryAt: Date) async throws
-
-    /// Moves claimed records the remote will never accept to the dead-letter table.
-    func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws
-
-    /// Forgets the claim on those of `batch`'s records still claimed, so they are pending again as stored,
-    /// without writing anything: what is left when a settling write (acknowledge, dead letter) failed.
-    /// It cannot fail, so no claim outlives its operation.
-    func returnToPending(_ batch: Batch) async
+    /// - Throws: ``SpoolError`` when a settling write fails or the spool is closed. Records it did not settle
+    ///   stay claimed: the caller gives them back with ``Settlement/retry(at:)``, which writes nothing and fails
+    ///   only once the spool is closed.
+    func settle(_ batch: Batch, _ settlement: Settlement) async throws
 
     /// How far arrival has come in each class: the place of the newest record committed so far.
     func arrivalMark() async throws -> ArrivalMark
@@ -72,18 +57,6 @@ public protocol Spool: Sendable {
 
     /// The timestamp of the oldest record of each class the spool holds, pending or claimed.
     func oldestTimestamps() async throws -> [PriorityClass: Timestamp]
-
-    /// The classes that hold unclaimed records, ready or not; read at start-up to resume delivery.
-    func pendingClasses() async throws -> Set<PriorityClass>
-
-    /// Dead letters, oldest first.
-    func deadLetters(limit: Int) async throws -> [DeadLetter]
-
-    /// Moves dead letters back into their class at their original place. Returns how many moved.
-    func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> Int
-
-    /// Deletes dead letters. Returns how many were deleted.
-    func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int
 
     /// Current counts, for status output and tests.
     func statistics() async -> SpoolStatistics
@@ -96,5 +69,10 @@ extension Spool {
     /// Stores records from an input that keeps no position, returning once they are committed.
     public func append(_ entries: [SpoolEntry]) async throws -> AppendReceipt {
         try await append(entries, position: nil, evicting: true)
+    }
+
+    /// The classes that hold unclaimed records, ready or not; read at start-up to resume delivery.
+    public func pendingClasses() async -> Set<PriorityClass> {
+        Set(await statistics().pending.filter { $0.value > 0 }.keys)
     }
 }

@@ -12,7 +12,7 @@ public struct SpoolStatistics: Hashable, Sendable {
     public var deadLetterBytes: Int = 0
     /// Records evicted to make room since start.
     public var evicted: Int = 0
-    /// Records refused since start: crash records that found no room, or records a failed commit lost.
+    /// Records refused since start: crash records that found no room, or the records of a commit the full disk failed.
     public var refused: Int = 0
     /// Damaged chunks of the spool file quarantined since start: taken out, their readable records made dead
     /// letters with the reason.

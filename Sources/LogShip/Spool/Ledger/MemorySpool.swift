@@ -4,12 +4,12 @@ import Synchronization
 
 /// A spool that keeps records in memory only, bounded by a byte budget (`spool.path: memory`).
 ///
-/// It keeps the same ``SpoolLedger`` as the durable spool, with every chunk's lines in memory: claims, releases,
-/// eviction and dead letters follow the same rules, and a write is applied as soon as it is planned. Appends take
+/// It is the durable spool's ``SpoolLedger`` with every chunk's lines kept in memory: claims, unclaims, eviction
+/// and dead letters follow the same rules, and each write the ledger plans is applied at once. Appends take
 /// effect at once, so ``enqueue(_:)`` and ``append(_:position:evicting:)`` are the same here.
 ///
 /// - Important: Everything here is lost when the process exits; use it where no local storage is wanted.
-public final class MemorySpool: Spool {
+public final class MemorySpool: Spool, DeadLetterStore {
     private struct State {
         var ledger = SpoolLedger(cacheBudget: .init(delivering: .max, stalled: .max))
         /// Dead letters by id, in the order they were set aside.
@@ -46,10 +46,9 @@ public final class MemorySpool: Spool {
                 diskRoom: Int.max / 4)
             else { preconditionFailure("a memory spool holds every chunk's lines") }
             state.ledger.apply(plan.writes)
+            state.ledger.count(plan.receipts)
             for position in plan.positions { state.positions[position.input] = position.cursor }
             let receipt = plan.receipts.first ?? AppendReceipt()
-            state.ledger.evicted += receipt.evicted
-            state.ledger.refused += receipt.refused
             return (receipt, plan.classes)
         }
         if !classes.isEmpty { availability.announce(classes) }
@@ -75,32 +74,26 @@ public final class MemorySpool: Spool {
         }
     }
 
-    public func acknowledge(_ batch: Batch) async throws {
-        state.withLock { state in
-            let writes = state.ledger.settle([batch]).writes
-            state.ledger.apply(writes)
+    public func settle(_ batch: Batch, _ settlement: Settlement) async throws {
+        switch settlement {
+        case .delivered:
+            state.withLock { state in
+                let writes = state.ledger.settle([batch]).writes
+                state.ledger.apply(writes)
+            }
+        case .retry(let date):
+            state.withLock { $0.ledger.unclaim(batch, retryAt: date) }
+        case .deadLetter(let failure):
+            deadLetter(batch, failure: failure)
         }
     }
 
-    /// The same as ``acknowledge(_:)``: nothing here is written anywhere.
-    public func acknowledgeInBackground(_ batch: Batch) async throws {
-        try await acknowledge(batch)
-    }
-
-    public func release(_ batch: Batch, retryAt: Date) async throws {
-        state.withLock { $0.ledger.unclaim(batch, retryAt: retryAt) }
-    }
-
-    public func returnToPending(_ batch: Batch) async {
-        state.withLock { $0.ledger.unclaim(batch, retryAt: nil) }
-    }
-
-    public func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws {
+    private func deadLetter(_ batch: Batch, failure: DeliveryFailure) {
         let failedAt = Timestamp.now().rfc3339
         let trimmed = state.withLock { state in
-            let (writes, _, settled) = state.ledger.settle([batch])
-            state.ledger.apply(writes)
-            for record in settled {
+            let plan = state.ledger.planDeadLetters(batch, maximumBytes: maximumBytes)
+            state.ledger.apply(plan.writes)
+            for record in plan.letters {
                 let id = state.nextDeadLetterID
                 state.nextDeadLetterID += 1
                 let letter = DeadLetter(
@@ -109,19 +102,16 @@ public final class MemorySpool: Spool {
                 state.deadLetters[id] = StoredDeadLetter(
                     letter: letter, priority: batch.priority, sequence: record.sequence, line: Array(record.line))
             }
-            let lineBytes = settled.reduce(0) { $0 + $1.line.count }
-            var excess = state.ledger.deadLetterExcess(
-                adding: lineBytes + settled.count * SpoolEntry.overhead, maximumBytes: maximumBytes)
-            state.ledger.addDeadLetters(count: settled.count, lineBytes: lineBytes)
             // Beyond their share, the oldest give way.
-            var trimmed: [StoredDeadLetter] = []
+            var excess = plan.excess
+            var trimmed = (count: 0, lineBytes: 0)
             for id in state.deadLetters.keys.sorted() where excess > 0 {
                 guard let letter = state.deadLetters.removeValue(forKey: id) else { continue }
-                trimmed.append(letter)
+                trimmed.count += 1
+                trimmed.lineBytes += letter.line.count
                 excess -= letter.line.count + SpoolEntry.overhead
             }
-            state.ledger.removeDeadLetters(count: trimmed.count, lineBytes: trimmed.reduce(0) { $0 + $1.line.count })
-            state.ledger.evicted += trimmed.count
+            state.ledger.countDeadLetters(added: plan.letters, trimmed: trimmed)
             return trimmed.count
         }
         logger.reportEvictedDeadLetters(trimmed)
@@ -141,10 +131,6 @@ public final class MemorySpool: Spool {
         }
     }
 
-    public func pendingClasses() async throws -> Set<PriorityClass> {
-        state.withLock { $0.ledger.pendingClasses() }
-    }
-
     public func deadLetters(limit: Int) async throws -> [DeadLetter] {
         state.withLock { state in
             Array(state.deadLetters.values.map(\.letter).sorted { $0.id < $1.id }.prefix(limit))
@@ -156,12 +142,12 @@ public final class MemorySpool: Spool {
             let requeued = Self.selectedIDs(selection, in: state).compactMap { state.deadLetters.removeValue(forKey: $0) }
                 .sorted { $0.sequence < $1.sequence }
             guard !requeued.isEmpty else { return [] }
-            let (writes, changes) = state.ledger.requeue(requeued.map {
+            let letters = requeued.map {
                 SpoolLedger.RequeuedLetter(priority: $0.priority, sequence: $0.sequence, line: $0.line)
-            })
+            }
+            let (writes, changes) = state.ledger.requeue(letters)
             state.ledger.apply(writes)
-            state.ledger.markRequeued(changes)
-            state.ledger.removeDeadLetters(count: requeued.count, lineBytes: requeued.reduce(0) { $0 + $1.line.count })
+            state.ledger.markRequeued(changes, letters: letters)
             return requeued.map(\.priority)
         }
         if !classes.isEmpty { availability.announce(Set(classes)) }

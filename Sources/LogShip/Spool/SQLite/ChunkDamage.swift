@@ -1,6 +1,6 @@
 /// Why a chunk's row cannot be read as what it says it is, with what of its lines could be read all the same.
 ///
-/// Thrown by ``SpoolDatabase/lines(ofChunk:_:)``; the spool answers it by quarantining the chunk
+/// Thrown by ``SQLiteSpool/lines(ofChunk:_:)``; the spool answers it by quarantining the chunk
 /// (``SpoolLedger/Quarantine``), never by stalling the chunk's class.
 struct ChunkDamage: Error, CustomStringConvertible {
     private enum Code: Sendable {

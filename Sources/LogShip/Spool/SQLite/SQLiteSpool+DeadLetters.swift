@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Synchronization
 
-extension SpoolDatabase {
+extension SQLiteSpool {
     /// Inserts `records` of the class stored as `priority` into the dead-letter table, in the transaction under way.
     static func insertDeadLetters(
         _ records: [SpooledRecord], priority: Int, status: Int?, reason: String, failedAt: String, _ db: Database
@@ -17,7 +17,26 @@ extension SpoolDatabase {
         }
     }
 
-    func deadLetters(limit: Int) async throws -> [DeadLetter] {
+    /// Moves `batch`'s claimed records to the dead-letter table; beyond their share of the budget, the oldest
+    /// dead letters give way.
+    func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws {
+        let failedAt = Timestamp.now().rfc3339
+        let trimmed = try await settlingWrite { db -> (count: Int, lineBytes: Int) in
+            let plan = self.ledger.withLock { $0.planDeadLetters(batch, maximumBytes: self.maximumBytes) }
+            var trimmed = (count: 0, lineBytes: 0)
+            try self.commit(plan.writes, reverting: plan.changes, db) { db in
+                try Self.insertDeadLetters(
+                    plan.letters, priority: batch.priority.rawValue, status: failure.status, reason: failure.reason,
+                    failedAt: failedAt, db)
+                if plan.excess > 0 { trimmed = try Self.deleteOldestDeadLetters(holding: plan.excess, db) }
+            }
+            self.ledger.withLock { $0.countDeadLetters(added: plan.letters, trimmed: trimmed) }
+            return trimmed
+        }
+        logger.reportEvictedDeadLetters(trimmed.count)
+    }
+
+    public func deadLetters(limit: Int) async throws -> [DeadLetter] {
         try checkOpen()
         return try await database.read { db in
             try Row.fetchAll(
@@ -36,9 +55,8 @@ extension SpoolDatabase {
         }
     }
 
-    /// Moves dead letters back to their place in their class. Returns how many moved, and their classes.
-    func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> (Int, Set<PriorityClass>) {
-        try await settlingWrite { db -> (Int, Set<PriorityClass>) in
+    public func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
+        let classes = try await settlingWrite { db -> [PriorityClass] in
             let filter = Self.filter(selection)
             var ids: [Int64] = []
             var letters: [SpoolLedger.RequeuedLetter] = []
@@ -55,20 +73,19 @@ extension SpoolDatabase {
                     priority: priority, sequence: row.integer(atIndex: 1),
                     line: Array(row.bytes(atIndex: 3) ?? Data())))
             }
-            guard !letters.isEmpty else { return (0, []) }
+            guard !letters.isEmpty else { return [] }
             let (writes, changes) = self.ledger.withLock { $0.requeue(letters) }
             try self.commit(writes, reverting: [], db) { db in
                 try Self.execute("DELETE FROM dead_letter WHERE id IN", ids: ids, db)
             }
-            self.ledger.withLock {
-                $0.markRequeued(changes)
-                $0.removeDeadLetters(count: letters.count, lineBytes: letters.reduce(0) { $0 + $1.line.count })
-            }
-            return (letters.count, Set(letters.map(\.priority)))
+            self.ledger.withLock { $0.markRequeued(changes, letters: letters) }
+            return letters.map(\.priority)
         }
+        if !classes.isEmpty { availability.announce(Set(classes)) }
+        return classes.count
     }
 
-    func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
+    public func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
         let (purged, lineBytes) = try await settlingWrite { db -> (Int, Int) in
             let filter = Self.filter(selection)
             let lineBytes = try Int.fetchOne(

@@ -3,7 +3,7 @@ import GRDB
 import Logging
 import Synchronization
 
-extension SpoolDatabase {
+extension SQLiteSpool {
     /// Takes the damaged chunk `id` of `priority` out of the spool in one transaction: its row deleted, its
     /// readable records written as dead letters with the reason; then logs what could not be read. Its class goes
     /// on with the next chunk, and eviction past it. Runs on the writer, outside a transaction.

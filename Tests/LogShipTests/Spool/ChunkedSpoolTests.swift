@@ -10,7 +10,7 @@ import LogShipTestKit
 @Suite("SQLite spool chunks")
 struct ChunkedSpoolTests {
     func open(
-        _ path: String, cacheBudget: SpoolLedger.CacheBudget = SpoolDatabase.cacheBudget, maximumBytes: Int = 1 << 30
+        _ path: String, cacheBudget: SpoolLedger.CacheBudget = SQLiteSpool.cacheBudget, maximumBytes: Int = 1 << 30
     ) async throws -> SQLiteSpool {
         try await SQLiteSpool.open(
             path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: 0, cacheBudget: cacheBudget, logger: .test)
@@ -48,8 +48,8 @@ struct ChunkedSpoolTests {
         let first = try await open(path)
         _ = try await first.append((1...5).map { entry(.warning, "w\($0)") })
         try await first.acknowledge(try await claimBatch(first, .warning, maxRecords: 2))
-        try await first.deadLetter(
-            try await claimBatch(first, .warning, maxRecords: 1), failure: DeliveryFailure(status: 400, reason: "bad"))
+        try await first.settle(
+            try await claimBatch(first, .warning, maxRecords: 1), .deadLetter(DeliveryFailure(status: 400, reason: "bad")))
         _ = try await claimBatch(first, .warning, maxRecords: 1)  // claimed when the process ends
         #expect(try rows(path) == (chunks: 1, settledRuns: 1), "one run: w1 to w3")
         await first.close()
@@ -112,14 +112,17 @@ struct ChunkedSpoolTests {
             id: 1, priority: .info, firstSequence: 10, lines: ChunkLines((0..<3).map { entry(.info, "i\($0)") }))]
         ledger.apply(insertion)
         ledger.setMarks(.settled, of: 1..<2, chunkAt: 0, .info, from: .pending)  // i1 became a dead letter
+        ledger.addDeadLetters(count: 1, lineBytes: 2)
 
-        let (writes, changes) = ledger.requeue([.init(priority: .info, sequence: 11, line: Array("i1".utf8))])
+        let letters = [SpoolLedger.RequeuedLetter(priority: .info, sequence: 11, line: Array("i1".utf8))]
+        let (writes, changes) = ledger.requeue(letters)
         #expect(writes.settledRuns[1] == [], "the row loses its settled run")
         #expect(ledger.statistics().pending[.info] == 2, "planned, not yet pending")
         #expect(ledger.queues[PriorityClass.info.rawValue].chunks[0].mark(1) == .settled)
 
-        ledger.markRequeued(changes)
+        ledger.markRequeued(changes, letters: letters)
         #expect(ledger.statistics().pending[.info] == 3)
+        #expect(ledger.statistics().deadLetters == 0)
         #expect(ledger.queues[PriorityClass.info.rawValue].chunks[0].mark(1) == .pending)
     }
 
@@ -260,7 +263,7 @@ struct ChunkedSpoolTests {
             try Row.fetchAll(db, sql: "SELECT sender FROM chunk ORDER BY id").map { $0[0] as Int64? }
         }
         #expect(senders == [nil, 1000])
-        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SpoolDatabase.schemaVersion)
+        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SQLiteSpool.schemaVersion)
         try file.close()
     }
 
@@ -294,7 +297,7 @@ struct ChunkedSpoolTests {
         #expect(messages(try await claimBatch(spool, .info)) == ["i1", "i2", "i3", "i4"])
         await spool.close()
         let file = try DatabaseQueue(path: path)
-        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SpoolDatabase.schemaVersion)
+        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SQLiteSpool.schemaVersion)
         try file.close()
     }
 
@@ -334,7 +337,7 @@ struct ChunkedSpoolTests {
         #expect(messages(try await claimBatch(spool, .crash)) == ["c1"])
         await spool.close()
         let file = try DatabaseQueue(path: path)
-        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SpoolDatabase.schemaVersion)
+        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SQLiteSpool.schemaVersion)
         try file.close()
     }
 }

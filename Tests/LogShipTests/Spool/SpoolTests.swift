@@ -7,43 +7,6 @@ import Testing
 import LogShipTestKit
 @testable import LogShip
 
-/// The spools, each against the same rules: the in-memory one and the SQLite one on a real file.
-enum SpoolKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case memory
-    case sqlite
-
-    var testDescription: String { rawValue }
-
-    func make(maximumBytes: Int = 1 << 30, path: String? = nil, minimumFreeDisk: Int = 1 << 20) async throws -> any Spool {
-        switch self {
-        case .memory:
-            return MemorySpool(maximumBytes: maximumBytes, logger: .test)
-        case .sqlite:
-            let path = try path ?? "\(TemporaryDirectory.make())/spool.db"
-            return try await SQLiteSpool.open(
-                path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDisk, logger: .test)
-        }
-    }
-}
-
-func entry(_ priority: PriorityClass, _ text: String, padding: Int = 0) -> SpoolEntry {
-    SpoolEntry(priority: priority, line: Array(text.utf8) + [UInt8](repeating: UInt8(ascii: " "), count: padding))
-}
-
-func messages(_ batch: Batch) -> [String] {
-    batch.records.map { String(decoding: $0.line, as: UTF8.self).trimmingCharacters(in: .whitespaces) }
-}
-
-func claimBatch(_ spool: any Spool, _ priority: PriorityClass, maxRecords: Int = 100, maxBytes: Int = 1 << 20)
-    async throws -> Batch
-{
-    guard case .batch(let batch, _) = try await spool.claim(priority, limits: BatchLimits(maxRecords: maxRecords, maxBytes: maxBytes))
-    else {
-        throw WaitTimeout(description: "no batch of \(priority)")
-    }
-    return batch
-}
-
 @Suite("Spools")
 struct SpoolTests {
     let limits = BatchLimits(maxRecords: 100, maxBytes: 1 << 20)
@@ -109,7 +72,7 @@ struct SpoolTests {
         #expect(messages(try await claimBatch(spool, .crash)) == ["c1", "c2"])
         #expect(messages(try await claimBatch(spool, .info)) == ["i1", "i2"])
         #expect(try await spool.claim(.info, limits: limits) == .empty)
-        #expect(try await spool.pendingClasses().isEmpty)
+        #expect(await spool.pendingClasses().isEmpty)
         await spool.close()
     }
 
@@ -130,17 +93,17 @@ struct SpoolTests {
         await spool.close()
     }
 
-    @Test("a released batch goes back before later records and waits for its retry time", arguments: SpoolKind.allCases)
-    func releaseKeepsOrder(_ kind: SpoolKind) async throws {
+    @Test("a batch unclaimed for a retry goes back before later records and waits for its retry time", arguments: SpoolKind.allCases)
+    func unclaimKeepsOrder(_ kind: SpoolKind) async throws {
         let spool = try await kind.make()
         _ = try await spool.append((1...4).map { entry(.error, "e\($0)") })
         let first = try await claimBatch(spool, .error, maxRecords: 2)
         let (head, tail) = first.halves()
-        try await spool.release(tail, retryAt: Date(timeIntervalSinceNow: -1))
+        try await spool.settle(tail, .retry(at: Date(timeIntervalSinceNow: -1)))
         let again = try await claimBatch(spool, .error, maxRecords: 2)
-        #expect(messages(again) == ["e2", "e3"], "the released record is ready and first")
-        try await spool.release(again, retryAt: Date(timeIntervalSinceNow: -1))
-        try await spool.release(head, retryAt: Date(timeIntervalSinceNow: 3600))
+        #expect(messages(again) == ["e2", "e3"], "the unclaimed record is ready and first")
+        try await spool.settle(again, .retry(at: Date(timeIntervalSinceNow: -1)))
+        try await spool.settle(head, .retry(at: Date(timeIntervalSinceNow: 3600)))
         guard case .waiting(let until) = try await spool.claim(.error, limits: limits) else {
             Issue.record("the head waits for its retry time, and nothing of the class may pass it")
             return
@@ -169,7 +132,7 @@ struct SpoolTests {
         let spool = try await SpoolKind.sqlite.make(path: path)
         _ = try await spool.append((1...3).map { entry(.info, "i\($0)") })
         let first = try await claimBatch(spool, .info, maxRecords: 2)
-        try await spool.acknowledgeInBackground(first)
+        try await spool.settle(first, .delivered)
         #expect(messages(try await claimBatch(spool, .info)) == ["i3"], "acknowledged records are never claimed again")
         await spool.close()
 
@@ -275,7 +238,7 @@ struct SpoolTests {
         let spool = try await kind.make(maximumBytes: 8 * recordSize)
         _ = try await spool.append((1...3).map { entry(.debug, "x\($0)", padding: 98) })
         for _ in 0..<3 {
-            try await spool.deadLetter(try await claimBatch(spool, .debug, maxRecords: 1), failure: DeliveryFailure(status: 400, reason: "bad"))
+            try await spool.settle(try await claimBatch(spool, .debug, maxRecords: 1), .deadLetter(DeliveryFailure(status: 400, reason: "bad")))
         }
         var statistics = await spool.statistics()
         #expect(statistics.deadLetters == 2 && statistics.evicted == 1, "a quarter of 8 records holds 2 dead letters")
@@ -329,7 +292,7 @@ struct SpoolTests {
         let batch = try await claimBatch(spool, .info, maxRecords: 2)
         let (good, bad) = batch.halves()
         try await spool.acknowledge(good)
-        try await spool.deadLetter(bad, failure: DeliveryFailure(status: 400, reason: "HTTP 400: bad field"))
+        try await spool.settle(bad, .deadLetter(DeliveryFailure(status: 400, reason: "HTTP 400: bad field")))
         let letters = try await spool.deadLetters(limit: 10)
         #expect(letters.count == 1)
         #expect(letters.first?.line == "i2" && letters.first?.status == 400 && letters.first?.reason == "HTTP 400: bad field")
@@ -347,7 +310,7 @@ struct SpoolTests {
         let spool = try await kind.make()
         _ = try await spool.append((1...3).map { entry(.debug, "d\($0)") })
         let batch = try await claimBatch(spool, .debug)
-        try await spool.deadLetter(batch, failure: DeliveryFailure(status: 422, reason: "no"))
+        try await spool.settle(batch, .deadLetter(DeliveryFailure(status: 422, reason: "no")))
         let ids = try await spool.deadLetters(limit: 10).map(\.id)
         #expect(try await spool.purgeDeadLetters(.ids([ids[0]])) == 1)
         #expect(try await spool.purgeDeadLetters(.all) == 2)
@@ -381,15 +344,15 @@ struct SQLiteSpoolTests {
         _ = try await first.append([entry(.crash, "c1"), entry(.info, "i1"), entry(.info, "i2"), entry(.debug, "d1")])
         _ = try await claimBatch(first, .info)  // claimed, never settled: as if killed mid-request
         let debug = try await claimBatch(first, .debug)
-        try await first.deadLetter(debug, failure: DeliveryFailure(status: 400, reason: "bad"))
+        try await first.settle(debug, .deadLetter(DeliveryFailure(status: 400, reason: "bad")))
         await first.close()
 
         let second = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
-        #expect(try await second.pendingClasses() == [.crash, .info])
+        #expect(await second.pendingClasses() == [.crash, .info])
         let statistics = await second.statistics()
         #expect(statistics.pending[.info] == 2 && statistics.claimed == 0 && statistics.deadLetters == 1)
         #expect(statistics.bytes == 4 * (2 + SpoolEntry.overhead), "three records and the dead letter")
-        #expect(messages(try await claimBatch(second, .info)) == ["i1", "i2"], "the claim was released at start")
+        #expect(messages(try await claimBatch(second, .info)) == ["i1", "i2"], "the claim was gone at start")
         await second.close()
     }
 
@@ -425,25 +388,24 @@ struct SQLiteSpoolTests {
 
     @Test("appends are synced to the disk when they commit: the writer runs with synchronous FULL, also after a settling write")
     func syncedCommits() async throws {
-        let store = try await SpoolDatabase.open(
+        let store = try await SQLiteSpool.open(
             path: "\(try TemporaryDirectory.make())/spool.db", maximumBytes: 1 << 30, minimumFreeDiskBytes: 0,
-            cacheBudget: SpoolDatabase.cacheBudget, logger: .test)
-        defer { store.close() }
+            logger: .test)
         // SQLite's levels: 1 NORMAL (a WAL commit reaches the page cache only), 2 FULL (the WAL is synced).
         let writerLevel = { try await store.database.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") } }
         #expect(try await writerLevel() == 2)
         try await store.settlingWrite { _ in }
         #expect(try await writerLevel() == 2, "a settling write commits with NORMAL and goes back to FULL")
+        await store.close()
     }
 
     @Test("a new spool file gets 32 KiB pages; a spool made with 4 KiB pages keeps them and its records")
     func pageSize() async throws {
         let directory = try TemporaryDirectory.make()
-        let fresh = try await SpoolDatabase.open(
-            path: "\(directory)/new.db", maximumBytes: 1 << 30, minimumFreeDiskBytes: 0,
-            cacheBudget: SpoolDatabase.cacheBudget, logger: .test)
+        let fresh = try await SQLiteSpool.open(
+            path: "\(directory)/new.db", maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
         #expect(fresh.pageSize == 32 << 10)
-        fresh.close()
+        await fresh.close()
 
         // An older spool: the default 4 KiB pages, records in it.
         let older = "\(directory)/old.db"
@@ -453,12 +415,10 @@ struct SQLiteSpoolTests {
         let spool = try await SpoolKind.sqlite.make(path: older)
         _ = try await spool.append([entry(.info, "kept")])
         await spool.close()
-        let reopened = try await SpoolDatabase.open(
-            path: older, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, cacheBudget: SpoolDatabase.cacheBudget,
-            logger: .test)
-        defer { reopened.close() }
+        let reopened = try await SQLiteSpool.open(path: older, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
         #expect(reopened.pageSize == 4096)
-        #expect(reopened.statistics().pending[.info] == 1)
+        #expect(await reopened.statistics().pending[.info] == 1)
+        await reopened.close()
     }
 
     @Test("a blob bound without a copy is stored whole, an empty one as an empty blob, and the statement runs on after")

@@ -1,10 +1,34 @@
 extension SpoolLedger {
-    /// A dead letter as read for a requeue: the record's class and sequence, and its line.
-    struct RequeuedLetter: Sendable {
-        var priority: PriorityClass
-        /// `nil` when the row's sequence is not a number.
-        var sequence: Int64?
-        var line: [UInt8]
+    /// What dead-lettering a batch comes to: the settling writes, the changes to ``revert(_:)`` should they fail
+    /// to commit, the records to keep as dead letters, and the accounted bytes of the oldest dead letters that
+    /// must give way for them (0 when none must).
+    struct DeadLettering: Sendable {
+        var writes: ChunkWrites
+        var changes: [Change]
+        var letters: [SpooledRecord]
+        var excess: Int
+    }
+
+    /// The part of `spool.max_bytes` dead letters may hold: a quarter. They count against the budget, so that a
+    /// remote refusing records cannot fill the disk with them, but records never evict them (they are other
+    /// users' records, kept for an operator); beyond their share, the oldest give way to new ones.
+    static let deadLetterShare = 4
+
+    /// Settles the claimed records of `batch` to make them dead letters, and says how many bytes of the oldest
+    /// dead letters must go for them to stay within their share of `maximumBytes`.
+    mutating func planDeadLetters(_ batch: Batch, maximumBytes: Int) -> DeadLettering {
+        let (writes, changes, settled) = settle([batch])
+        let added = settled.reduce(0) { $0 + $1.line.count } + settled.count * SpoolEntry.overhead
+        let excess = max(0, deadLetterBytes + added - maximumBytes / Self.deadLetterShare)
+        return DeadLettering(writes: writes, changes: changes, letters: settled, excess: excess)
+    }
+
+    /// Counts committed dead letters: `added` new ones, and the oldest ones `trimmed` for their room, which count
+    /// as evicted.
+    mutating func countDeadLetters(added: [SpooledRecord], trimmed: (count: Int, lineBytes: Int)) {
+        addDeadLetters(count: added.count, lineBytes: added.reduce(0) { $0 + $1.line.count })
+        removeDeadLetters(count: trimmed.count, lineBytes: trimmed.lineBytes)
+        evicted += trimmed.count
     }
 
     /// Plans putting dead letters back at their place in their class: pending again in their chunk if it is
@@ -50,9 +74,11 @@ extension SpoolLedger {
         return (writes, changes)
     }
 
-    /// Marks pending the records a committed ``requeue(_:)`` put back. They are still settled: only settling
-    /// writes change settled records, and those run one at a time.
-    mutating func markRequeued(_ changes: [Change]) {
+    /// Marks pending the records a committed ``requeue(_:)`` put back, and counts its `letters` out of the dead
+    /// letters. The records are still settled: only settling writes change settled records, and those run one
+    /// at a time.
+    mutating func markRequeued(_ changes: [Change], letters: [RequeuedLetter]) {
+        removeDeadLetters(count: letters.count, lineBytes: letters.reduce(0) { $0 + $1.line.count })
         for change in changes {
             guard let records = change.records, let position = position(of: change.chunkID, in: change.priority) else {
                 continue

@@ -1,18 +1,17 @@
 import Foundation
 
-/// What the SQLite spool holds, known in memory: every chunk of every class, what delivery has done with each of
-/// their records, and the counts. Every decision is made here under the spool's lock; ``SpoolDatabase`` carries
-/// out the writes it returns and tells it what was committed.
+/// What a spool holds, known in memory: every chunk of every class, what delivery has done with each of their
+/// records, and the counts. Every decision is made here under the spool's lock; the spool carries out the writes
+/// it returns and tells it what was committed (``SQLiteSpool``), or applies them at once (``MemorySpool``).
 ///
-/// - Claims, releases and their retry times live only here: a claim costs no disk access when the chunk's lines
+/// - Claims, unclaims and their retry times live only here: a claim costs no disk access when the chunk's lines
 ///   are in memory, and after a restart every stored record is unclaimed and ready again.
 /// - A write that removes records marks them settled at once (so no claim takes them while the transaction is
 ///   written) and returns the changes, which ``revert(_:)`` undoes should the transaction fail. Records a
 ///   transaction adds join the ledger only once committed (``apply(_:)``).
 /// - Lines are kept in memory for the chunks delivery is working on, for the newest chunk of each class (which
 ///   the next records may extend) and for recent chunks up to ``cacheBudget``, larger while the remote takes
-///   records than while it does not; the others are read back from the
-///   database when their turn comes.
+///   records than while it does not; the others are read back from the database when their turn comes.
 struct SpoolLedger: Sendable {
     /// Marks as they were before a write changed them, to put back if the write fails.
     struct Change: Sendable {
@@ -70,83 +69,24 @@ struct SpoolLedger: Sendable {
     /// Bytes held against the budget: records not settled, and dead letters.
     var bytes: Int { queues.reduce(0) { $0 + $1.bytes } + deadLetterBytes }
 
+    /// Counts dead letters kept, with the bytes of their lines.
     mutating func addDeadLetters(count: Int, lineBytes: Int) {
         deadLetters += count
         deadLetterBytes += lineBytes + count * SpoolEntry.overhead
     }
 
+    /// Counts dead letters gone (purged, requeued, or given way), with the bytes of their lines.
     mutating func removeDeadLetters(count: Int, lineBytes: Int) {
         deadLetters -= count
         deadLetterBytes -= lineBytes + count * SpoolEntry.overhead
     }
 
-    /// The part of `spool.max_bytes` dead letters may hold: a quarter. They count against the budget, so that a
-    /// remote refusing records cannot fill the disk with them, but records never evict them (they are other
-    /// users' records, kept for an operator); beyond their share, the oldest give way to new ones.
-    static let deadLetterShare = 4
-
-    /// The accounted bytes of the oldest dead letters that must go for `adding` more bytes of them to stay within
-    /// their share of `maximumBytes`; 0 when none must.
-    func deadLetterExcess(adding: Int, maximumBytes: Int) -> Int {
-        max(0, deadLetterBytes + adding - maximumBytes / Self.deadLetterShare)
-    }
-
-    /// Whether no record is pending or claimed (dead letters aside).
-    var holdsNoRecords: Bool { queues.allSatisfy { $0.pending == 0 && $0.claimed == 0 } }
-
-    func statistics() -> SpoolStatistics {
-        var statistics = SpoolStatistics()
-        for priority in PriorityClass.allCases {
-            statistics.pending[priority] = queues[priority.rawValue].pending
-        }
-        statistics.claimed = queues.reduce(0) { $0 + $1.claimed }
-        statistics.bytes = bytes
-        statistics.deadLetters = deadLetters
-        statistics.deadLetterBytes = deadLetterBytes
-        statistics.evicted = evicted
-        statistics.refused = refused
-        statistics.quarantinedChunks = quarantinedChunks
-        statistics.quarantinedRecords = quarantinedRecords
-        statistics.unreadableRecords = unreadableRecords
-        statistics.setAside = setAside
-        return statistics
-    }
-
-    func pendingClasses() -> Set<PriorityClass> {
-        Set(PriorityClass.allCases.filter { queues[$0.rawValue].pending > 0 })
-    }
-
-    /// The newest sequence of every class: what `logctl flush` waits to see delivered.
-    func arrivalMark() -> ArrivalMark {
-        ArrivalMark(sequences: Dictionary(uniqueKeysWithValues: PriorityClass.allCases.map {
-            ($0, queues[$0.rawValue].nextSequence - 1)
-        }))
-    }
-
-    /// Records of `classes` not settled whose sequence is at or before `mark`'s for their class.
-    func heldRecords(upTo mark: ArrivalMark, in classes: Set<PriorityClass>) -> Int {
-        classes.reduce(0) { held, priority in
-            let last = mark.sequences[priority] ?? 0
-            return queues[priority.rawValue].chunks.reduce(held) { held, chunk in
-                guard chunk.firstSequence <= last else { return held }
-                let covered = min(chunk.count, Int(last - chunk.firstSequence) + 1)
-                guard let marks = chunk.marks else { return held + covered }
-                return held + (0..<covered).count { marks[$0] != .settled }
-            }
-        }
-    }
-
-    /// Where the oldest record of each class not settled is: its chunk, its index, and its line if in memory.
-    func oldestRecords() -> [PriorityClass: (chunkID: Int64, index: Int, line: ArraySlice<UInt8>?)] {
-        var oldest: [PriorityClass: (chunkID: Int64, index: Int, line: ArraySlice<UInt8>?)] = [:]
-        for priority in PriorityClass.allCases {
-            for chunk in queues[priority.rawValue].chunks where chunk.settledCount < chunk.count {
-                let index = (0..<chunk.count).first { chunk.mark($0) != .settled }!
-                oldest[priority] = (chunk.id, index, chunk.lines?.line(index))
-                break
-            }
-        }
-        return oldest
+    /// A dead letter as read for a requeue: the record's class and sequence, and its line.
+    struct RequeuedLetter: Sendable {
+        var priority: PriorityClass
+        /// `nil` when the row's sequence is not a number.
+        var sequence: Int64?
+        var line: [UInt8]
     }
 
     // MARK: Marks

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Logging
 
-extension SpoolDatabase {
+extension SQLiteSpool {
     /// The schema version this build writes (`PRAGMA user_version`).
     ///
     /// 1: a `record` table, one row per record. 2: `input_position`. 3: records in chunks (`chunk`,

@@ -45,7 +45,7 @@ final class SpoolLock: Sendable {
     }
 
     /// Gives the lock up; also happens when the process exits.
-    func release() {
+    func unlock() {
         close(descriptor)
         Self.held.withLock { _ = $0.remove(path) }
     }

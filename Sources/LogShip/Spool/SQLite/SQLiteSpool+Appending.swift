@@ -6,7 +6,21 @@ import GRDB
 import Logging
 import Synchronization
 
-extension SpoolDatabase {
+extension SQLiteSpool {
+    /// What one group commit came to: a receipt per group, and the classes that gained records.
+    struct CommitOutcome: Sendable {
+        var receipts: [AppendReceipt]
+        var classes: Set<PriorityClass>
+    }
+
+    public func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt {
+        try await commits.append(SpoolAppend(entries: entries, position: position, evicting: evicting))
+    }
+
+    public func enqueue(_ entries: [SpoolEntry]) async throws {
+        try await commits.enqueue(SpoolAppend(entries: entries, position: nil))
+    }
+
     /// Writes groups of entries in one transaction, evicting for room as ``EvictionPolicy`` allows.
     ///
     /// Room is the smaller of what the budget and what the disk allow, so a filling disk is met like a full
@@ -28,8 +42,7 @@ extension SpoolDatabase {
         }
     }
 
-    /// The position last committed for `input`.
-    func savedPosition(of input: String) async throws -> String? {
+    public func savedPosition(of input: String) async throws -> String? {
         try checkOpen()
         return try await database.read { db in
             try String.fetchOne(db, sql: "SELECT cursor FROM input_position WHERE input = ?", arguments: [input])
@@ -86,14 +99,7 @@ extension SpoolDatabase {
                     .execute(arguments: [position.input, position.cursor])
             }
         }
-        let evicted = plan.receipts.reduce(0) { $0 + $1.evicted }
-        let refused = plan.receipts.reduce(0) { $0 + $1.refused }
-        if evicted + refused > 0 {
-            ledger.withLock { ledger in
-                ledger.evicted += evicted
-                ledger.refused += refused
-            }
-        }
+        ledger.withLock { $0.count(plan.receipts) }
         return CommitOutcome(receipts: plan.receipts, classes: plan.classes)
     }
 }

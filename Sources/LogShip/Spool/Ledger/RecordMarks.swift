@@ -13,7 +13,7 @@ struct RecordMarks: Sendable {
     }
 
     private(set) var marks: [Mark]
-    /// Retry times of released records, by index; a record without one is ready.
+    /// Retry times of unclaimed records, by index; a record without one is ready.
     private(set) var retryTimes: [Int: Date] = [:]
     private(set) var claimedCount = 0
     private(set) var settledCount = 0
@@ -30,7 +30,7 @@ struct RecordMarks: Sendable {
 
     subscript(index: Int) -> Mark { marks[index] }
 
-    /// The retry time of a pending record, if it was released with one.
+    /// The retry time of a pending record, if it was unclaimed with one.
     func retryTime(_ index: Int) -> Date? { retryTimes[index] }
 
     /// Makes room for records added at the end of the chunk, all pending.

@@ -98,6 +98,14 @@ extension SpoolLedger {
         return .plan(plan)
     }
 
+    /// Counts what a committed append evicted, and the crash records it refused.
+    mutating func count(_ receipts: [AppendReceipt]) {
+        for receipt in receipts {
+            evicted += receipt.evicted
+            refused += receipt.refused
+        }
+    }
+
     /// Lays out one commit's entries of a class in chunks of one sender each, so that eviction can take one
     /// sender's records without the others' (``evict(_:for:)``): each sender's entries in their order, the senders
     /// in the order they first appear, the one whose chunk is the class's newest first. Different senders' records

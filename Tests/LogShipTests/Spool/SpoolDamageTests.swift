@@ -270,7 +270,7 @@ struct SpoolDamageTests {
                 await spool.close()
                 let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
                 if self == .truncated {
-                    try handle.truncate(atOffset: UInt64(SpoolDatabase.newFilePageSize))
+                    try handle.truncate(atOffset: UInt64(SQLiteSpool.newFilePageSize))
                 } else {
                     try handle.seek(toOffset: 0)
                     handle.write(Data(repeating: 0x5A, count: 100))
@@ -323,7 +323,7 @@ struct SpoolDamageTests {
     @Test("a spool of a newer schema is refused, not set aside")
     func newerSchemaRefused() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"
-        try Self.tamper(path, "PRAGMA user_version = \(SpoolDatabase.schemaVersion + 1)")
+        try Self.tamper(path, "PRAGMA user_version = \(SQLiteSpool.schemaVersion + 1)")
         await #expect { _ = try await Self.open(path) } throws: {
             "\($0)".contains("newer than this logshipd understands")
         }

@@ -2,14 +2,14 @@ import Foundation
 import GRDB
 import Synchronization
 
-extension SpoolDatabase {
+extension SQLiteSpool {
     /// After this many chunks read back for one claim, the claim ends its batch before the next chunk that is not
     /// in memory, so that appends trimming the cache meanwhile cannot keep it reading.
     private static let chunkReadsPerClaim = 8
 
     /// Claims from the ledger; reads a chunk's lines from the database (a reader, off the writer queue) when the
     /// claim reaches a chunk whose lines are not in memory.
-    func claim(_ priority: PriorityClass, limits: BatchLimits) async throws -> ClaimResult {
+    public func claim(_ priority: PriorityClass, limits: BatchLimits) async throws -> ClaimResult {
         try checkOpen()
         var reads = 0
         var missing: Set<Int64> = []
@@ -59,8 +59,26 @@ extension SpoolDatabase {
         }
     }
 
+    public func settle(_ batch: Batch, _ settlement: Settlement) async throws {
+        switch settlement {
+        case .delivered:
+            try await acknowledgements.enqueue(batch)
+        case .retry(let date):
+            try checkOpen()
+            ledger.withLock { $0.unclaim(batch, retryAt: date) }
+        case .deadLetter(let failure):
+            try await deadLetter(batch, failure: failure)
+        }
+    }
+
+    /// Settles `batch` as delivered and returns once the delete is committed (delivery does not wait:
+    /// ``Settlement/delivered``).
+    func acknowledge(_ batch: Batch) async throws {
+        try await acknowledgements.append(batch)
+    }
+
     /// Deletes the records of delivered batches, all in one transaction.
-    func acknowledge(_ batches: [Batch]) async throws {
+    func delete(_ batches: [Batch]) async throws {
         try await settlingWrite { db in
             let (writes, changes, _) = self.ledger.withLock { $0.settle(batches) }
             try self.commit(writes, reverting: changes, db)
@@ -72,8 +90,8 @@ extension SpoolDatabase {
         }
     }
 
-    /// After acknowledgements could not be committed: their records are pending again, to be delivered again,
-    /// and claims wait ``claimPauseAfterFailedAcknowledgement`` so that a failing disk is not met with the same
+    /// After acknowledgements could not be committed: their records are unclaimed, to be delivered again, and
+    /// claims wait ``claimPauseAfterFailedAcknowledgement`` so that a failing disk is not met with the same
     /// batches over and over.
     func acknowledgementsFailed(_ batches: [Batch]) {
         ledger.withLock { ledger in
@@ -82,55 +100,7 @@ extension SpoolDatabase {
         }
     }
 
-    /// Puts a claimed batch back at its place, ready at `retryAt`; nothing is written (a restart makes every
-    /// record ready anyway).
-    func release(_ batch: Batch, retryAt: Date) throws {
-        try checkOpen()
-        ledger.withLock { $0.unclaim(batch, retryAt: retryAt) }
-    }
-
-    /// Drops the claims on `batch`'s records; they are pending as stored.
-    func returnToPending(_ batch: Batch) {
-        ledger.withLock { $0.unclaim(batch, retryAt: nil) }
-    }
-
-    func deadLetter(_ batch: Batch, failure: DeliveryFailure) async throws {
-        let failedAt = Timestamp.now().rfc3339
-        let trimmed = try await settlingWrite { db -> (count: Int, lineBytes: Int) in
-            let (writes, changes, settled) = self.ledger.withLock { $0.settle([batch]) }
-            let lineBytes = settled.reduce(0) { $0 + $1.line.count }
-            let excess = self.ledger.withLock {
-                $0.deadLetterExcess(adding: lineBytes + settled.count * SpoolEntry.overhead, maximumBytes: self.maximumBytes)
-            }
-            var trimmed = (count: 0, lineBytes: 0)
-            try self.commit(writes, reverting: changes, db) { db in
-                try Self.insertDeadLetters(
-                    settled, priority: batch.priority.rawValue, status: failure.status, reason: failure.reason,
-                    failedAt: failedAt, db)
-                // Beyond their share, the oldest give way.
-                if excess > 0 { trimmed = try Self.deleteOldestDeadLetters(holding: excess, db) }
-            }
-            self.ledger.withLock { ledger in
-                ledger.addDeadLetters(count: settled.count, lineBytes: lineBytes)
-                ledger.removeDeadLetters(count: trimmed.count, lineBytes: trimmed.lineBytes)
-                ledger.evicted += trimmed.count
-            }
-            return trimmed
-        }
-        logger.reportEvictedDeadLetters(trimmed.count)
-    }
-
-    func arrivalMark() throws -> ArrivalMark {
-        try checkOpen()
-        return ledger.withLock { $0.arrivalMark() }
-    }
-
-    func heldRecords(upTo mark: ArrivalMark, in classes: Set<PriorityClass>) throws -> Int {
-        try checkOpen()
-        return ledger.withLock { $0.heldRecords(upTo: mark, in: classes) }
-    }
-
-    func oldestTimestamps() async throws -> [PriorityClass: Timestamp] {
+    public func oldestTimestamps() async throws -> [PriorityClass: Timestamp] {
         try checkOpen()
         let oldest = ledger.withLock { ledger in
             ledger.oldestRecords().mapValues { ($0.chunkID, $0.line.map { Array($0.prefix(64)) }) }

@@ -11,7 +11,7 @@ extension SpoolLedger {
 
     /// Claims the oldest ready records of `priority`, up to `limits`, in arrival order.
     ///
-    /// A released record keeps its place: while the oldest pending record waits for its retry time, nothing of
+    /// An unclaimed record keeps its place: while the oldest pending record waits for its retry time, nothing of
     /// its class is claimed, and a batch stops before a record that is not ready yet.
     ///
     /// - Parameter stoppingAtMissingLines: End the batch before a chunk whose lines are not in memory instead of

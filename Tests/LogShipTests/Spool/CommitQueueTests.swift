@@ -1,0 +1,128 @@
+import Synchronization
+import Testing
+
+import LogShipTestKit
+@testable import LogShip
+
+@Suite("CommitQueue")
+struct CommitQueueTests {
+    struct CommitFailure: Error {}
+
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+        var isSet: Bool { value.withLock { $0 } }
+        func set() { value.withLock { $0 = true } }
+    }
+
+    /// A commit that records what it was given, holds its first call until `release` opens, and fails any batch
+    /// holding `failing`; receipts are the items times ten.
+    final class Committer: Sendable {
+        let commits = Mutex<[[Int]]>([])
+        /// Opened once the first commit has begun.
+        let writing = Gate()
+        /// Holds the first commit until opened.
+        let release = Gate()
+        let failing: Int?
+        let reported = Mutex<[Int]>([])
+
+        init(failing: Int? = nil) {
+            self.failing = failing
+        }
+
+        func queue(capacity: Int = 100, weight: @escaping @Sendable (Int) -> Int = { _ in 1 }) -> CommitQueue<Int, Int> {
+            CommitQueue(
+                capacity: capacity, weight: weight,
+                commit: { items in
+                    let isFirst = self.commits.withLock { commits in
+                        commits.append(items)
+                        return commits.count == 1
+                    }
+                    if isFirst {
+                        self.writing.open()
+                        await self.release.wait()
+                    }
+                    if let failing = self.failing, items.contains(failing) { throw CommitFailure() }
+                    return items.map { $0 * 10 }
+                },
+                reportFailure: { _, unwaited in self.reported.withLock { $0 += unwaited } })
+        }
+    }
+
+    @Test("items queued while a commit is written share the next commit; a waiting caller gets its own receipt")
+    func groupCommit() async throws {
+        let committer = Committer()
+        let queue = committer.queue()
+        async let first = queue.append(1)
+        await committer.writing.wait()
+        try await queue.enqueue(2)
+        try await queue.enqueue(3)
+        committer.release.open()
+
+        #expect(try await first == 10)
+        await queue.close()
+        #expect(committer.commits.withLock { $0 } == [[1], [2, 3]])
+    }
+
+    @Test("fire-and-forget callers wait while the queued items weigh the capacity, and go in the commit after")
+    func capacityBound() async throws {
+        let committer = Committer()
+        let queue = committer.queue(capacity: 2)
+        try await queue.enqueue(1)
+        await committer.writing.wait()
+        try await queue.enqueue(2)
+        try await queue.enqueue(3)  // the queue now weighs its capacity
+
+        let started = Gate()
+        let queuedFourth = Flag()
+        let fourth = Task {
+            started.open()
+            try await queue.enqueue(4)
+            queuedFourth.set()
+        }
+        await started.wait()
+        #expect(!queuedFourth.isSet, "no room until the commit takes the queue")
+        committer.release.open()
+        try await fourth.value
+
+        await queue.close()
+        #expect(committer.commits.withLock { $0 } == [[1], [2, 3], [4]], "the fourth never joined a full queue")
+    }
+
+    @Test("closing refuses new items and returns once everything queued is committed")
+    func closeDrains() async throws {
+        let committer = Committer()
+        let queue = committer.queue()
+        try await queue.enqueue(1)
+        await committer.writing.wait()
+        try await queue.enqueue(2)
+
+        let closing = Task { await queue.close() }
+        committer.release.open()
+        await closing.value
+        #expect(committer.commits.withLock { $0 } == [[1], [2]])
+        await #expect(throws: SpoolError.closed) { try await queue.enqueue(3) }
+        await #expect(throws: SpoolError.closed) { try await queue.append(3) }
+    }
+
+    @Test("a failed commit fails its waiting callers and reports the items no caller waits for")
+    func failurePropagation() async throws {
+        let committer = Committer(failing: 3)
+        let queuedThird = Gate()
+        let queue = committer.queue(weight: { item in
+            if item == 3 { queuedThird.open() }
+            return 1
+        })
+        try await queue.enqueue(1)
+        await committer.writing.wait()
+        try await queue.enqueue(2)
+        let third = Task { try await queue.append(3) }
+        await queuedThird.wait()
+        committer.release.open()
+
+        await #expect(throws: CommitFailure.self) { try await third.value }
+        try await queue.enqueue(4)
+        await queue.close()
+        #expect(committer.commits.withLock { $0 } == [[1], [2, 3], [4]], "a failure does not stop the queue")
+        #expect(committer.reported.withLock { $0 } == [2])
+    }
+}
