@@ -59,8 +59,14 @@ struct RecordLineScanner {
         if skip(",\"fields\":{") {
             let start = index
             if peek() != UInt8(ascii: "}") {
+                var previous: EscapedString?
                 repeat {
-                    _ = try string()
+                    let key = try string()
+                    // The writer sorts the keys; a format writes them in the line's order, so it must be that.
+                    if let previous, !Self.isOrdered(previous, key) {
+                        throw failure("a key after \"\(previous.string)\"", at: key.escaped.startIndex - 1)
+                    }
+                    previous = key
                     try expect(":")
                     _ = try string()
                 } while skip(",")
@@ -84,6 +90,17 @@ struct RecordLineScanner {
     }
 
     // MARK: Parts
+
+    /// Whether `key` comes after `previous` as ``RecordFields`` sorts them: by their bytes when both are plain
+    /// ASCII, where that is the order of `String`, else as strings.
+    private static func isOrdered(_ previous: EscapedString, _ key: EscapedString) -> Bool {
+        if !previous.hasEscapes, !key.hasEscapes, previous.escaped.allSatisfy({ $0 < 0x80 }),
+           key.escaped.allSatisfy({ $0 < 0x80 })
+        {
+            return previous.escaped.lexicographicallyPrecedes(key.escaped)
+        }
+        return previous.string < key.string
+    }
 
     /// The class the line names: the name the line's writer gives it, else any name ``PriorityClass`` reads (as
     /// decoding the line does).
