@@ -254,3 +254,21 @@ enum PythonTools {
             .appendingPathComponent(".build-python/bin/python3").path
     }
 }
+
+@Suite("zstd request bodies")
+struct ZstdBodyTests {
+    @Test("a body of several frames decompresses whole; one that decompresses past the limit or ends inside a frame is refused")
+    func frames() throws {
+        let text = ByteBuffer(string: String(repeating: "GET /health 200\n", count: 20_000))
+        var twoFrames = try UploadCompression.zstd(level: 3).compress(text)
+        twoFrames.writeImmutableBuffer(try UploadCompression.zstd(level: 1).compress(text))
+        let decoder = RequestBodyDecoder(maximumBytes: 1 << 20)
+        #expect(try decoder.decompressed(twoFrames, contentEncoding: "zstd").readableBytes == 2 * text.readableBytes)
+
+        #expect(throws: RequestBodyDecoder.Failure.self) {
+            try RequestBodyDecoder(maximumBytes: 500_000).decompressed(twoFrames, contentEncoding: "zstd")
+        }
+        let cut = twoFrames.getSlice(at: 0, length: twoFrames.readableBytes - 3)!
+        #expect(throws: RequestBodyDecoder.Failure.self) { try decoder.decompressed(cut, contentEncoding: "zstd") }
+    }
+}
