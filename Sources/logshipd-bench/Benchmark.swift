@@ -261,8 +261,9 @@ enum Benchmark {
         return resident
     }
 
-    /// What each `upload.format` costs the sender, with and without gzip: bytes on the wire and CPU time of this
-    /// thread to encode (and compress) batches of 1 000 typical records, as the uploader does per request.
+    /// What each `upload.format` costs the sender, uncompressed and with each compression at its default level:
+    /// bytes on the wire and CPU time of this thread to encode (and compress) batches of 1 000 typical records, as
+    /// the uploader does per request.
     static func printFormatCosts() throws {
         let batches = 50
         let lines = (0..<1_000).map { index in
@@ -275,21 +276,21 @@ enum Benchmark {
             ).ndjsonLine[...]
         }
         let ndjsonBytes = Double(try UploadFormat.ndjson.encoder.encode(lines).count)
+        let compressions = UploadCompression.names.compactMap { UploadCompression(name: $0) }
         print("encoding a batch of 1 000 access-log records, \(batches) batches (CPU time of one thread):")
-        print("  format     gzip   bytes/record   vs ndjson   µs CPU/1000 records")
+        print("  format     compression    bytes/record   vs ndjson   µs CPU/1000 records")
         for format in UploadFormat.allCases {
             let encoder = format.encoder
-            for gzip in [false, true] {
+            for compression in compressions {
                 var bytes = 0
                 let start = threadCPUTime()
                 for _ in 0..<batches {
-                    var body = try encoder.encodeBuffer(lines)
-                    if gzip { body = try HTTPUploader.gzip(body) }
-                    bytes = body.readableBytes
+                    bytes = try compression.compress(try encoder.encodeBuffer(lines)).readableBytes
                 }
                 let microseconds = (threadCPUTime() - start) / Double(batches) * 1_000_000
-                print("  " + format.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + (gzip ? "  yes" : "   no")
-                    + String(format: "   %12.1f   %9.2f   %19.0f", Double(bytes) / 1_000, Double(bytes) / ndjsonBytes, microseconds))
+                print("  " + format.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "  "
+                    + compression.description.padding(toLength: 13, withPad: " ", startingAt: 0)
+                    + String(format: "%12.1f   %9.2f   %19.0f", Double(bytes) / 1_000, Double(bytes) / ndjsonBytes, microseconds))
             }
         }
         print("")

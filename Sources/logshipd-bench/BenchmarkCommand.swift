@@ -72,7 +72,7 @@ struct BenchmarkCommand: AsyncParsableCommand {
 
     struct Formats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "What each upload format costs: bytes on the wire and CPU per batch, with and without gzip.")
+            abstract: "What each upload format costs: bytes on the wire and CPU per batch, uncompressed, gzip and zstd.")
         func run() throws { try Benchmark.printFormatCosts() }
     }
 

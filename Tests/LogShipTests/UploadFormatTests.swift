@@ -77,15 +77,15 @@ struct UploadFormatTests {
     }
 
     @Test(
-        "every format reaches the receiver whole, at its default path, gzip-compressed when asked",
-        arguments: UploadFormat.allCases, [false, true])
-    func roundTrip(format: UploadFormat, gzip: Bool) async throws {
+        "every format reaches the receiver whole, at its default path, gzip- or zstd-compressed when asked",
+        arguments: UploadFormat.allCases, [UploadCompression.none, .gzip(level: 6), .zstd(level: 3)])
+    func roundTrip(format: UploadFormat, compression: UploadCompression) async throws {
         let receiver = try await TestReceiver()
         let port = try #require(receiver.receiver.address.port)
         let daemon = try await TestDaemon.start(receiver: receiver) {
             $0.upload.url = "http://127.0.0.1:\(port)"
             $0.upload.format = format
-            $0.upload.gzip = gzip
+            $0.upload.compression = compression
             $0.hostname = "round-trip-host"
         }
         let submissions = [
@@ -100,7 +100,7 @@ struct UploadFormatTests {
         let requests = receiver.requests
         #expect(requests.allSatisfy { $0.path == format.encoder.defaultPath })
         #expect(requests.allSatisfy { $0.format == format.rawValue })
-        #expect(requests.allSatisfy { $0.contentEncoding == (gzip ? "gzip" : nil) })
+        #expect(requests.allSatisfy { $0.contentEncoding == compression.contentEncoding })
         #expect(requests.allSatisfy { $0.malformedLines == 0 })
         let received = receiver.records.sorted { $0.message < $1.message }
         #expect(received.map(\.message) == ["cache miss", "core dumped\nat frame 0", "disk 91% full"])
@@ -109,23 +109,26 @@ struct UploadFormatTests {
         #expect(received[1].fields["request_id"] == "r-1")
     }
 
-    @Test("gzip shrinks a batch of typical log lines to under a quarter, and the receiver reads it back")
-    func gzipShrinks() async throws {
+    @Test(
+        "gzip and zstd, at their fastest and smallest, shrink a batch of typical log lines to under a quarter, and the receiver reads it back",
+        arguments: [UploadCompression.gzip(level: 1), .gzip(level: 9), .zstd(level: 1), .zstd(level: 19)])
+    func compressionShrinks(compression: UploadCompression) async throws {
         let receiver = try await TestReceiver()
-        let daemon = try await TestDaemon.start(receiver: receiver) { $0.upload.gzip = true }
+        let daemon = try await TestDaemon.start(receiver: receiver) { $0.upload.compression = compression }
         let lines = (0..<500).map { "GET /api/v1/orders/\($0) 200 12ms user=alice@example.com agent=curl/8.5.0" }
         try await daemon.send(count: 500, priority: "info", prefix: lines[0])
         try await receiver.waitFor(records: 500)
         try await daemon.stop()
         let sent = receiver.requests.reduce(0) { $0 + $1.bodyBytes }
         let plain = receiver.records.reduce(0) { $0 + $1.ndjsonLine.count + 1 }
-        #expect(sent * 4 < plain, "gzip sent \(sent) bytes for \(plain)")
+        #expect(receiver.requests.allSatisfy { $0.contentEncoding == compression.contentEncoding })
+        #expect(sent * 4 < plain, "\(compression) sent \(sent) bytes for \(plain)")
     }
 
-    @Test("the receiver answers 400 to a body that claims gzip and is not, or to an encoding it does not know")
+    @Test("the receiver answers 400 to a body that claims gzip or zstd and is not, or to an encoding it does not know")
     func undecodableBodiesAreRefused() async throws {
         let receiver = try await TestReceiver()
-        for (encoding, body) in [("gzip", "not gzip at all"), ("br", "{}")] {
+        for (encoding, body) in [("gzip", "not gzip at all"), ("zstd", "not zstd either"), ("br", "{}")] {
             var request = HTTPClientRequest(url: receiver.url)
             request.method = .POST
             request.headers.add(name: "Content-Encoding", value: encoding)
@@ -133,7 +136,7 @@ struct UploadFormatTests {
             let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
             #expect(response.status == .badRequest, "\(encoding)")
         }
-        #expect(receiver.requests.map(\.malformedLines) == [1, 1])
+        #expect(receiver.requests.map(\.malformedLines) == [1, 1, 1])
     }
 
     /// Starts systemd-journal-remote on a free loopback port. It binds the port itself, so the reservation is let
@@ -249,5 +252,23 @@ enum PythonTools {
     static var python: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent(".build-python/bin/python3").path
+    }
+}
+
+@Suite("zstd request bodies")
+struct ZstdBodyTests {
+    @Test("a body of several frames decompresses whole; one that decompresses past the limit or ends inside a frame is refused")
+    func frames() throws {
+        let text = ByteBuffer(string: String(repeating: "GET /health 200\n", count: 20_000))
+        var twoFrames = try UploadCompression.zstd(level: 3).compress(text)
+        twoFrames.writeImmutableBuffer(try UploadCompression.zstd(level: 1).compress(text))
+        let decoder = RequestBodyDecoder(maximumBytes: 1 << 20)
+        #expect(try decoder.decompressed(twoFrames, contentEncoding: "zstd").readableBytes == 2 * text.readableBytes)
+
+        #expect(throws: RequestBodyDecoder.Failure.self) {
+            try RequestBodyDecoder(maximumBytes: 500_000).decompressed(twoFrames, contentEncoding: "zstd")
+        }
+        let cut = twoFrames.getSlice(at: 0, length: twoFrames.readableBytes - 3)!
+        #expect(throws: RequestBodyDecoder.Failure.self) { try decoder.decompressed(cut, contentEncoding: "zstd") }
     }
 }

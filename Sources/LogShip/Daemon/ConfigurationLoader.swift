@@ -24,7 +24,7 @@ public struct ConfigurationLoader: Sendable {
         "journal.enabled", "journal.directory", "journal.start_at", "journal.units", "journal.exclude_units",
         "journal.min_priority", "journal.matches", "journal.fields", "journal.max_field_bytes",
         "auth.bearer_token_file", "auth.basic_user", "auth.basic_password_file", "metrics.listen",
-        "upload.compression", "tls.ca_file", "tls.client_cert", "tls.client_key", "tls.server_name", "tls.min_version",
+        "upload.compression", "upload.compression_level", "tls.ca_file", "tls.client_cert", "tls.client_key", "tls.server_name", "tls.min_version",
         "tls.insecure_skip_verify",
         "log.level", "host.name",
     ]
@@ -204,9 +204,10 @@ public struct ConfigurationLoader: Sendable {
 
         values.read("upload.url", into: &configuration.upload.url, .httpURL)
         values.read("upload.format", into: &configuration.upload.format, .format)
-        var compression = "none"
-        values.read("upload.compression", into: &compression, .oneOf(["none", "gzip"]))
-        configuration.upload.gzip = compression == "gzip"
+        var compression = "none", level: Int?
+        values.read("upload.compression", into: &compression, .oneOf(UploadCompression.names))
+        values.read("upload.compression_level", into: &level, .compressionLevel(of: compression))
+        configuration.upload.compression = UploadCompression(name: compression, level: level) ?? .none
         values.read("upload.max_in_flight", into: &configuration.upload.maxInFlight, .integer(1...64))
         values.read("upload.timeout", into: &configuration.upload.timeout, .duration())
         values.read("upload.retry_initial", into: &configuration.upload.retryInitial, .duration())

@@ -32,8 +32,8 @@ public struct DaemonConfiguration: Sendable {
     public struct Upload: Sendable {
         public var url = "http://127.0.0.1:8514/ingest"
         public var format = UploadFormat.ndjson
-        /// Whether request bodies are gzip-compressed.
-        public var gzip = false
+        /// How request bodies are compressed (`upload.compression`, `upload.compression_level`).
+        public var compression = UploadCompression.none
         public var maxInFlight = 2
         public var timeout: Duration = .seconds(10)
         public var headers: [(String, String)] = []

@@ -61,7 +61,7 @@ final class LiveConfiguration: Sendable {
         let auth = configuration.auth
         return HTTPUploader.Configuration(
             url: url, headers: configuration.upload.headers, timeout: configuration.upload.timeout,
-            format: configuration.upload.format, gzip: configuration.upload.gzip,
+            format: configuration.upload.format, compression: configuration.upload.compression,
             bearerTokenFile: auth.bearerTokenFile.isEmpty ? nil : auth.bearerTokenFile,
             basicAuthentication: auth.basicUser.isEmpty ? nil : (auth.basicUser, auth.basicPasswordFile),
             tls: try TLSSettings.clientConfiguration(configuration.tls),

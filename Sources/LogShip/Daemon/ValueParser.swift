@@ -37,6 +37,21 @@ extension ValueParser<String> {
     }
 }
 
+extension ValueParser<Int?> {
+    /// A level of the compression `name` (``UploadCompression/levels(of:)``); none for `none`.
+    static func compressionLevel(of name: String) -> ValueParser {
+        guard let levels = UploadCompression.levels(of: name) else {
+            return ValueParser(expected: "no level, since upload.compression is \(name)") { _ in nil }
+        }
+        let range = levels.range
+        return ValueParser(expected: "a \(name) level from \(range.lowerBound) to \(range.upperBound)") { text in
+            // Spelled out: a failed parse must be no value at all, not a value of `nil`.
+            guard let level = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(level) else { return nil }
+            return level
+        }
+    }
+}
+
 extension ValueParser<Int> {
     static func integer(_ range: ClosedRange<Int>) -> ValueParser {
         ValueParser(expected: "a whole number from \(range.lowerBound) to \(range.upperBound)") {

@@ -1,3 +1,5 @@
+import LogShipRecord
+
 /// The field names of the journal export format: those logshipd writes, and the one a sender's field gets.
 ///
 /// A journal name is upper case letters, digits and `_`, at most 64 bytes, not starting with a digit; one that
@@ -35,6 +37,36 @@ enum JournalFieldNames {
         }
         return String(name.prefix(maximumLength))
     }
+
+    /// Appends the journal name of a sender's field `key` as a spooled line holds it: byte by byte for a key of
+    /// printable ASCII (nearly all), else as ``name(forField:)`` makes it from the text.
+    static func appendName(forField key: EscapedString, to name: inout [UInt8]) {
+        guard !key.hasEscapes, key.escaped.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+            name += Array(self.name(forField: key.string).utf8)
+            return
+        }
+        let start = name.count
+        for byte in key.escaped {
+            let mapped =
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"): byte - 0x20
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): byte
+                default: UInt8(ascii: "_")
+                }
+            // Leading `_` dropped, as above.
+            if name.count == start, mapped == UInt8(ascii: "_") { continue }
+            name.append(mapped)
+        }
+        let made = name[start...]
+        if made.isEmpty || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(made.first!) || reservedUTF8.contains(made)
+            || made.starts(with: namespace.utf8) || made.starts(with: fieldPrefix.utf8)
+        {
+            name.insert(contentsOf: fieldPrefix.utf8, at: start)
+        }
+        if name.count - start > maximumLength { name.removeLast(name.count - start - maximumLength) }
+    }
+
+    private static let reservedUTF8 = Set(reserved.map { Array($0.utf8)[...] })
 
     /// The field key a name that is not one of logshipd's own stands for, in the socket inputs' lower case style:
     /// `REQUEST_ID` as `request_id`, `FIELD_PRIORITY` as `priority`. Case and punctuation do not come back.

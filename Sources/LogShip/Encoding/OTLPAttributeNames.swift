@@ -20,19 +20,28 @@ enum OTLPAttributeNames {
 
     /// The prefix of a sender's field that would otherwise take a reserved name; in ``namespace``, so that
     /// renaming never meets another field's name.
-    static let fieldPrefix = "logship.field."
+    static let fieldPrefix: StaticString = "logship.field."
 
     /// The attribute name of a sender's field `key`.
     static func attribute(forField key: String) -> String {
-        isReserved(key) ? fieldPrefix + key : key
+        isReserved(key) ? "\(fieldPrefix)\(key)" : key
     }
 
     /// The field key an attribute that is not one of ``record`` stands for: the sender's own key again.
     static func field(forAttribute name: String) -> String {
-        name.hasPrefix(fieldPrefix) ? String(name.dropFirst(fieldPrefix.count)) : name
+        name.hasPrefix(fieldPrefix.description) ? String(name.dropFirst(fieldPrefix.utf8CodeUnitCount)) : name
+    }
+
+    /// Whether a sender's field `key`, as a spooled line holds it, takes a reserved name.
+    static func isReserved(_ key: EscapedString) -> Bool {
+        // The reserved names need no escape: a key with one is compared as its text.
+        let name = key.hasEscapes ? key.unescaped[...] : key.escaped
+        return reservedUTF8.contains(name) || name.starts(with: namespace.utf8)
     }
 
     private static func isReserved(_ name: String) -> Bool {
         record.contains(name) || resource.contains(name) || name.hasPrefix(namespace)
     }
+
+    private static let reservedUTF8 = Set(record.union(resource).map { Array($0.utf8)[...] })
 }

@@ -7,7 +7,7 @@ import NIOSSL
 import Synchronization
 
 /// A small HTTP server that accepts batches in every format logshipd posts (NDJSON, a JSON array, OTLP/HTTP JSON, a
-/// Loki push, journal export format, each gzip-compressed or not) and journal export format as
+/// Loki push, journal export format, each gzip- or zstd-compressed or not) and journal export format as
 /// `systemd-journal-upload` posts it: `logctl receive`, and the remote in the tests and the benchmark.
 ///
 /// It counts requests in flight, numbers requests in the order they arrive, and can be told to answer slowly or

@@ -3,7 +3,7 @@ import Foundation
 import NIOCore
 
 /// Reads a request body in whichever format logshipd (or `systemd-journal-upload`) sent it: NDJSON, a JSON array,
-/// OTLP/HTTP JSON, a Loki push or journal export format, gzip-compressed or not.
+/// OTLP/HTTP JSON, a Loki push or journal export format, gzip- or zstd-compressed or not.
 struct RequestBodyDecoder {
     /// What a body held.
     struct Decoded {
@@ -57,8 +57,8 @@ struct RequestBodyDecoder {
 
         var description: String {
             switch self {
-            case .compression(let reason): "the gzip body does not decompress: \(reason)"
-            case .unsupportedEncoding(let encoding): "Content-Encoding \(encoding) is not supported (gzip is)"
+            case .compression(let reason): "the body does not decompress: \(reason)"
+            case .unsupportedEncoding(let encoding): "Content-Encoding \(encoding) is not supported (gzip and zstd are)"
             case .tooLarge(let limit): "the body decompresses to more than \(limit) bytes"
             }
         }
@@ -73,6 +73,15 @@ struct RequestBodyDecoder {
     func decompressed(_ body: ByteBuffer, contentEncoding: String?) throws -> ByteBuffer {
         guard let encoding = contentEncoding?.trimmingCharacters(in: .whitespaces).lowercased(), encoding != "identity"
         else { return body }
+        if encoding == "zstd" {
+            do {
+                return try ZstdBody.decompress(body, maximumBytes: maximumBytes)
+            } catch .tooLarge {
+                throw Failure.tooLarge(maximumBytes)
+            } catch .damaged(let reason) {
+                throw Failure.compression("zstd: \(reason)")
+            }
+        }
         guard encoding == "gzip" || encoding == "x-gzip" else { throw Failure.unsupportedEncoding(encoding) }
         var compressed = body
         do {

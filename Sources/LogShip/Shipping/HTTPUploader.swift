@@ -1,4 +1,3 @@
-import CompressNIO
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -14,8 +13,8 @@ public final class HTTPUploader: Uploader {
         public var headers: [(String, String)]
         public var timeout: Duration
         public var format: UploadFormat
-        /// Whether bodies are sent gzip-compressed (`Content-Encoding: gzip`).
-        public var gzip: Bool
+        /// How bodies are compressed (`Content-Encoding`).
+        public var compression: UploadCompression
         /// A file holding a bearer token (`auth.bearer_token_file`), read again when it changes.
         public var bearerTokenFile: String?
         /// A user and a file holding the password (`auth.basic_user`, `auth.basic_password_file`).
@@ -30,7 +29,7 @@ public final class HTTPUploader: Uploader {
 
         public init(
             url: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10), format: UploadFormat = .ndjson,
-            gzip: Bool = false, bearerTokenFile: String? = nil, basicAuthentication: (user: String, passwordFile: String)? = nil,
+            compression: UploadCompression = .none, bearerTokenFile: String? = nil, basicAuthentication: (user: String, passwordFile: String)? = nil,
             tls: TLSConfiguration? = nil, trustDescription: String = "the system trust store", connectHost: String? = nil
         ) {
             self.connectHost = connectHost
@@ -38,7 +37,7 @@ public final class HTTPUploader: Uploader {
             self.headers = headers
             self.timeout = timeout
             self.format = format
-            self.gzip = gzip
+            self.compression = compression
             self.bearerTokenFile = bearerTokenFile
             self.basicAuthentication = basicAuthentication
             self.tls = tls
@@ -194,9 +193,9 @@ public final class HTTPUploader: Uploader {
         } catch {
             throw UploadError.transport("cannot encode the batch as \(configuration.format.rawValue): \(error)")
         }
-        if configuration.gzip {
-            body = try Self.gzip(body)
-            headers.add(name: "Content-Encoding", value: "gzip")
+        if let encoding = configuration.compression.contentEncoding {
+            body = try configuration.compression.compress(body)
+            headers.add(name: "Content-Encoding", value: encoding)
         }
 
         // Read past the limit by the longest secret, so that one crossing the cut is still found whole.
@@ -225,17 +224,6 @@ public final class HTTPUploader: Uploader {
         secrets.filter { !$0.isEmpty }.sorted { $0.count > $1.count }.reduce(text) {
             $0.replacingOccurrences(of: $1, with: "[redacted]")
         }
-    }
-
-    /// `body` gzip-compressed, with zlib through compress-nio: what `upload.compression: gzip` sends.
-    public static func gzip(_ body: ByteBuffer) throws -> ByteBuffer {
-        var input = body
-        let compressor = CompressionAlgorithm.gzip().compressor
-        try compressor.startStream()
-        defer { try? compressor.finishStream() }
-        var output = ByteBufferAllocator().buffer(capacity: compressor.maxSize(from: input))
-        try compressor.streamDeflate(from: &input, to: &output, flush: .finish)
-        return output
     }
 
     /// Maps client errors to ``UploadError``; cancellation stays cancellation. A failed TLS handshake says

@@ -60,7 +60,7 @@ enum NDJSONLine {
 extension PriorityClass {
     /// The class's name as a static string: the encoder copies it without making a string, and ``description``
     /// is made from it.
-    var staticName: StaticString {
+    package var staticName: StaticString {
         switch self {
         case .crash: "crash"
         case .error: "error"
@@ -73,7 +73,7 @@ extension PriorityClass {
 
 extension LogRecord.Source {
     /// `rawValue` as a static string, for the encoder.
-    var staticName: StaticString {
+    package var staticName: StaticString {
         switch self {
         case .socket: "socket"
         case .datagram: "datagram"

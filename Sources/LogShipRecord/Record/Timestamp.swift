@@ -88,7 +88,12 @@ extension Timestamp {
     /// Parses an RFC 3339 timestamp (`2026-11-21T05:06:08.772391+00:00`, `…Z`); fractions beyond microseconds are
     /// cut. Returns `nil` for anything else.
     public init?(rfc3339 text: some StringProtocol) {
-        var scanner = ByteScanner(Array(text.utf8))
+        self.init(rfc3339UTF8: Array(text.utf8)[...])
+    }
+
+    /// Parses the UTF-8 bytes of an RFC 3339 timestamp in place, as ``init(rfc3339:)`` parses text.
+    package init?(rfc3339UTF8 bytes: ArraySlice<UInt8>) {
+        var scanner = ByteScanner(bytes)
         guard
             let year = scanner.digits(4), scanner.skip(UInt8(ascii: "-")),
             let month = scanner.digits(2), scanner.skip(UInt8(ascii: "-")),

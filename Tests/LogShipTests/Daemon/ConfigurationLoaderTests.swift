@@ -103,6 +103,16 @@ struct ConfigurationLoaderTests {
         #expect(configuration.spool.maxBytes == 2 << 20)
     }
 
+    @Test("upload.compression and its level: each compression's default, a level from the file or the environment")
+    func compression() async throws {
+        #expect(try await load(nil).upload.compression == .none)
+        #expect(try await load("upload:\n  compression: gzip\n").upload.compression == .gzip(level: 6))
+        #expect(try await load("upload:\n  compression: zstd\n").upload.compression == .zstd(level: 3))
+        let configured = try await load(
+            "upload:\n  compression: zstd\n  compression_level: 19\n", environment: ["LOGSHIPD_UPLOAD_COMPRESSION_LEVEL": "7"])
+        #expect(configured.upload.compression == .zstd(level: 7))
+    }
+
     @Test("unknown keys and bad values stop start-up with the key named", arguments: [
         ("uplod:\n  url: x\n", "unknown key uplod.url"),
         ("upload:\n  timeout: soon\n", "upload.timeout: invalid value \"soon\""),
@@ -131,6 +141,10 @@ struct ConfigurationLoaderTests {
         ("journal:\n  start_at: middle\n", "journal.start_at: invalid value \"middle\" (expected head or tail)"),
         ("journal:\n  min_priority: loud\n", "journal.min_priority: invalid value"),
         ("journal:\n  units: {a: b}\n", "journal.units must be a list of values"),
+        ("upload:\n  compression: brotli\n", "upload.compression: invalid value \"brotli\" (expected one of none, gzip, zstd)"),
+        ("upload:\n  compression: gzip\n  compression_level: 10\n", "upload.compression_level: invalid value \"10\" (expected a gzip level from 1 to 9)"),
+        ("upload:\n  compression: zstd\n  compression_level: 0\n", "upload.compression_level: invalid value \"0\" (expected a zstd level from 1 to 19)"),
+        ("upload:\n  compression_level: 3\n", "upload.compression_level: invalid value \"3\" (expected no level, since upload.compression is none)"),
     ])
     func rejects(yaml: String, message: String) async {
         let error = await loadError(yaml)

@@ -1,0 +1,258 @@
+/// Why a line is not a record's NDJSON line: the first byte that does not fit its shape.
+package struct RecordLineError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Where the line stops fitting, from its first byte.
+    package let offset: Int
+    /// What the shape has there.
+    package let expected: String
+
+    package var description: String { "expected \(expected) at byte \(offset)" }
+}
+
+/// Reads the one shape ``LogRecord/ndjsonLine`` writes, byte by byte, never trapping on a damaged line.
+struct RecordLineScanner {
+    private let bytes: ArraySlice<UInt8>
+    private var index: Int
+
+    init(_ bytes: ArraySlice<UInt8>) {
+        self.bytes = bytes
+        index = bytes.startIndex
+    }
+
+    /// The whole line: `{"timestamp":…,"priority":…,"severity":…,"host":…,"source":…,"message":…`, then
+    /// `"pid"`, `"uid"`, `"gid"` (and `"comm"`) together or not at all, `"fields"` and `"truncated"` when present.
+    mutating func record() throws(RecordLineError) -> RecordLine {
+        try expect("{\"timestamp\":")
+        let timestampText = try string()
+        guard !timestampText.hasEscapes, let timestamp = Timestamp(rfc3339UTF8: timestampText.escaped) else {
+            throw failure("an RFC 3339 timestamp", at: timestampText.escaped.startIndex)
+        }
+        try expect(",\"priority\":")
+        let priorityName = try string()
+        guard !priorityName.hasEscapes, let priority = Self.priority(named: priorityName.escaped) else {
+            throw failure("a priority class", at: priorityName.escaped.startIndex)
+        }
+        try expect(",\"severity\":")
+        let severityStart = index
+        guard let severity = Severity(rawValue: Int(try integer(in: 0...7).value)) else {
+            throw failure("a severity", at: severityStart)
+        }
+        try expect(",\"host\":")
+        let host = try string()
+        try expect(",\"source\":")
+        let sourceName = try string()
+        guard !sourceName.hasEscapes, let source = Self.source(named: sourceName.escaped) else {
+            throw failure("a source", at: sourceName.escaped.startIndex)
+        }
+        try expect(",\"message\":")
+        let message = try string()
+
+        var peer: RecordLine.Peer?
+        if skip(",\"pid\":") {
+            let pid = try integer(in: Int64(Int32.min)...Int64(Int32.max)).digits
+            try expect(",\"uid\":")
+            let uid = try integer(in: 0...Int64(UInt32.max)).digits
+            try expect(",\"gid\":")
+            let gid = try integer(in: 0...Int64(UInt32.max)).digits
+            peer = RecordLine.Peer(pid: pid, uid: uid, gid: gid, comm: skip(",\"comm\":") ? try string() : nil)
+        }
+        var fields = bytes[index..<index]
+        if skip(",\"fields\":{") {
+            let start = index
+            if peek() != UInt8(ascii: "}") {
+                var previous: EscapedString?
+                repeat {
+                    let key = try string()
+                    // The writer sorts the keys; a format writes them in the line's order, so it must be that.
+                    if let previous, !Self.isOrdered(previous, key) {
+                        throw failure("a key after \"\(previous.string)\"", at: key.escaped.startIndex - 1)
+                    }
+                    previous = key
+                    try expect(":")
+                    _ = try string()
+                } while skip(",")
+            }
+            fields = bytes[start..<index]
+            try expect("}")
+        }
+        var truncated = false
+        if skip(",\"truncated\":") {
+            if skip("true") {
+                truncated = true
+            } else {
+                try expect("false")
+            }
+        }
+        try expect("}")
+        guard index == bytes.endIndex else { throw failure("the end of the line", at: index) }
+        return RecordLine(
+            timestamp: timestamp, priority: priority, severity: severity, host: host, source: source,
+            message: message, peer: peer, fields: RecordLine.Fields(contents: fields), truncated: truncated)
+    }
+
+    // MARK: Parts
+
+    /// Whether `key` comes after `previous` as ``RecordFields`` sorts them: by their bytes when both are plain
+    /// ASCII, where that is the order of `String`, else as strings.
+    private static func isOrdered(_ previous: EscapedString, _ key: EscapedString) -> Bool {
+        if !previous.hasEscapes, !key.hasEscapes, previous.escaped.allSatisfy({ $0 < 0x80 }),
+           key.escaped.allSatisfy({ $0 < 0x80 })
+        {
+            return previous.escaped.lexicographicallyPrecedes(key.escaped)
+        }
+        return previous.string < key.string
+    }
+
+    /// The class the line names: the name the line's writer gives it, else any name ``PriorityClass`` reads (as
+    /// decoding the line does).
+    private static func priority(named name: ArraySlice<UInt8>) -> PriorityClass? {
+        PriorityClass.allCases.first { $0.staticName.utf8Bytes.elementsEqual(name) }
+            ?? PriorityClass(name: String(decoding: name, as: UTF8.self))
+    }
+
+    private static let sources: [LogRecord.Source] = [.socket, .journal, .datagram, .control]
+
+    private static func source(named name: ArraySlice<UInt8>) -> LogRecord.Source? {
+        sources.first { $0.staticName.utf8Bytes.elementsEqual(name) }
+    }
+
+    private func peek() -> UInt8? { index < bytes.endIndex ? bytes[index] : nil }
+
+    private func failure(_ expected: String, at position: Int) -> RecordLineError {
+        RecordLineError(offset: position - bytes.startIndex, expected: expected)
+    }
+
+    /// Consumes `literal` if the bytes from the cursor on are it.
+    private mutating func skip(_ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard bytes.endIndex - index >= count,
+              bytes[index..<index + count].elementsEqual(literal.utf8Bytes)
+        else { return false }
+        index += count
+        return true
+    }
+
+    private mutating func expect(_ literal: StaticString) throws(RecordLineError) {
+        guard skip(literal) else { throw failure("`\(literal)`", at: index) }
+    }
+
+    /// A JSON integer in `range`, as JSON writes one: no leading zero, no sign but `-`, no fraction.
+    private mutating func integer(in range: ClosedRange<Int64>) throws(RecordLineError) -> (value: Int64, digits: ArraySlice<UInt8>) {
+        let start = index
+        let negative = skip("-")
+        let firstDigit = index
+        var magnitude: Int64 = 0
+        while let byte = peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), index - firstDigit < 18 {
+            magnitude = magnitude * 10 + Int64(byte - UInt8(ascii: "0"))
+            index += 1
+        }
+        let digitCount = index - firstDigit
+        let value = negative ? -magnitude : magnitude
+        guard digitCount > 0, digitCount == 1 || bytes[firstDigit] != UInt8(ascii: "0"), range.contains(value),
+              !(peek().map { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } ?? false)
+        else { throw failure("an integer from \(range.lowerBound) to \(range.upperBound)", at: start) }
+        return (value, bytes[start..<index])
+    }
+
+    /// A JSON string: valid UTF-8, control bytes escaped, only the escapes ``EscapedString`` knows.
+    private mutating func string() throws(RecordLineError) -> EscapedString {
+        try expect("\"")
+        let start = index
+        var hasEscapes = false
+        while true {
+            skipPlainASCII()
+            guard let byte = peek() else { throw failure("the string's closing quote", at: index) }
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return EscapedString(escaped: bytes[start..<index - 1], hasEscapes: hasEscapes)
+            case UInt8(ascii: "\\"):
+                hasEscapes = true
+                try escape()
+            case 0..<0x20:
+                throw failure("an escaped control character", at: index)
+            case 0..<0x80:
+                index += 1
+            default:
+                try utf8Sequence()
+            }
+        }
+    }
+
+    /// Skips ASCII bytes that are neither a quote, a backslash nor a control byte, eight at a time: most of a
+    /// line is such bytes.
+    private mutating func skipPlainASCII() {
+        let offset = bytes.withUnsafeBufferPointer { buffer -> Int in
+            guard let base = buffer.baseAddress else { return 0 }
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            var offset = index - bytes.startIndex
+            while offset + 8 <= buffer.count {
+                let word = UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self)
+                // As JSONLineWriter.needsEscape, and a byte with its high bit set (UTF-8 beyond ASCII) stops too.
+                let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+                let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+                let found = ((word &- ones &* 0x20) & ~word) | ((quote &- ones) & ~quote)
+                    | ((backslash &- ones) & ~backslash) | word
+                if found & highs != 0 { break }
+                offset += 8
+            }
+            return offset
+        }
+        index = bytes.startIndex + offset
+    }
+
+    /// One escape, from its backslash.
+    private mutating func escape() throws(RecordLineError) {
+        let start = index
+        guard let letter = peek(at: 1) else { throw failure("an escape", at: start) }
+        if letter == UInt8(ascii: "u") {
+            // `\u00XX` for an ASCII byte: what the line's writer makes of a control byte.
+            guard peek(at: 2) == UInt8(ascii: "0"), peek(at: 3) == UInt8(ascii: "0"),
+                  let high = peek(at: 4), (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(high),
+                  let low = peek(at: 5), Self.isHexDigit(low)
+            else { throw failure("`\\u00` and an ASCII code", at: start) }
+            index += 6
+        } else {
+            guard EscapedString.escapedByte(letter) != nil else { throw failure("an escape", at: start) }
+            index += 2
+        }
+    }
+
+    /// One UTF-8 sequence of two to four bytes, from its first: no overlong form, no surrogate, nothing past U+10FFFF.
+    private mutating func utf8Sequence() throws(RecordLineError) {
+        let start = index
+        let lead = bytes[index]
+        let (count, secondRange): (Int, ClosedRange<UInt8>) =
+            switch lead {
+            case 0xC2...0xDF: (2, 0x80...0xBF)
+            case 0xE0: (3, 0xA0...0xBF)
+            case 0xE1...0xEC, 0xEE...0xEF: (3, 0x80...0xBF)
+            case 0xED: (3, 0x80...0x9F)
+            case 0xF0: (4, 0x90...0xBF)
+            case 0xF1...0xF3: (4, 0x80...0xBF)
+            case 0xF4: (4, 0x80...0x8F)
+            default: (0, 0...0)
+            }
+        guard count > 0, let second = peek(at: 1), secondRange.contains(second) else {
+            throw failure("UTF-8", at: start)
+        }
+        for offset in 2..<max(count, 2) {
+            guard let next = peek(at: offset), (0x80...0xBF).contains(next) else { throw failure("UTF-8", at: start) }
+        }
+        index += count
+    }
+
+    private func peek(at offset: Int) -> UInt8? {
+        index + offset < bytes.endIndex ? bytes[index + offset] : nil
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+    }
+}
+
+extension StaticString {
+    /// The string's UTF-8 bytes, in place.
+    var utf8Bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }
+}
