@@ -59,6 +59,17 @@ public final class UnixClient: @unchecked Sendable {
     }
 
     /// Makes a blocked send give up after `timeout` (with EAGAIN), so a writer cannot hang on a stopped reader.
+    /// Reads and drops what the peer has sent so far, without waiting; returns how many bytes that was.
+    @discardableResult
+    public func drain() -> Int {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var total = 0
+        while case let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT)), count > 0 {
+            total += count
+        }
+        return total
+    }
+
     public func setSendTimeout(_ timeout: Duration) {
         var value = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))

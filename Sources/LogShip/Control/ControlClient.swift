@@ -22,7 +22,7 @@ public final class ControlClient {
     /// - Throws: ``ControlClientError`` saying why the daemon cannot be reached.
     public init(path: String) throws {
         self.path = path
-        descriptor = try Self.connect(path)
+        (descriptor, pending) = try Self.connect(path)
     }
 
     deinit {
@@ -34,10 +34,12 @@ public final class ControlClient {
         descriptor = -1
         pending = []
         lastAnswer = nil
-        descriptor = try Self.connect(path)
+        (descriptor, pending) = try Self.connect(path)
     }
 
-    private static func connect(_ path: String) throws -> Int32 {
+    /// Connects and reads the daemon's greeting, so that nothing is sent to a socket that is not logshipd's
+    /// control socket.
+    private static func connect(_ path: String) throws -> (descriptor: Int32, pending: [UInt8]) {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw ControlClientError.unreachable(path, errno: errno) }
         let connected = withUnixAddress(path) { Glibc.connect(descriptor, $0, $1) }
@@ -46,7 +48,17 @@ public final class ControlClient {
             close(descriptor)
             throw ControlClientError.unreachable(path, errno: code)
         }
-        return descriptor
+        do {
+            var pending: [UInt8] = []
+            let line = try readLine(from: descriptor, path: path, pending: &pending, within: ControlProtocol.greetingTimeout)
+            guard line.elementsEqual(ControlProtocol.greeting.utf8) else {
+                throw ControlClientError.notControlSocket(path, String(decoding: line.prefix(80), as: UTF8.self))
+            }
+            return (descriptor, pending)
+        } catch {
+            close(descriptor)
+            throw error
+        }
     }
 
     /// Whether the daemon has closed this connection while it was quiet: between requests nothing else is ever
@@ -98,12 +110,30 @@ public final class ControlClient {
     }
 
     private func readLine() throws -> [UInt8] {
+        try Self.readLine(from: descriptor, path: path, pending: &pending, within: nil)
+    }
+
+    /// Reads one line, keeping what follows it in `pending`; within `timeout`, if one is given.
+    private static func readLine(
+        from descriptor: Int32, path: String, pending: inout [UInt8], within timeout: Duration?
+    ) throws -> [UInt8] {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
             if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Array(pending[..<newline])
                 pending.removeSubrange(...newline)
                 return line
+            }
+            if let deadline {
+                let left = deadline - .now
+                var descriptors = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)]
+                let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+                let ready = poll(&descriptors, 1, Int32(clamping: milliseconds))
+                if ready < 0 && errno == EINTR { continue }
+                guard ready > 0 else {
+                    throw ControlClientError.notControlSocket(path, nil, waited: timeout)
+                }
             }
             let count = read(descriptor, &chunk, chunk.count)
             if count < 0 && errno == EINTR { continue }
@@ -142,6 +172,14 @@ public struct ControlClientError: Error, Hashable, Sendable, CustomStringConvert
             : ControlClientError(
                 "connection to \(path) failed: \(SystemError.describe(code))",
                 isClosedBeforeAnswering: code == EPIPE || code == ECONNRESET)
+    }
+
+    /// Something at `path` accepted the connection but did not greet as logshipd's control socket does: it sent
+    /// `answer`, or nothing within `waited`.
+    static func notControlSocket(_ path: String, _ answer: String?, waited: Duration? = nil) -> ControlClientError {
+        let what = answer.map { "it answered \"\($0)\"" } ?? "it sent no greeting within \(waited ?? ControlProtocol.greetingTimeout)"
+        return ControlClientError(
+            "\(path) is not logshipd's control socket (\(what)); nothing was sent. logctl talks to the control socket, ingest.control in the configuration, /run/logshipd/control.sock by default")
     }
 
     static func malformedResponse(_ excerpt: String) -> ControlClientError {

@@ -66,6 +66,7 @@ public struct ControlServer: Service {
     private func serve(_ connection: UnixStreamListener.Connection, peer: PeerCredentials) async {
         do {
             try await connection.executeThenClose { reads, responses in
+                try await responses.write(ByteBuffer(string: ControlProtocol.greeting + "\n"))
                 for try await read in reads {
                     for frame in read.frames {
                         let response = await respond(to: frame, peer: peer)

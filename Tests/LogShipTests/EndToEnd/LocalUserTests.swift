@@ -254,6 +254,8 @@ struct LocalUserTests {
             return try await offloaded { try flushing.send(ControlRequest(command: .flush, timeout: 60)) }
         }
         let witness = try UnixClient(path: path, type: .stream)
+        // It reads the daemon's greeting and nothing else, so that what is left to read is the close.
+        try await waitUntil(within: .seconds(30)) { witness.drain() > 0 }
         try await waitUntil(within: .seconds(30)) { UnixClient.closedByPeer([witness]) == 1 }
         #expect(ContinuousClock.now - started >= .seconds(1), "not before the timeout")
         let flushDoneEarly = flushDone.load(ordering: .relaxed)

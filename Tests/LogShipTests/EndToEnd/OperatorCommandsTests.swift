@@ -31,6 +31,24 @@ struct OperatorCommandsTests {
         try await daemon.stop()
     }
 
+    @Test("logctl pointed at an ingest socket says so within seconds and sends nothing there; the stream's records still arrive")
+    func wrongSocket() async throws {
+        let daemon = try await TestDaemon.start()
+        for (command, socket) in [("status", daemon.streamPath), ("pause", daemon.streamPath), ("send", daemon.datagramPath)] {
+            let started = ContinuousClock.now
+            let result = try await run(Binaries.logctl, [command, "--socket", socket] + (command == "send" ? ["hello"] : []))
+            #expect(result.status != 0, "\(command) on \(socket)")
+            let expected = socket == daemon.streamPath ? "is not logshipd's control socket" : "cannot connect to"
+            #expect(result.standardError.contains(expected) && result.standardError.contains(socket), "\(result.standardError)")
+            #expect(ContinuousClock.now - started < .seconds(30), "no hang")
+        }
+        // The stream socket still takes lines, and what logctl wrote there never became a record.
+        try await daemon.ingest(["after the slips"])
+        try await daemon.receiver.waitUntil { $0.contains { $0.records.contains { $0.message == "after the slips" } } }
+        #expect(!daemon.receiver.records.contains { $0.message.contains("command") }, "\(daemon.receiver.records.map(\.message))")
+        try await daemon.stop()
+    }
+
     @Test("logctl flush --priority error returns once the error records sent before it have arrived, not before")
     func flush() async throws {
         let gate = Gate()
