@@ -38,7 +38,7 @@ final class UploadClient: Sendable {
 
     /// - Parameter tls: The context of an `https` endpoint's connections; `nil` for `http`.
     convenience init(endpoint: UploadEndpoint, tls: NIOSSLContext?, eventLoop: any EventLoop) {
-        self.init(endpoint: endpoint, eventLoop: eventLoop, connector: Self.bootstrap(endpoint, tls: tls, on: eventLoop))
+        self.init(endpoint: endpoint, eventLoop: eventLoop, connector: Self.bootstrap(endpoint, tls, eventLoop))
     }
 
     /// - Parameter connector: How connections are opened, on `eventLoop`.
@@ -56,14 +56,17 @@ final class UploadClient: Sendable {
     ///   - excerptLimit: How much of the response body to keep; the rest is read and dropped.
     /// - Throws: ``UploadClientError``, `CancellationError` when the calling task is cancelled (the connection is
     ///   closed), or the connection's own error (refused, reset, TLS).
-    func post(headers: HTTPHeaders, body: ByteBuffer, timeout: TimeAmount, excerptLimit: Int) async throws -> UploadResponse {
+    func post(
+        headers: HTTPHeaders, body: ByteBuffer, timeout: TimeAmount, excerptLimit: Int
+    ) async throws -> UploadResponse {
         var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: endpoint.target)
         head.headers.reserveCapacity(headers.count + 2)
         head.headers.add(name: "Host", value: endpoint.hostHeader)
         head.headers.add(contentsOf: headers)
         head.headers.add(name: "Content-Length", value: String(body.readableBytes))
-        let request = UploadRequest(head: head, body: body, excerptLimit: excerptLimit, deadline: eventLoop.now + timeout)
-        let exchange = UploadExchange(request, client: self)
+        let exchange = UploadExchange(
+            UploadRequest(head: head, body: body, excerptLimit: excerptLimit, deadline: eventLoop.now + timeout),
+            client: self)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 if eventLoop.inEventLoop {
@@ -135,7 +138,9 @@ final class UploadClient: Sendable {
     }
 
     /// TCP to the endpoint, TLS for `https`, HTTP/1.1, idle detection and an ``UploadConnectionHandler``.
-    private static func bootstrap(_ endpoint: UploadEndpoint, tls: NIOSSLContext?, on eventLoop: any EventLoop) -> Connector {
+    private static func bootstrap(
+        _ endpoint: UploadEndpoint, _ tls: NIOSSLContext?, _ eventLoop: any EventLoop
+    ) -> Connector {
         { timeout in
             ClientBootstrap(group: eventLoop)
                 .connectTimeout(timeout)
@@ -143,7 +148,8 @@ final class UploadClient: Sendable {
                     channel.eventLoop.makeCompletedFuture {
                         let pipeline = channel.pipeline.syncOperations
                         if let tls {
-                            try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: endpoint.serverName))
+                            let serverName = endpoint.serverName
+                            try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
                         }
                         try pipeline.addHTTPClientHandlers()
                         // Reads alone tell an idle connection: every request is answered, and a write-watching

@@ -107,9 +107,8 @@ struct UploadExchangeStateMachine<Connection> {
 
     /// A part of the response body: kept up to the request's excerpt limit, the rest dropped.
     mutating func receivedBodyPart(_ part: ByteBuffer) -> Action {
-        guard case .receivingBody(let connection, var response, let limit) = state, response.excerpt.count < limit else {
-            return .none
-        }
+        guard case .receivingBody(let connection, var response, let limit) = state, response.excerpt.count < limit
+        else { return .none }
         state = .modifying
         response.excerpt += part.readableBytesView.prefix(limit - response.excerpt.count)
         state = .receivingBody(connection, response, excerptLimit: limit)
@@ -134,10 +133,12 @@ struct UploadExchangeStateMachine<Connection> {
             return .openConnection(deadline: request.deadline)
         case .awaitingHead(_, let connection, _):
             state = .finished
-            return .finish(.failure(firstError ?? UploadClientError.connectionClosed(responseStarted: false)), .close(connection))
+            let error = firstError ?? UploadClientError.connectionClosed(responseStarted: false)
+            return .finish(.failure(error), .close(connection))
         case .receivingBody(let connection, _, _):
             state = .finished
-            return .finish(.failure(firstError ?? UploadClientError.connectionClosed(responseStarted: true)), .close(connection))
+            let error = firstError ?? UploadClientError.connectionClosed(responseStarted: true)
+            return .finish(.failure(error), .close(connection))
         case .waiting, .cancelledWhileWaiting, .connecting, .finished, .modifying:
             return .none
         }

@@ -60,8 +60,8 @@ struct UploadExchangeStateMachineTests {
         case .openConnection(let deadline): return .openConnection(deadline)
         case .write(_, let connection): return .write(on: connection)
         case .finish(.success(let response), let connectionAction):
-            return .succeed(
-                status: response.status, excerpt: String(decoding: response.excerpt, as: UTF8.self), then(connectionAction))
+            let excerpt = String(decoding: response.excerpt, as: UTF8.self)
+            return .succeed(status: response.status, excerpt: excerpt, then(connectionAction))
         case .finish(.failure(let error as UploadClientError), let connectionAction):
             return .fail(.client(error), then(connectionAction))
         case .finish(.failure(is CancellationError), let connectionAction):
@@ -155,7 +155,7 @@ struct UploadExchangeStateMachineTests {
     @Test("an error on the connection fails the request with it and closes the connection")
     func errorCaught() {
         var machine = Self.written()
-        #expect(Self.did(machine.errorCaught(ConnectionReset())) == .fail(.other("connection reset by peer"), .close(1)))
+        #expect(Self.did(machine.errorCaught(ConnectionReset())) == .fail(.other("\(ConnectionReset())"), .close(1)))
         #expect(Self.did(machine.connectionClosed(firstError: ConnectionReset())) == .nothing, "ended once")
     }
 
@@ -163,7 +163,8 @@ struct UploadExchangeStateMachineTests {
     func connectFailed() {
         var machine = Machine(request: Self.request())
         _ = machine.arrived(isShutDown: false)
-        #expect(Self.did(machine.connectionUnavailable(ConnectionReset())) == .fail(.other("connection reset by peer"), .nothing))
+        let refused = machine.connectionUnavailable(ConnectionReset())
+        #expect(Self.did(refused) == .fail(.other("\(ConnectionReset())"), .nothing))
     }
 
     @Test("the timeout while connecting fails the request; the connection that comes after is closed")
