@@ -8,7 +8,7 @@ import Testing
 
 /// The client, its exchanges and the connection handler over testing channels: the bytes a remote sends, split,
 /// cut short or malformed, on a loop whose clock the test moves.
-@Suite("Upload connection handler")
+@Suite("Upload connection handler", .timeLimit(.minutes(1)))
 struct UploadConnectionHandlerTests {
     struct ConnectionReset: Error {}
     struct NoChannelPrepared: Error {}
@@ -108,7 +108,7 @@ struct UploadConnectionHandlerTests {
         _ = try await Self.request(on: first)
         try await Self.answer(first, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
         #expect(try await response.value.status == 200)
-        #expect(!first.isActive)
+        try #require(!first.isActive, "closed, not kept")
 
         let next = Task { try await remote.post() }
         _ = try await Self.request(on: second)
