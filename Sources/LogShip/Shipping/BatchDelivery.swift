@@ -18,8 +18,9 @@ import Synchronization
 /// Every claimed record is settled (delivered, unclaimed for a retry, or dead-lettered) before this returns, also
 /// when the operation is cancelled mid-request: settling runs in a task of its own, which the operation's
 /// cancellation does not reach. Deliveries are handed to the spool, which commits their deletes in the background
-/// (the records stay claimed until then); unclaims and dead letters are done before this returns. Should a
-/// settling write fail, the batch's unsettled records are unclaimed and the report says so.
+/// (the records stay claimed until then); dead letters are committed before this returns; an unclaim writes
+/// nothing, since a restart makes every record ready anyway. Should a settling write fail, the batch's unsettled
+/// records are unclaimed and the report says so.
 ///
 /// This is the work a `LogOperation` performs; keeping it apart from the operation keeps the queue mechanics and
 /// the delivery rules separately testable.
@@ -34,7 +35,7 @@ public struct BatchDelivery: Sendable {
     /// first connection.
     let loops: UploadLoops?
     /// The batch limits and the `Retry-After` cap, which a reload may change for every operation at once.
-    private let settings: Settings
+    private let reloadable: ReloadableLimits
     private let unclearRefusals = UnclearRefusals()
 
     /// - Parameters:
@@ -47,7 +48,7 @@ public struct BatchDelivery: Sendable {
     ) {
         self.spool = spool
         self.uploader = uploader
-        settings = Settings(limits: limits, retryAfterMaximum: retryAfterMaximum)
+        reloadable = ReloadableLimits(limits: limits, retryAfterMaximum: retryAfterMaximum)
         self.backoff = backoff
         self.loops = loops
         self.observeRequest = observeRequest
@@ -55,18 +56,18 @@ public struct BatchDelivery: Sendable {
     }
 
     /// How large one request may be.
-    public var limits: BatchLimits { settings.values.withLock { $0.limits } }
+    public var limits: BatchLimits { reloadable.values.withLock { $0.limits } }
 
     /// The longest pause a remote's `Retry-After` may impose (`upload.retry_after_max`).
-    public var retryAfterMaximum: Duration { settings.values.withLock { $0.retryAfterMaximum } }
+    public var retryAfterMaximum: Duration { reloadable.values.withLock { $0.retryAfterMaximum } }
 
     /// Uses new limits and cap from the next claim on (a reload).
     public func update(limits: BatchLimits, retryAfterMaximum: Duration) {
-        settings.values.withLock { $0 = (limits, retryAfterMaximum) }
+        reloadable.values.withLock { $0 = (limits, retryAfterMaximum) }
     }
 
-    /// Shared by every copy of one delivery, so that an update reaches operations already created.
-    private final class Settings: Sendable {
+    /// The limits and cap shared by every copy of one delivery, so that an update reaches operations already created.
+    private final class ReloadableLimits: Sendable {
         let values: Mutex<(limits: BatchLimits, retryAfterMaximum: Duration)>
 
         init(limits: BatchLimits, retryAfterMaximum: Duration) {
@@ -114,7 +115,7 @@ public struct BatchDelivery: Sendable {
     }
 
     /// What one claimed batch has come to so far, across the requests of its isolation.
-    private struct Attempt {
+    struct Attempt {
         /// The lane the batch's requests and settling writes go on.
         let lane: UploadLane?
         var report = DeliveryReport()
@@ -230,32 +231,6 @@ public struct BatchDelivery: Sendable {
         }
     }
 
-    /// Pauses all delivery for `error` and puts `batches` back until the pause ends.
-    private func pauseDelivery(
-        for error: UploadError, cause: DeliveryPause.Cause, releasing batches: [Batch], _ attempt: inout Attempt
-    ) async throws {
-        let pause = pause(for: error, cause: cause)
-        attempt.report.pause = pause
-        for batch in batches {
-            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: pause.readyAgain(batch))) }
-        }
-        guard let first = batches.first else { return }
-        var metadata = metadata(first)
-        metadata["logship.batch.records"] = "\(batches.reduce(0) { $0 + $1.records.count })"
-        metadata["logship.upload.error"] = "\(error)"
-        metadata["logship.upload.retry_at"] = "\(Timestamp(pause.until).rfc3339)"
-        switch (cause, error.fault) {
-        case (.endpointRefused, .unclear):
-            logger.error(
-                "the remote refuses every part of the batch, not some records; delivery paused, nothing dead-lettered",
-                metadata: metadata)
-        case (.endpointRefused, _):
-            logger.error("the remote refuses the endpoint or the credentials; delivery paused", metadata: metadata)
-        case (.remoteUnavailable, _):
-            logger.warning("upload failed; delivery paused, will retry", metadata: metadata)
-        }
-    }
-
     /// Dead-letters the lone records the remote refused for what they hold.
     private func deadLetterRefused(_ attempt: inout Attempt) async throws {
         for (batch, error) in attempt.refused {
@@ -270,33 +245,14 @@ public struct BatchDelivery: Sendable {
         }
     }
 
-    /// The pause a failure calls for: the remote's `Retry-After` up to ``retryAfterMaximum``, or the shared
-    /// backoff, whichever is longer (so a remote answering `Retry-After: 0` cannot be hammered).
-    private func pause(for error: UploadError, cause: DeliveryPause.Cause) -> DeliveryPause {
-        var delay = backoff.nextDelay().seconds
-        if let asked = error.retryAfter {
-            let allowed = min(asked, retryAfterMaximum.seconds)
-            delay = max(delay, allowed)
-            if asked > allowed {
-                logger.notice(
-                    "the remote asked for a longer pause than upload.retry_after_max allows",
-                    metadata: [
-                        "logship.upload.retry_after.asked": "\(asked)s",
-                        "logship.upload.retry_after.used": "\(delay)s",
-                    ])
-            }
-        }
-        return DeliveryPause(until: Date().addingTimeInterval(delay), cause: cause, reason: error.description)
-    }
-
     /// Runs a settling write in a task of its own, on the batch's lane: it must complete even when the operation
     /// was cancelled (GRDB does not start a write in a cancelled task), or the batch would stay claimed until a
     /// restart.
-    private func settle(on lane: UploadLane?, _ write: @escaping @Sendable () async throws -> Void) async throws {
+    func settle(on lane: UploadLane?, _ write: @escaping @Sendable () async throws -> Void) async throws {
         try await Task(executorPreference: lane?.executor) { try await write() }.value
     }
 
-    private func metadata(_ batch: Batch) -> Logger.Metadata {
+    func metadata(_ batch: Batch) -> Logger.Metadata {
         [
             "logship.batch.priority": "\(batch.priority)",
             "logship.batch.records": "\(batch.records.count)",

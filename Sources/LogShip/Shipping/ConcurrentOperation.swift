@@ -5,7 +5,7 @@ import Synchronization
 /// on swift-corelibs-foundation.
 ///
 /// Subclasses override ``main()`` to start their work and call ``finish(_:)`` exactly once when it ends; they may
-/// override ``cancelExecution()`` to stop work in progress. The completion handler receives the result once.
+/// override ``cancelExecution()`` to stop work in progress. The result handler receives the result once.
 ///
 /// Two facts of the Linux `OperationQueue` shape this class:
 /// - The queue frees a slot only on `didChangeValue(forKey: "isFinished")`, and only if `isFinished` already reads
@@ -20,8 +20,8 @@ import Synchronization
 open class ConcurrentOperation<Value: Sendable>: Operation, @unchecked Sendable {
     // @unchecked: Operation is an open class without Sendable checking; all state of ours is in `machine`.
 
-    /// Receives the operation's result, exactly once.
-    public typealias Completion = @Sendable (Result<Value, any Error>) -> Void
+    /// Receives the operation's result, exactly once; `Operation.completionBlock` is left to the caller.
+    public typealias ResultHandler = @Sendable (Result<Value, any Error>) -> Void
 
     private let machine: Mutex<OperationStateMachine<Value>>
     /// The machine's phase, stored under its lock with every transition. The queue reads `isExecuting` and
@@ -29,10 +29,10 @@ open class ConcurrentOperation<Value: Sendable>: Operation, @unchecked Sendable 
     /// looks up no type metadata, which the lock's generic state would on every read.
     private let phase = Atomic(OperationPhase.waiting)
 
-    /// - Parameter completion: Called once with the result, before the queue learns that the operation finished,
+    /// - Parameter resultHandler: Called once with the result, before the queue learns that the operation finished,
     ///   so that work it enqueues is already waiting when the slot frees.
-    public init(completion: Completion? = nil) {
-        machine = Mutex(OperationStateMachine(completion: completion))
+    public init(resultHandler: ResultHandler? = nil) {
+        machine = Mutex(OperationStateMachine(resultHandler: resultHandler))
         super.init()
     }
 
@@ -48,8 +48,8 @@ open class ConcurrentOperation<Value: Sendable>: Operation, @unchecked Sendable 
         case .execute:
             didChangeValue(forKey: "isExecuting")
             main()
-        case .finish(let result, let completion):
-            deliver(result, to: completion)
+        case .finish(let result, let resultHandler):
+            deliver(result, to: resultHandler)
         case .none:
             break
         }
@@ -72,8 +72,8 @@ open class ConcurrentOperation<Value: Sendable>: Operation, @unchecked Sendable 
 
     /// Ends the operation with `result`. Only the first call counts.
     public final func finish(_ result: Result<Value, any Error>) {
-        if case .finish(let result, let completion) = transition({ $0.finish(result) }) {
-            deliver(result, to: completion)
+        if case .finish(let result, let resultHandler) = transition({ $0.finish(result) }) {
+            deliver(result, to: resultHandler)
         }
     }
 
@@ -88,8 +88,8 @@ open class ConcurrentOperation<Value: Sendable>: Operation, @unchecked Sendable 
         }
     }
 
-    private func deliver(_ result: Result<Value, any Error>, to completion: Completion?) {
-        completion?(result)
+    private func deliver(_ result: Result<Value, any Error>, to resultHandler: ResultHandler?) {
+        resultHandler?(result)
         didChangeValue(forKey: "isFinished")
     }
 }
@@ -103,7 +103,7 @@ enum OperationPhase: UInt8, AtomicRepresentable {
 
 /// The pure state machine behind ``ConcurrentOperation``: decides, its owner acts outside the lock.
 struct OperationStateMachine<Value: Sendable> {
-    typealias Completion = ConcurrentOperation<Value>.Completion
+    typealias ResultHandler = ConcurrentOperation<Value>.ResultHandler
 
     private enum State {
         /// Not started by the queue; a result that arrived early waits here.
@@ -115,14 +115,14 @@ struct OperationStateMachine<Value: Sendable> {
     enum Action {
         case none
         case execute
-        case finish(Result<Value, any Error>, Completion?)
+        case finish(Result<Value, any Error>, ResultHandler?)
     }
 
     private var state = State.waiting(earlyResult: nil)
-    private var completion: Completion?
+    private var resultHandler: ResultHandler?
 
-    init(completion: Completion?) {
-        self.completion = completion
+    init(resultHandler: ResultHandler?) {
+        self.resultHandler = resultHandler
     }
 
     var phase: OperationPhase {
@@ -159,7 +159,7 @@ struct OperationStateMachine<Value: Sendable> {
 
     private mutating func finishNow(_ result: Result<Value, any Error>) -> Action {
         state = .finished
-        defer { completion = nil }
-        return .finish(result, completion)
+        defer { resultHandler = nil }
+        return .finish(result, resultHandler)
     }
 }

@@ -45,9 +45,9 @@ public final class HTTPUploader: Uploader {
         }
     }
 
-    /// One configuration with what it needs at each request, and the clients that post to its URL, one per loop.
-    /// A class: each request takes the settings in force, which then costs a reference, not a copy of them all.
-    private final class Settings: Sendable {
+    /// A configuration prepared for requests: its encoder, headers and secret files, and the clients that post to
+    /// its URL, one per loop. A class: each request takes the one in force, which then costs a reference, not a copy.
+    private final class PreparedConfiguration: Sendable {
         let configuration: Configuration
         let url: String
         let encoder: any RecordEncoder
@@ -64,10 +64,12 @@ public final class HTTPUploader: Uploader {
         /// Configured `Authorization` values: what a remote might echo back into an error message.
         let configuredSecrets: [String]
 
-        /// - Parameter current: The settings in use, whose clients are kept when the URL and TLS are unchanged.
+        /// - Parameter current: The configuration in use, whose clients are kept when the URL and TLS are unchanged.
         /// - Throws: ``ConfigurationError`` for a URL that is not http(s) with a host, or TLS settings NIOSSL
         ///   refuses (the loader has checked both).
-        init(_ configuration: Configuration, replacing current: Settings? = nil, eventLoops: [any EventLoop]) throws {
+        init(
+            _ configuration: Configuration, replacing current: PreparedConfiguration? = nil, eventLoops: [any EventLoop]
+        ) throws {
             self.configuration = configuration
             encoder = configuration.format.encoder
             var headers = HTTPHeaders([("Content-Type", encoder.contentType)])
@@ -103,7 +105,7 @@ public final class HTTPUploader: Uploader {
             clients[lane % clients.count]
         }
 
-        /// Whether a request to `url` with `configuration` may use these settings' connections: same address,
+        /// Whether a request to `url` with `configuration` may use this configuration's connections: same address,
         /// same TLS.
         func sharesConnections(with url: String, _ configuration: Configuration) -> Bool {
             guard url == self.url, configuration.connectHost == self.configuration.connectHost else { return false }
@@ -128,7 +130,7 @@ public final class HTTPUploader: Uploader {
 
     private let eventLoops: [any EventLoop]
     /// What a reload may change; each request reads it once.
-    private let settings: Mutex<Settings>
+    private let prepared: Mutex<PreparedConfiguration>
 
     /// - Parameters:
     ///   - configuration: Where and how to post.
@@ -138,17 +140,17 @@ public final class HTTPUploader: Uploader {
     public init(configuration: Configuration, eventLoops: [any EventLoop]) throws {
         precondition(!eventLoops.isEmpty, "uploads need a loop")
         self.eventLoops = eventLoops
-        settings = Mutex(try Settings(configuration, eventLoops: eventLoops))
+        prepared = Mutex(try PreparedConfiguration(configuration, eventLoops: eventLoops))
     }
 
     /// Uses `configuration` from the next request on (a reload). The connections are kept unless the URL or TLS
-    /// changed; then requests that began with the old settings finish on the old ones, which close after.
+    /// changed; then requests that began with the old configuration finish on its connections, which close after.
     ///
     /// - Throws: ``ConfigurationError`` for a URL or TLS settings that cannot be used; nothing changes then.
     public func update(_ configuration: Configuration) throws {
         // Built outside the lock (a TLS context may read the trust store); reloads come one at a time.
-        let new = try Settings(configuration, replacing: settings.withLock { $0 }, eventLoops: eventLoops)
-        let old = settings.withLock { current in
+        let new = try PreparedConfiguration(configuration, replacing: prepared.withLock { $0 }, eventLoops: eventLoops)
+        let old = prepared.withLock { current in
             defer { current = new }
             return current
         }
@@ -160,7 +162,7 @@ public final class HTTPUploader: Uploader {
 
     /// Closes the connections; uploads fail from then on.
     public func shutdown() {
-        for client in settings.withLock({ $0 }).clients { client.shutdown() }
+        for client in prepared.withLock({ $0 }).clients { client.shutdown() }
     }
 
     /// Posts `payload`, the whole exchange (connection, request, response head and body) bounded by the
@@ -169,27 +171,27 @@ public final class HTTPUploader: Uploader {
     /// A 2xx answer whose body then stalls is a timeout (the batch is sent again: the exchange never completed);
     /// any other status keeps its meaning, since the body only adds an excerpt to it.
     public func upload(_ payload: Payload) async throws {
-        let settings = self.settings.withLock { $0 }
-        let configuration = settings.configuration
-        var headers = settings.headers
+        let prepared = self.prepared.withLock { $0 }
+        let configuration = prepared.configuration
+        var headers = prepared.headers
         // Room for what this request adds, so that adding copies the shared headers once.
         headers.reserveCapacity(headers.count + 4)
-        if settings.sendsRecordCount { headers.add(name: "X-Logshipd-Records", value: String(payload.recordCount)) }
-        if settings.sendsBatchNumber { headers.add(name: "X-Logshipd-Batch", value: String(payload.batchNumber)) }
+        if prepared.sendsRecordCount { headers.add(name: "X-Logshipd-Records", value: String(payload.recordCount)) }
+        if prepared.sendsBatchNumber { headers.add(name: "X-Logshipd-Batch", value: String(payload.batchNumber)) }
         // What a remote might echo back into an error message, a log line or a dead letter's reason.
-        var secrets = settings.configuredSecrets
-        if let token = try settings.bearerToken?.read(), !token.isEmpty {
+        var secrets = prepared.configuredSecrets
+        if let token = try prepared.bearerToken?.read(), !token.isEmpty {
             headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
             secrets.append(token)
         }
-        if let user = configuration.basicAuthentication?.user, let password = try settings.basicPassword?.read() {
+        if let user = configuration.basicAuthentication?.user, let password = try prepared.basicPassword?.read() {
             let credentials = Data("\(user):\(password)".utf8).base64EncodedString()
             headers.replaceOrAdd(name: "Authorization", value: "Basic \(credentials)")
             secrets += [password, credentials]
         }
         var body: ByteBuffer
         do {
-            body = try settings.encoder.encodeBuffer(payload.lines)
+            body = try prepared.encoder.encodeBuffer(payload.lines)
         } catch {
             throw UploadError.transport("cannot encode the batch as \(configuration.format.rawValue): \(error)")
         }
@@ -202,13 +204,13 @@ public final class HTTPUploader: Uploader {
         let margin = secrets.map(\.utf8.count).max() ?? 0
         let response: UploadResponse
         do {
-            response = try await settings.client(forLane: payload.lane).post(
+            response = try await prepared.client(forLane: payload.lane).post(
                 headers: headers, body: body, timeout: TimeAmount(configuration.timeout),
                 excerptLimit: Self.excerptLimit + margin)
         } catch UploadClientError.timedOut(let status?) where !(200...299).contains(status) {
             throw UploadError.status(status, responseExcerpt: "(response body timed out)")
         } catch {
-            throw Self.translate(error, url: settings.url, trust: configuration.trustDescription)
+            throw Self.translate(error, url: prepared.url, trust: configuration.trustDescription)
         }
         guard (200...299).contains(response.status) else {
             let read = String(decoding: response.excerpt, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

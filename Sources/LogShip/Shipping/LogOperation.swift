@@ -48,7 +48,7 @@ final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Senda
         self.priorityClass = priorityClass
         self.delivery = delivery
         self.owner = owner
-        super.init(completion: { [weak owner] result in owner?.operation(id, finished: result) })
+        super.init(resultHandler: { [weak owner] result in owner?.operation(id, finished: result) })
         queuePriority = priorityClass.queuePriority
         name = "LogOperation(\(priorityClass))"
     }

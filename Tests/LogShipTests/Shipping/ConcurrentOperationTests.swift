@@ -11,9 +11,9 @@ final class GateOperation: ConcurrentOperation<Int>, @unchecked Sendable {
     let cancelledWhileRunning = Mutex(false)
     private let value: Int
 
-    init(value: Int, completion: @escaping Completion) {
+    init(value: Int, resultHandler: @escaping ResultHandler) {
         self.value = value
-        super.init(completion: completion)
+        super.init(resultHandler: resultHandler)
     }
 
     override func main() {
@@ -28,8 +28,8 @@ final class GateOperation: ConcurrentOperation<Int>, @unchecked Sendable {
     func open() { finish(.success(value)) }
 }
 
-/// Collects completions and lets a test wait for a number of them.
-final class CompletionLog: Sendable {
+/// Collects results and lets a test wait for a number of them.
+final class ResultLog: Sendable {
     let results = Mutex<[Result<Int, any Error>]>([])
     let stream: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
@@ -52,7 +52,7 @@ final class CompletionLog: Sendable {
             }
             group.addTask {
                 try await Task.sleep(for: timeout)  // the deadline, not synchronisation
-                throw WaitTimeout(description: "\(count) completions not seen within \(timeout)")
+                throw WaitTimeout(description: "\(count) results not seen within \(timeout)")
             }
             defer { group.cancelAll() }
             try await group.next()
@@ -68,8 +68,8 @@ struct ConcurrentOperationTests {
     func slots() async throws {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 2
-        let log = CompletionLog()
-        let operations = (0..<5).map { GateOperation(value: $0, completion: log.record) }
+        let log = ResultLog()
+        let operations = (0..<5).map { GateOperation(value: $0, resultHandler: log.record) }
         operations.forEach(queue.addOperation)
         // `main()` runs a little after the state reads executing, so wait for what is set last.
         try await waitUntil { operations.count { $0.started.withLock { $0 } } == 2 }
@@ -90,8 +90,8 @@ struct ConcurrentOperationTests {
     @Test("finish is delivered exactly once")
     func finishOnce() async throws {
         let queue = OperationQueue()
-        let log = CompletionLog()
-        let operation = GateOperation(value: 7, completion: log.record)
+        let log = ResultLog()
+        let operation = GateOperation(value: 7, resultHandler: log.record)
         queue.addOperation(operation)
         try await waitUntil { operation.isExecuting }
         operation.open()
@@ -106,9 +106,9 @@ struct ConcurrentOperationTests {
     func cancelBeforeStart() async throws {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let log = CompletionLog()
-        let blocker = GateOperation(value: 1, completion: log.record)
-        let waiting = GateOperation(value: 2, completion: log.record)
+        let log = ResultLog()
+        let blocker = GateOperation(value: 1, resultHandler: log.record)
+        let waiting = GateOperation(value: 2, resultHandler: log.record)
         queue.addOperation(blocker)
         queue.addOperation(waiting)
         try await waitUntil { blocker.isExecuting }
@@ -124,8 +124,8 @@ struct ConcurrentOperationTests {
     @Test("cancelling a running operation stops its work, which still finishes once")
     func cancelWhileRunning() async throws {
         let queue = OperationQueue()
-        let log = CompletionLog()
-        let operation = GateOperation(value: 3, completion: log.record)
+        let log = ResultLog()
+        let operation = GateOperation(value: 3, resultHandler: log.record)
         queue.addOperation(operation)
         try await waitUntil { operation.isExecuting }
         operation.cancel()
@@ -139,9 +139,9 @@ struct ConcurrentOperationTests {
     func earlyFinish() async throws {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let log = CompletionLog()
-        let blocker = GateOperation(value: 1, completion: log.record)
-        let early = GateOperation(value: 2, completion: log.record)
+        let log = ResultLog()
+        let blocker = GateOperation(value: 1, resultHandler: log.record)
+        let early = GateOperation(value: 2, resultHandler: log.record)
         queue.addOperation(blocker)
         queue.addOperation(early)
         try await waitUntil { blocker.isExecuting }
@@ -157,12 +157,12 @@ struct ConcurrentOperationTests {
     func priorityOrder() async throws {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let log = CompletionLog()
-        let blocker = GateOperation(value: 0, completion: log.record)
+        let log = ResultLog()
+        let blocker = GateOperation(value: 0, resultHandler: log.record)
         queue.addOperation(blocker)
         try await waitUntil { blocker.isExecuting }
         let waiting = PriorityClass.allCases.map { priorityClass in
-            let operation = GateOperation(value: priorityClass.rawValue + 1, completion: log.record)
+            let operation = GateOperation(value: priorityClass.rawValue + 1, resultHandler: log.record)
             operation.queuePriority = priorityClass.queuePriority
             return operation
         }

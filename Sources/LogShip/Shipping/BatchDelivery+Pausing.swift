@@ -1,0 +1,49 @@
+import Foundation
+import Logging
+
+extension BatchDelivery {
+    /// Pauses all delivery for `error` and puts `batches` back until the pause ends.
+    func pauseDelivery(
+        for error: UploadError, cause: DeliveryPause.Cause, releasing batches: [Batch], _ attempt: inout Attempt
+    ) async throws {
+        let pause = pause(for: error, cause: cause)
+        attempt.report.pause = pause
+        for batch in batches {
+            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: pause.readyAgain(batch))) }
+        }
+        guard let first = batches.first else { return }
+        var metadata = metadata(first)
+        metadata["logship.batch.records"] = "\(batches.reduce(0) { $0 + $1.records.count })"
+        metadata["logship.upload.error"] = "\(error)"
+        metadata["logship.upload.retry_at"] = "\(Timestamp(pause.until).rfc3339)"
+        switch (cause, error.fault) {
+        case (.endpointRefused, .unclear):
+            logger.error(
+                "the remote refuses every part of the batch, not some records; delivery paused, nothing dead-lettered",
+                metadata: metadata)
+        case (.endpointRefused, _):
+            logger.error("the remote refuses the endpoint or the credentials; delivery paused", metadata: metadata)
+        case (.remoteUnavailable, _):
+            logger.warning("upload failed; delivery paused, will retry", metadata: metadata)
+        }
+    }
+
+    /// The pause a failure calls for: the remote's `Retry-After` up to ``retryAfterMaximum``, or the shared
+    /// backoff, whichever is longer (so a remote answering `Retry-After: 0` cannot be hammered).
+    private func pause(for error: UploadError, cause: DeliveryPause.Cause) -> DeliveryPause {
+        var delay = backoff.nextDelay().seconds
+        if let asked = error.retryAfter {
+            let allowed = min(asked, retryAfterMaximum.seconds)
+            delay = max(delay, allowed)
+            if asked > allowed {
+                logger.notice(
+                    "the remote asked for a longer pause than upload.retry_after_max allows",
+                    metadata: [
+                        "logship.upload.retry_after.asked": "\(asked)s",
+                        "logship.upload.retry_after.used": "\(delay)s",
+                    ])
+            }
+        }
+        return DeliveryPause(until: Date().addingTimeInterval(delay), cause: cause, reason: error.description)
+    }
+}
