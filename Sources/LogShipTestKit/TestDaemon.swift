@@ -43,7 +43,11 @@ public final class TestDaemon: Sendable {
         var configuration = Self.configuration(directory: directory, url: receiver.url)
         configure(&configuration)
         let daemon = try await Daemon.start(configuration: configuration, logger: .test, shutdownSignals: [])
-        return TestDaemon(directory: directory, receiver: receiver, daemon: daemon, configuration: configuration)
+        let started = TestDaemon(directory: directory, receiver: receiver, daemon: daemon, configuration: configuration)
+        // Ready once the control socket answers: its services run, and a client (a logctl the test starts) is
+        // greeted at once instead of waiting for a daemon still starting on a loaded machine.
+        _ = try await started.status()
+        return started
     }
 
     /// The tests' configuration: sockets in `directory`, posting to `url`, an in-memory spool, short retries.
@@ -77,10 +81,13 @@ public final class TestDaemon: Sendable {
     }
 
     /// Sends records over the control socket, as `logctl send` does, and returns the daemon's answer.
+    ///
+    /// Its clients wait up to a minute for the greeting, like every wait of the tests: a test process runs many
+    /// daemons at once on a shared machine.
     public func send(_ submissions: [Submission]) async throws -> ControlResponse {
         let path = controlPath
         return try await offloaded {
-            try ControlClient(path: path).send(ControlRequest(command: .send, records: submissions))
+            try ControlClient(path: path, greetingTimeout: .seconds(60)).send(ControlRequest(command: .send, records: submissions))
         }
     }
 
@@ -112,7 +119,7 @@ public final class TestDaemon: Sendable {
     public func status() async throws -> DaemonStatus {
         let path = controlPath
         return try await offloaded {
-            let response = try ControlClient(path: path).send(ControlRequest(command: .status))
+            let response = try ControlClient(path: path, greetingTimeout: .seconds(60)).send(ControlRequest(command: .status))
             guard let status = response.status else { throw WaitTimeout(description: "no status") }
             return status
         }

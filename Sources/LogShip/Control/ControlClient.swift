@@ -11,18 +11,22 @@ import Foundation
 /// was not read (the daemon closes only connections with nothing unanswered), and it goes again on a new one.
 public final class ControlClient {
     private let path: String
+    private let greetingTimeout: Duration
     /// -1 while not connected (a new connection failed).
     private var descriptor: Int32
     private var pending: [UInt8] = []
     /// When the last response arrived; `nil` before the first, on a connection that is new.
     private var lastAnswer: ContinuousClock.Instant?
 
-    /// Connects to the daemon's control socket.
+    /// Connects to the daemon's control socket and reads its greeting.
     ///
+    /// - Parameter greetingTimeout: How long to wait for the greeting before deciding that `path` is not the
+    ///   control socket.
     /// - Throws: ``ControlClientError`` saying why the daemon cannot be reached.
-    public init(path: String) throws {
+    public init(path: String, greetingTimeout: Duration = ControlProtocol.greetingTimeout) throws {
         self.path = path
-        (descriptor, pending) = try Self.connect(path)
+        self.greetingTimeout = greetingTimeout
+        (descriptor, pending) = try Self.connect(path, greetingTimeout: greetingTimeout)
     }
 
     deinit {
@@ -34,12 +38,12 @@ public final class ControlClient {
         descriptor = -1
         pending = []
         lastAnswer = nil
-        (descriptor, pending) = try Self.connect(path)
+        (descriptor, pending) = try Self.connect(path, greetingTimeout: greetingTimeout)
     }
 
     /// Connects and reads the daemon's greeting, so that nothing is sent to a socket that is not logshipd's
     /// control socket.
-    private static func connect(_ path: String) throws -> (descriptor: Int32, pending: [UInt8]) {
+    private static func connect(_ path: String, greetingTimeout: Duration) throws -> (descriptor: Int32, pending: [UInt8]) {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw ControlClientError.unreachable(path, errno: errno) }
         let connected = withUnixAddress(path) { Glibc.connect(descriptor, $0, $1) }
@@ -50,7 +54,7 @@ public final class ControlClient {
         }
         do {
             var pending: [UInt8] = []
-            let line = try readLine(from: descriptor, path: path, pending: &pending, within: ControlProtocol.greetingTimeout)
+            let line = try readLine(from: descriptor, path: path, pending: &pending, within: greetingTimeout)
             guard line.elementsEqual(ControlProtocol.greeting.utf8) else {
                 throw ControlClientError.notControlSocket(path, String(decoding: line.prefix(80), as: UTF8.self))
             }
@@ -161,6 +165,9 @@ public struct ControlClientError: Error, Hashable, Sendable, CustomStringConvert
             ControlClientError("logshipd is not running (no daemon listening at \(path))")
         case EACCES, EPERM:
             ControlClientError("permission denied on \(path) (is your user in the socket's group?)")
+        case EPROTOTYPE, ENOTSOCK:
+            ControlClientError(
+                "\(path) is not logshipd's control socket (\(code == EPROTOTYPE ? "a datagram socket, such as the ingest one" : "not a socket")). \(controlSocketHint)")
         default:
             ControlClientError("cannot connect to \(path): \(SystemError.describe(code))")
         }
@@ -177,10 +184,13 @@ public struct ControlClientError: Error, Hashable, Sendable, CustomStringConvert
     /// Something at `path` accepted the connection but did not greet as logshipd's control socket does: it sent
     /// `answer`, or nothing within `waited`.
     static func notControlSocket(_ path: String, _ answer: String?, waited: Duration? = nil) -> ControlClientError {
-        let what = answer.map { "it answered \"\($0)\"" } ?? "it sent no greeting within \(waited ?? ControlProtocol.greetingTimeout)"
-        return ControlClientError(
-            "\(path) is not logshipd's control socket (\(what)); nothing was sent. logctl talks to the control socket, ingest.control in the configuration, /run/logshipd/control.sock by default")
+        let what = answer.map { "it answered \"\($0)\"" }
+            ?? "no greeting within \(waited ?? ControlProtocol.greetingTimeout): an ingest socket, another program's, or logshipd still starting"
+        return ControlClientError("\(path) is not logshipd's control socket (\(what)); nothing was sent. \(controlSocketHint)")
     }
+
+    private static let controlSocketHint =
+        "logctl talks to the control socket: ingest.control in the configuration, /run/logshipd/control.sock by default"
 
     static func malformedResponse(_ excerpt: String) -> ControlClientError {
         ControlClientError("logshipd sent an unreadable response: \(excerpt)")

@@ -3,13 +3,14 @@
 public enum ControlProtocol {
     /// The line the daemon writes first on every control connection, before any request.
     ///
-    /// A client sends nothing until it has read it: a client pointed at another socket (an ingest socket, which
-    /// takes any line as a log record and answers nothing) finds out within ``greetingTimeout`` instead of
-    /// waiting forever, and its request is never shipped upstream as a record.
+    /// A client sends nothing until it has read it: a client pointed at another socket finds out instead of
+    /// waiting forever, and its request is never shipped upstream as a log record.
     public static let greeting = #"{"logshipd":"control","protocol":1}"#
 
-    /// How long a client waits for the ``greeting``.
-    public static let greetingTimeout = Duration.seconds(3)
+    /// How long a client waits for the greeting before it decides that the socket is not logshipd's control
+    /// socket. The daemon writes the greeting the moment it accepts a connection, from the thread that accepts, so
+    /// that a busy daemon greets at once; one still starting (its sockets held by systemd) greets once it runs.
+    public static let greetingTimeout = Duration.seconds(5)
 
     /// The longest request line the daemon reads: a longer one is answered with an error, and what a client has
     /// sent of it is never held whole.

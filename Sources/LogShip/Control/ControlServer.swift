@@ -42,7 +42,7 @@ public struct ControlServer: Service {
     ) async throws -> ControlServer {
         let listener = try UnixStreamListener.bind(
             path: path, passed: passed, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes, limits: limits,
-            group: group,
+            greeting: Array((ControlProtocol.greeting + "\n").utf8), group: group,
             logger: logger)
         return ControlServer(
             listener: listener, intake: intake, shipper: shipper, spool: spool,
@@ -66,7 +66,6 @@ public struct ControlServer: Service {
     private func serve(_ connection: UnixStreamListener.Connection, peer: PeerCredentials) async {
         do {
             try await connection.executeThenClose { reads, responses in
-                try await responses.write(ByteBuffer(string: ControlProtocol.greeting + "\n"))
                 for try await read in reads {
                     for frame in read.frames {
                         let response = await respond(to: frame, peer: peer)

@@ -48,16 +48,19 @@ final class UnixStreamListener: Sendable {
     private let acceptor: UnixStreamAcceptor
     private let maximumFrameBytes: Int
     private let requestDeadline: Duration?
+    private let greeting: [UInt8]
     private let served = ServedConnections()
     private let limiter: Mutex<ConnectionLimiter>
     private let group: any EventLoopGroup
     private let logger: Logger
 
     private init(
-        acceptor: UnixStreamAcceptor, maximumFrameBytes: Int, limits: Limits, group: any EventLoopGroup, logger: Logger
+        acceptor: UnixStreamAcceptor, maximumFrameBytes: Int, limits: Limits, greeting: [UInt8],
+        group: any EventLoopGroup, logger: Logger
     ) {
         self.acceptor = acceptor
         self.maximumFrameBytes = maximumFrameBytes
+        self.greeting = greeting
         requestDeadline = limits.requestDeadline
         limiter = Mutex(ConnectionLimiter(
             maximum: limits.maximum, maximumPerUser: limits.maximumPerUser, operatorReserve: limits.operatorReserve,
@@ -73,16 +76,20 @@ final class UnixStreamListener: Sendable {
     ///   - passed: A listening socket passed by systemd, to use instead of binding.
     ///   - maximumFrameBytes: The longest record a connection may send; longer ones are cut and marked.
     ///   - limits: How many connections are served at once, in all and from one user.
+    ///   - greeting: Written to every connection admitted, as soon as it is accepted and on the accepting thread,
+    ///     so that a client waiting for it hears at once even while the daemon is busy (the control socket's
+    ///     ``ControlProtocol/greeting``); empty for none.
     ///   - group: Where the connections' reads and writes run.
     /// - Throws: ``IngestError`` when the path is in use or cannot be bound.
     static func bind(
         path: String, passed: Int32? = nil, mode: mode_t, maximumFrameBytes: Int, limits: Limits,
-        group: any EventLoopGroup, logger: Logger
+        greeting: [UInt8] = [], group: any EventLoopGroup, logger: Logger
     ) throws -> UnixStreamListener {
         let acceptor = try passed.map { try UnixStreamAcceptor.adopt(descriptor: $0, path: path) }
             ?? UnixStreamAcceptor.bind(path: path, mode: mode, backlog: SOMAXCONN)
         return UnixStreamListener(
-            acceptor: acceptor, maximumFrameBytes: maximumFrameBytes, limits: limits, group: group, logger: logger)
+            acceptor: acceptor, maximumFrameBytes: maximumFrameBytes, limits: limits, greeting: greeting, group: group,
+            logger: logger)
     }
 
     /// Accepts connections until ``close()`` is called, serves what was accepted until each client ends it or
@@ -102,7 +109,11 @@ final class UnixStreamListener: Sendable {
         acceptThread.start()
         let served = await Result {
             try await withTaskCancellationHandler {
-                try await serveUntilClosed(acceptingOn: acceptThread, handler)
+                // The accept loop runs on an event loop, not the cooperative pool: accepting the next client (and
+                // greeting it) never waits for a pool thread that busy tasks hold.
+                try await withTaskExecutorPreference(EventLoopTaskExecutor(group.next())) {
+                    try await serveUntilClosed(acceptingOn: acceptThread, handler)
+                }
             } onCancel: {
                 acceptor.wake()
             }
@@ -124,10 +135,6 @@ final class UnixStreamListener: Sendable {
         let acceptor = self.acceptor
         try await withThrowingDiscardingTaskGroup { group in
             func serve(_ accepted: UnixStreamAcceptor.Accepted) async {
-                guard admit(accepted.peer) else {
-                    Glibc.close(accepted.descriptor)
-                    return
-                }
                 let connection: Connection
                 do {
                     connection = try await wrap(accepted.descriptor)
@@ -149,7 +156,8 @@ final class UnixStreamListener: Sendable {
             }
             while true {
                 do {
-                    guard let accepted = try await acceptThread.runIfActive({ try acceptor.accept() }) else { break }
+                    // Greeted on the accept thread, the moment it is accepted.
+                    guard let accepted = try await acceptThread.runIfActive({ try self.acceptAdmitted() }) else { break }
                     await serve(accepted)
                 } catch let error as IngestError {
                     // Out of descriptors or memory: the connection waits in the queue. Waiting a moment keeps a
@@ -162,7 +170,7 @@ final class UnixStreamListener: Sendable {
             // queued already is served. (One systemd passed keeps its queue for the next daemon.)
             if acceptor.ownsPath {
                 acceptor.stopListening()
-                for accepted in acceptor.acceptQueued() {
+                for accepted in acceptor.acceptQueued() where admitAndGreet(accepted) {
                     await serve(accepted)
                 }
             }
@@ -173,6 +181,29 @@ final class UnixStreamListener: Sendable {
                 }
             }
         }
+    }
+
+    /// Blocks until a connection the limits admit is accepted, closing those they refuse, and greets it; `nil`
+    /// once ``close()`` is called. Runs on the accept thread, so that the greeting goes out the moment the
+    /// connection is accepted.
+    private func acceptAdmitted() throws -> UnixStreamAcceptor.Accepted? {
+        while let accepted = try acceptor.accept() {
+            if admitAndGreet(accepted) { return accepted }
+        }
+        return nil
+    }
+
+    /// Closes a connection the limits refuse, and greets one they admit; returns whether it was admitted.
+    private func admitAndGreet(_ accepted: UnixStreamAcceptor.Accepted) -> Bool {
+        guard admit(accepted.peer) else {
+            Glibc.close(accepted.descriptor)
+            return false
+        }
+        if !greeting.isEmpty {
+            // A new connection's send buffer is empty: a short greeting always fits at once.
+            _ = Glibc.send(accepted.descriptor, greeting, greeting.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+        }
+        return true
     }
 
     /// An accepted socket as a channel that frames what it reads.
