@@ -53,13 +53,8 @@ public struct ControlServer: Service {
     /// Serves requests until graceful shutdown.
     public func run() async throws {
         logger.info("control socket listening", metadata: ["logship.socket": "\(listener.path)"])
-        let listener = self.listener
-        try await withGracefulShutdownHandler {
-            try await listener.serve { connection, peer in
-                await serve(connection, peer: peer)
-            }
-        } onGracefulShutdown: {
-            listener.close()
+        try await listener.serveUntilGracefulShutdown { connection, peer in
+            await serve(connection, peer: peer)
         }
     }
 

@@ -36,13 +36,8 @@ public struct StreamIngestServer: Service {
     /// Serves connections until graceful shutdown, when intake stops and the socket is removed.
     public func run() async throws {
         logger.info("ingest stream socket listening", metadata: ["logship.socket": "\(listener.path)"])
-        let listener = self.listener
-        try await withGracefulShutdownHandler {
-            try await listener.serve { connection, peer in
-                await serve(connection, peer: peer)
-            }
-        } onGracefulShutdown: {
-            listener.close()
+        try await listener.serveUntilGracefulShutdown { connection, peer in
+            await serve(connection, peer: peer)
         }
     }
 

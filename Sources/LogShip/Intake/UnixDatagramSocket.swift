@@ -77,14 +77,7 @@ struct UnixDatagramSocket: Sendable {
     func receive(limit: Int, bytes: Int) throws -> [Datagram]? {
         var buffer = [UInt8](repeating: 0, count: maximumRecordBytes)
         while true {
-            var descriptors = [
-                pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
-            ]
-            while poll(&descriptors, 2, -1) < 0 {
-                guard errno == EINTR else { throw IngestError.socketCall("poll", path: path, SystemError.describe(errno)) }
-            }
-            if descriptors[1].revents != 0 { return nil }
+            guard try waitUntilReadable(descriptor, orWokenBy: wakeDescriptor, path: path) else { return nil }
 
             var datagrams: [Datagram] = []
             var received = 0

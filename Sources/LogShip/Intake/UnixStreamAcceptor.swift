@@ -83,14 +83,7 @@ final class UnixStreamAcceptor: Sendable {
     /// - Throws: ``IngestError`` when accepting fails (out of descriptors, out of memory); the socket goes on.
     func accept() throws -> Accepted? {
         while true {
-            var descriptors = [
-                pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
-            ]
-            while poll(&descriptors, 2, -1) < 0 {
-                guard errno == EINTR else { throw IngestError.socketCall("poll", path: path, SystemError.describe(errno)) }
-            }
-            if descriptors[1].revents != 0 { return nil }
+            guard try waitUntilReadable(descriptor, orWokenBy: wakeDescriptor, path: path) else { return nil }
             // Gone before it was taken, or taken by a signal: wait again.
             guard let accepted = try acceptWaiting() else { continue }
             return accepted

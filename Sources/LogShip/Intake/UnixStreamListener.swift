@@ -4,6 +4,7 @@ import Glibc
 import Logging
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 import Synchronization
 
 /// A listening Unix stream socket that hands each connection, framed into records, to a handler together with
@@ -225,6 +226,17 @@ final class UnixStreamListener: Sendable {
                 }
                 return try Connection(wrappingChannelSynchronously: channel, configuration: Self.connectionConfiguration)
             }
+        }
+    }
+
+    /// Serves as ``serve(_:)`` does until graceful shutdown, when it stops accepting.
+    func serveUntilGracefulShutdown(
+        _ handler: @escaping @Sendable (Connection, PeerCredentials) async -> Void
+    ) async throws {
+        try await withGracefulShutdownHandler {
+            try await serve(handler)
+        } onGracefulShutdown: {
+            self.close()
         }
     }
 
