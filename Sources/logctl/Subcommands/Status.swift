@@ -82,7 +82,7 @@ struct Status: ParsableCommand {
     }
 
     static func bytes(_ count: Int) -> String {
-        ByteCountFormatter.string(fromByteCount: Int64(count), countStyle: .binary)
+        ByteCountText.approximate(count)
     }
 }
 
