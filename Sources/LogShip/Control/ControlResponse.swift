@@ -11,10 +11,12 @@ public struct ControlResponse: Codable, Hashable, Sendable {
     public var deadLetters: [DeadLetter]?
     /// Dead letters requeued or purged.
     public var count: Int?
+    /// For `pause` and `resume`: whether uploads were not already paused, or not already running.
+    public var changed: Bool?
 
     public init(
         ok: Bool, accepted: Int? = nil, demoted: Int? = nil, error: String? = nil, status: DaemonStatus? = nil,
-        deadLetters: [DeadLetter]? = nil, count: Int? = nil
+        deadLetters: [DeadLetter]? = nil, count: Int? = nil, changed: Bool? = nil
     ) {
         self.ok = ok
         self.accepted = accepted
@@ -23,6 +25,7 @@ public struct ControlResponse: Codable, Hashable, Sendable {
         self.status = status
         self.deadLetters = deadLetters
         self.count = count
+        self.changed = changed
     }
 
     public static func failure(_ reason: String) -> ControlResponse { ControlResponse(ok: false, error: reason) }

@@ -107,11 +107,13 @@ public struct ControlServer: Service {
             }
         case .pause, .resume:
             if let refusal = refusal(of: request.command, to: peer) { return refusal }
-            shipper.setPausedByOperator(request.command == .pause)
-            logger.notice(
-                request.command == .pause ? "uploads paused by an operator" : "uploads resumed by an operator",
-                metadata: ["logship.peer.uid": "\(peer.uid)", "logship.peer.pid": "\(peer.pid)"])
-            return ControlResponse(ok: true)
+            let changed = shipper.setPausedByOperator(request.command == .pause)
+            if changed {
+                logger.notice(
+                    request.command == .pause ? "uploads paused by an operator" : "uploads resumed by an operator",
+                    metadata: ["logship.peer.uid": "\(peer.uid)", "logship.peer.pid": "\(peer.pid)"])
+            }
+            return ControlResponse(ok: true, changed: changed)
         case .flush:
             return await flush(request)
         case .requeue, .purge:

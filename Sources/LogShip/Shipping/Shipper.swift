@@ -88,8 +88,14 @@ public final class Shipper: Service, Sendable {
 
     /// Stops (`true`) or restarts uploads, as `logctl pause` and `logctl resume` ask: requests in flight finish,
     /// no new one starts, intake goes on. Only this process remembers it: a restart resumes.
-    public func setPausedByOperator(_ paused: Bool) {
-        perform(state.withLock { $0.machine.setPausedByOperator(paused, now: Date()) })
+    /// - Returns: Whether it changed anything: `false` for a pause while paused, or a resume while not.
+    @discardableResult
+    public func setPausedByOperator(_ paused: Bool) -> Bool {
+        let (changed, actions) = state.withLock { state in
+            (state.machine.isPausedByOperator != paused, state.machine.setPausedByOperator(paused, now: Date()))
+        }
+        perform(actions)
+        return changed
     }
 
     /// Whether the shipping path moves: no operation has spent longer than `stuckAfter` on one batch. What feeds

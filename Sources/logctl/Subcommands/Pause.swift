@@ -10,7 +10,7 @@ struct Pause: ParsableCommand {
     @OptionGroup var control: ControlSocketOptions
 
     func run() throws {
-        _ = request(ControlRequest(command: .pause), at: control.path)
-        print("uploads paused")
+        let response = request(ControlRequest(command: .pause), at: control.path)
+        print(response.changed == false ? "uploads were paused already" : "uploads paused")
     }
 }

@@ -10,7 +10,7 @@ struct Resume: ParsableCommand {
     @OptionGroup var control: ControlSocketOptions
 
     func run() throws {
-        _ = request(ControlRequest(command: .resume), at: control.path)
-        print("uploads resumed")
+        let response = request(ControlRequest(command: .resume), at: control.path)
+        print(response.changed == false ? "uploads were not paused; nothing to resume" : "uploads resumed")
     }
 }

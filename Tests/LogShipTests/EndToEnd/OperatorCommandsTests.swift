@@ -23,7 +23,12 @@ struct OperatorCommandsTests {
         #expect(daemon.receiver.requests.isEmpty, "nothing was uploaded while paused")
         #expect(try await daemon.status().operatorPaused == true)
 
-        #expect(try await logctl(["resume"], socket: daemon.controlPath).status == 0)
+        let pausedAgain = try await logctl(["pause"], socket: daemon.controlPath)
+        #expect(pausedAgain.status == 0 && pausedAgain.standardOutput == "uploads were paused already\n")
+        let resumed = try await logctl(["resume"], socket: daemon.controlPath)
+        #expect(resumed.status == 0 && resumed.standardOutput == "uploads resumed\n")
+        let resumedAgain = try await logctl(["resume"], socket: daemon.controlPath)
+        #expect(resumedAgain.status == 0 && resumedAgain.standardOutput == "uploads were not paused; nothing to resume\n")
         try await daemon.receiver.waitFor(records: 301)
         let first = try #require(daemon.receiver.requests.min { $0.batch! < $1.batch! })
         #expect(first.records.map(\.message) == ["the crash"])
