@@ -33,7 +33,7 @@ public struct SubmissionSender {
             .demoted
     }
 
-    /// Sends each line of `descriptor` as a record, in chunks; a chunk goes as soon as no more input is ready,
+    /// Sends each line of `descriptor` that holds more than whitespace as a record, in chunks; a chunk goes as soon as no more input is ready,
     /// so `tail -f | logctl send` ships promptly.
     ///
     /// - Returns: How many crash records the daemon accepted as errors, beyond the sender's crash budget.
@@ -54,6 +54,8 @@ public struct SubmissionSender {
         }
         while let line = try reader.next() {
             let text = String(decoding: line.bytes[...].trimmingLineEnding(), as: UTF8.self)
+            // A line with nothing but whitespace is no record, as on the ingest sockets.
+            guard text.contains(where: { !$0.isWhitespace }) else { continue }
             let encodedBytes = Self.encodedSizeBound(of: text) + submissionOverhead
             if !chunk.isEmpty && chunkBytes + encodedBytes > Self.chunkBytes {
                 try sendChunk()

@@ -27,13 +27,15 @@ struct CommandLineTests {
         try await daemon.stop()
     }
 
-    @Test("stdin lines become one info record each, found through $LOGSHIPD_CONTROL")
+    @Test("stdin lines become one info record each, blank ones none, found through $LOGSHIPD_CONTROL")
     func sendStdin() async throws {
         let daemon = try await TestDaemon.start()
         let result = try await run(
             Binaries.logctl, ["send"], environment: ["LOGSHIPD_CONTROL": daemon.controlPath],
-            stdin: Data("a\nb\n".utf8))
+            stdin: Data("a\n\n \t\r\nb\n".utf8))
         #expect(result.status == 0, "\(result.standardError)")
+        // logctl returns once the daemon has accepted what it sent: the spool has taken every record by now.
+        #expect(daemon.daemon.intake.statistics.received == 2)
         try await daemon.receiver.waitFor(records: 2)
         #expect(daemon.receiver.records.map(\.message) == ["a", "b"])
         #expect(daemon.receiver.records.allSatisfy { $0.priority == .info && $0.severity == .informational })
