@@ -11,17 +11,23 @@ struct Logshipd: AsyncParsableCommand {
         abstract: "Ships log records to a remote HTTP endpoint, crash reports first.",
         version: LogShipVersion.current)
 
+    private static let defaultConfig = "/etc/logshipd/logshipd.yaml"
+
     @Option(name: .long, help: "The YAML configuration file.")
-    var config = "/etc/logshipd/logshipd.yaml"
+    var config = Self.defaultConfig
 
     @Flag(name: .customLong("check-config"), help: "Check the configuration (with LOGSHIPD_* overrides), list every problem, and exit: 0 when it is valid, 1 when not.")
     var checkConfig = false
 
     func run() async throws {
         MallocTuning.applyForDaemon()
-        // The default file may be absent (environment and defaults then apply); a named one must exist.
-        let path = config == "/etc/logshipd/logshipd.yaml" && !FileManager.default.fileExists(atPath: config)
-            ? nil : config
+        // The default file may be absent (environment and defaults then apply); a named one must exist, and so
+        // must the one a check is asked to check.
+        let isDefaultAbsent = config == Self.defaultConfig && !FileManager.default.fileExists(atPath: config)
+        if isDefaultAbsent && checkConfig {
+            Self.fail("logshipd: configuration: \(config) does not exist; name the file to check with --config")
+        }
+        let path = isDefaultAbsent ? nil : config
         let configuration: DaemonConfiguration
         do {
             configuration = try await ConfigurationLoader().load(path: path)

@@ -100,6 +100,16 @@ struct CommandLineTests {
         #expect(control.standardOutput == daemon.standardOutput)
     }
 
+    @Test("--check-config with no file to check exits 1 and says so, rather than calling the defaults valid",
+          .enabled(if: !FileManager.default.fileExists(atPath: "/etc/logshipd/logshipd.yaml")))
+    func checkConfigWithoutFile() async throws {
+        let result = try await run(Binaries.logshipd, ["--check-config"])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("/etc/logshipd/logshipd.yaml does not exist"), "\(result.standardError)")
+        let missing = try await run(Binaries.logshipd, ["--check-config", "--config", "/nonexistent/logshipd.yaml"])
+        #expect(missing.status == 1 && missing.standardError.contains("/nonexistent/logshipd.yaml"))
+    }
+
     @Test("--check-config lists every problem and exits 1; the shipped configuration exits 0 without starting")
     func checkConfig() async throws {
         let directory = try TemporaryDirectory.make()
