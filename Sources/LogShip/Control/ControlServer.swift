@@ -126,6 +126,14 @@ public struct ControlServer: Service {
                     "\(ids.count) ids in one request; name at most \(ControlRequest.deadLetterLimits.upperBound), or all")
             }
             do {
+                if case .ids(let ids) = selection {
+                    let known = try await spool.existingDeadLetters(ids)
+                    let unknown = ids.filter { !known.contains($0) }
+                    if !unknown.isEmpty {
+                        return .failure(
+                            "no dead letter has id \(unknown.map(String.init).joined(separator: ", ")); nothing was \(request.command.rawValue)d")
+                    }
+                }
                 let count = request.command == .requeue
                     ? try await spool.requeueDeadLetters(selection) : try await spool.purgeDeadLetters(selection)
                 logger.notice(

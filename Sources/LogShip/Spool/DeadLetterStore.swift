@@ -6,6 +6,10 @@ public protocol DeadLetterStore: Sendable {
     /// Dead letters, oldest first.
     func deadLetters(limit: Int) async throws -> [DeadLetter]
 
+    /// Those of `ids` that name a dead letter: what a requeue or purge by id checks first, so that an id that
+    /// names none is refused rather than skipped.
+    func existingDeadLetters(_ ids: [Int64]) async throws -> Set<Int64>
+
     /// Moves dead letters back into their class at their original place. Returns how many moved.
     func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> Int
 

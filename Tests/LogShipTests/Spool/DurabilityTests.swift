@@ -149,6 +149,13 @@ struct DurabilityTests {
             #expect(listing.standardOutput.contains("\"message\":\"record \(index)\""))
         }
 
+        // An id that names no dead letter is refused, naming it, and nothing is done, not even to the real one.
+        let realID = try #require(entries.first?.split(separator: " ").first.map(String.init))
+        let mixed = try await run(
+            Binaries.logctl, ["dead-letters", "--purge", realID, "999999", "--socket", daemon.controlPath])
+        #expect(mixed.status == 1 && mixed.standardError.contains("no dead letter has id 999999"), "\(mixed.standardError)")
+        #expect(try await daemon.status().deadLetters == 7)
+
         accepting.withLock { $0 = true }
         let requeued = try await run(Binaries.logctl, ["dead-letters", "--requeue", "--all", "--socket", daemon.controlPath])
         #expect(requeued.standardOutput == "requeued 7 dead letter(s)\n", "\(requeued.standardError)")

@@ -137,6 +137,10 @@ public final class MemorySpool: Spool, DeadLetterStore {
         }
     }
 
+    public func existingDeadLetters(_ ids: [Int64]) async throws -> Set<Int64> {
+        state.withLock { state in Set(ids.filter { state.deadLetters[$0] != nil }) }
+    }
+
     public func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
         let classes = state.withLock { state -> [PriorityClass] in
             let requeued = Self.selectedIDs(selection, in: state).compactMap { state.deadLetters.removeValue(forKey: $0) }

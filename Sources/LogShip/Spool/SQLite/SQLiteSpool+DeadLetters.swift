@@ -36,6 +36,16 @@ extension SQLiteSpool {
         logger.reportEvictedDeadLetters(trimmed.count)
     }
 
+    public func existingDeadLetters(_ ids: [Int64]) async throws -> Set<Int64> {
+        try checkOpen()
+        guard !ids.isEmpty else { return [] }
+        return try await database.read { db in
+            Set(try Int64.fetchAll(
+                db, sql: "SELECT id FROM dead_letter WHERE id IN (\(Self.placeholders(ids.count)))",
+                arguments: StatementArguments(ids)))
+        }
+    }
+
     public func deadLetters(limit: Int) async throws -> [DeadLetter] {
         try checkOpen()
         return try await database.read { db in
