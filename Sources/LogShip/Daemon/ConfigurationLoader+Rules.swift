@@ -11,11 +11,13 @@ extension ConfigurationLoader {
                 "upload.url holds a user or password (not shown): put the user in auth.basic_user and the password in a file named by auth.basic_password_file")
         }
         if configuration.upload.retryMax < configuration.upload.retryInitial {
-            problems.append("upload.retry_max must not be shorter than upload.retry_initial")
+            problems.append(
+                "upload.retry_max (\(ConfigurationText.duration(configuration.upload.retryMax))) must not be shorter than upload.retry_initial (\(ConfigurationText.duration(configuration.upload.retryInitial)))")
         }
         // Division, not multiplication: no product of two configured values can overflow.
         if configuration.spool.maxBytes / 4 < configuration.ingest.maxRecordBytes {
-            problems.append("spool.max_bytes must hold at least four records of ingest.max_record_bytes")
+            problems.append(
+                "spool.max_bytes (\(ConfigurationText.bytes(configuration.spool.maxBytes))) must hold at least four records of ingest.max_record_bytes (\(ConfigurationText.bytes(configuration.ingest.maxRecordBytes))): at least \(ConfigurationText.bytes(configuration.ingest.maxRecordBytes * 4))")
         }
         if configuration.auth.basicUser.isEmpty != configuration.auth.basicPasswordFile.isEmpty {
             problems.append("auth.basic_user and auth.basic_password_file go together")
@@ -36,7 +38,8 @@ extension ConfigurationLoader {
             }
         }
         if configuration.journal.enabled && configuration.spool.maxBytes / 4 < configuration.journal.maxFieldBytes {
-            problems.append("spool.max_bytes must hold at least four journal fields of journal.max_field_bytes")
+            problems.append(
+                "spool.max_bytes (\(ConfigurationText.bytes(configuration.spool.maxBytes))) must hold at least four journal fields of journal.max_field_bytes (\(ConfigurationText.bytes(configuration.journal.maxFieldBytes))): at least \(ConfigurationText.bytes(configuration.journal.maxFieldBytes * 4))")
         }
         return problems
     }

@@ -73,7 +73,7 @@ public struct ConfigurationLoader: Sendable {
                 providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
             }
         }
-        return try Self.read(ConfigReader(providers: providers), file: fileValues)
+        return try Self.read(ConfigReader(providers: providers), file: fileValues, environment: environment)
     }
 
     /// The system's words for a file error: "No such file or directory", "Is a directory".
@@ -171,8 +171,10 @@ public struct ConfigurationLoader: Sendable {
     }
 
     /// Reads every key, collecting what is wrong with each, and throws them all together.
-    private static func read(_ reader: ConfigReader, file: FileValues) throws -> DaemonConfiguration {
-        var values = ConfigValues(reader: reader)
+    private static func read(
+        _ reader: ConfigReader, file: FileValues, environment: [String: String]
+    ) throws -> DaemonConfiguration {
+        var values = ConfigValues(reader: reader, environment: environment)
         var configuration = DaemonConfiguration()
 
         values.read("ingest.stream", into: &configuration.ingest.stream, .text)
@@ -274,13 +276,17 @@ private struct ConfigValues {
     static let mayHoldCredentials: Set<String> = ["upload.headers", "upload.url"]
 
     let reader: ConfigReader
+    let environment: [String: String]
     var problems: [String] = []
 
     mutating func read<Value>(_ key: String, into value: inout Value, _ parser: ValueParser<Value>) {
         guard let text = reader.string(forKey: ConfigKey(key)) else { return }
         guard let parsed = parser.parse(text) else {
             let shown = Self.mayHoldCredentials.contains(key) ? "(not shown: it may hold a credential)" : "\"\(text)\""
-            problems.append("\(key): invalid value \(shown) (expected \(parser.expected))")
+            // The environment wins over the file: a variable that is set is where the bad value came from.
+            let variable = "LOGSHIPD_" + key.uppercased().replacingOccurrences(of: ".", with: "_")
+            let source = environment[variable] != nil ? "\(variable) (\(key))" : key
+            problems.append("\(source): invalid value \(shown) (expected \(parser.expected))")
             return
         }
         value = parsed

@@ -132,9 +132,9 @@ struct ConfigurationLoaderTests {
         ("ingest:\n  max_record_bytes: 9223372036854775807\n", "ingest.max_record_bytes: invalid value"),
         ("spool:\n  max_bytes: 9999999999999G\n", "spool.max_bytes: invalid value"),
         ("ingest:\n  max_connections: 0\n", "ingest.max_connections: invalid value \"0\" (expected a whole number from 1"),
-        ("ingest:\n  max_record_bytes: 512KiB\nspool:\n  max_bytes: 1MiB\n", "spool.max_bytes must hold at least four records"),
+        ("ingest:\n  max_record_bytes: 512KiB\nspool:\n  max_bytes: 1MiB\n", "spool.max_bytes (1MiB) must hold at least four records of ingest.max_record_bytes (512KiB): at least 2MiB"),
         ("ingest:\n  max_record_bytes: 1MiB\n", "ingest.max_record_bytes: invalid value \"1MiB\" (expected a size from 256 to 512KiB"),
-        ("upload:\n  retry_initial: 2s\n  retry_max: 1s\n", "upload.retry_max must not be shorter than upload.retry_initial"),
+        ("upload:\n  retry_initial: 2s\n  retry_max: 1s\n", "upload.retry_max (1s) must not be shorter than upload.retry_initial (2s)"),
         ("journal:\n  matches: [nope]\n", "journal.matches: invalid match \"nope\""),
         ("journal:\n  matches: [\"lower=x\"]\n", "journal.matches: invalid match \"lower=x\""),
         ("journal:\n  fields: [\"1ABC\"]\n", "journal.fields: invalid field name"),
@@ -149,6 +149,14 @@ struct ConfigurationLoaderTests {
     func rejects(yaml: String, message: String) async {
         let error = await loadError(yaml)
         #expect(error.contains(message), "\(error)")
+    }
+
+    @Test("a bad value from the environment is named by its variable, one from the file by its key")
+    func environmentNamed() async {
+        let fromEnvironment = await loadError("upload:\n  timeout: 5s\n", environment: ["LOGSHIPD_UPLOAD_TIMEOUT": "zzz"])
+        #expect(fromEnvironment.contains("LOGSHIPD_UPLOAD_TIMEOUT (upload.timeout): invalid value \"zzz\""), "\(fromEnvironment)")
+        let fromFile = await loadError("upload:\n  timeout: zzz\n")
+        #expect(fromFile.contains("upload.timeout: invalid value \"zzz\"") && !fromFile.contains("LOGSHIPD_"), "\(fromFile)")
     }
 
     @Test("a user or password in upload.url is refused without being shown, from the file or the environment")
@@ -188,12 +196,6 @@ struct ConfigurationLoaderTests {
         #expect(journal.fields == ["REQUEST_ID"] && journal.maxFieldBytes == 131_072)
         let defaults = try await load("spool:\n  path: memory\n")
         #expect(defaults.journal.excludeUnits == ["logshipd.service"] && defaults.journal.startAt == .tail)
-    }
-
-    @Test("a bad environment value names the key too")
-    func badEnvironmentValue() async {
-        let error = await loadError("spool:\n  path: memory\n", environment: ["LOGSHIPD_UPLOAD_MAX_IN_FLIGHT": "0"])
-        #expect(error.contains("upload.max_in_flight: invalid value \"0\""), "\(error)")
     }
 
     @Test("a file of comments only means all defaults")
