@@ -117,6 +117,15 @@ extension ValueParser<Duration> {
     }
 }
 
+/// Durations as the configuration takes them, for the commands that take one too (`logctl flush --timeout`).
+public enum DurationText {
+    /// `500ms`, `10s`, `2m`, `1h`, `1d`, or a number of seconds, from 1 ms to 30 days; `nil` for anything else.
+    public static func parse(_ text: String) -> Duration? { ValueParser<Duration>.duration().parse(text) }
+
+    /// What ``parse(_:)`` takes, in words, for an error message.
+    public static var expected: String { ValueParser<Duration>.duration().expected }
+}
+
 extension ValueParser<[String]> {
     /// A comma-separated list (`a.service, b.service`); empty text is an empty list.
     static let list = ValueParser(expected: "a comma-separated list") { text in

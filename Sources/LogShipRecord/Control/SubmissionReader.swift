@@ -16,7 +16,7 @@ package struct SubmissionReader: Sendable {
         package var description: String {
             switch self {
             case .unknownPriority(let text):
-                "unknown priority \"\(text)\" (use crash, error, warning, info, debug or 0-7)"
+                "unknown priority \"\(text)\" (use \(PriorityClass.spellings))"
             case .badTimestamp(let text): "timestamp \"\(text)\" is not RFC 3339"
             }
         }

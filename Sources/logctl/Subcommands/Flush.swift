@@ -13,31 +13,26 @@ struct Flush: ParsableCommand {
 
     @OptionGroup var control: ControlSocketOptions
 
-    @Option(name: .long, help: "The least urgent class waited for: crash, error, warning, info, debug, or 0-7.")
+    @Option(name: .long, help: "The least urgent class waited for: \(PriorityClass.spellings).")
     var priority: String?
 
-    @Option(name: .long, help: "How long to wait: 30s, 2m, or seconds.")
+    // Unconditional, so that "-1" reaches validation and gets its error instead of passing for an option.
+    @Option(name: .long, parsing: .unconditional, help: "How long to wait: 500ms, 30s, 2m, 1h or seconds, as in the configuration.")
     var timeout = "30s"
 
     func validate() throws {
         if let priority, PriorityClass.resolve(priority) == nil {
-            throw ValidationError("unknown priority \"\(priority)\": use crash, error, warning, info, debug, or 0-7")
+            throw ValidationError("unknown priority \"\(priority)\": use \(PriorityClass.spellings)")
         }
-        if Self.seconds(timeout) == nil {
-            throw ValidationError("invalid --timeout \"\(timeout)\": use 30s, 2m, 500ms, or a number of seconds")
+        if DurationText.parse(timeout) == nil {
+            throw ValidationError("invalid --timeout \"\(timeout)\": expected \(DurationText.expected)")
         }
     }
 
     func run() throws {
-        _ = request(ControlRequest(command: .flush, priority: priority, timeout: Self.seconds(timeout)), at: control.path)
+        _ = request(
+            ControlRequest(command: .flush, priority: priority, timeout: DurationText.parse(timeout)?.seconds),
+            at: control.path)
         print("flushed: nothing \(priority.map { "of \($0) and above " } ?? "")accepted before is left in the spool")
-    }
-
-    /// `30s`, `2m`, `500ms`, `1h`, or a bare number of seconds.
-    static func seconds(_ text: String) -> Double? {
-        for (suffix, scale) in [("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)] where text.hasSuffix(suffix) {
-            return Double(text.dropLast(suffix.count)).map { $0 * scale }.flatMap { $0 >= 0 ? $0 : nil }
-        }
-        return Double(text).flatMap { $0 >= 0 ? $0 : nil }
     }
 }

@@ -10,7 +10,7 @@ struct Send: ParsableCommand {
 
     @OptionGroup var control: ControlSocketOptions
 
-    @Option(name: .long, help: "crash, error, warning, info, debug, or a syslog severity 0-7.")
+    @Option(name: .long, help: "\(PriorityClass.spellings).")
     var priority = "info"
 
     @Option(name: .long, help: "A field to attach, KEY=VALUE (repeatable).")
@@ -21,7 +21,7 @@ struct Send: ParsableCommand {
 
     func validate() throws {
         guard PriorityClass.resolve(priority) != nil else {
-            throw ValidationError("unknown priority \"\(priority)\": use crash, error, warning, info, debug or 0-7")
+            throw ValidationError("unknown priority \"\(priority)\": use \(PriorityClass.spellings)")
         }
         for entry in field where !entry.contains("=") || entry.hasPrefix("=") {
             throw ValidationError("--field \"\(entry)\" is not KEY=VALUE")

@@ -100,6 +100,18 @@ struct CommandLineTests {
         #expect(control.standardOutput == daemon.standardOutput)
     }
 
+    @Test("logctl's durations read as the configuration's, and a bad priority lists every spelling")
+    func argumentErrors() async throws {
+        let negative = try await run(Binaries.logctl, ["flush", "--timeout", "-1", "--socket", "/nonexistent"])
+        #expect(negative.status != 0)
+        #expect(negative.standardError.contains("invalid --timeout \"-1\": expected a duration from 1ms to 30d"), "\(negative.standardError)")
+        let loud = try await run(Binaries.logctl, ["send", "--priority", "loud", "--socket", "/nonexistent", "x"])
+        #expect(loud.status != 0)
+        #expect(loud.standardError.contains("unknown priority \"loud\": use \(PriorityClass.spellings)"), "\(loud.standardError)")
+        let help = try await run(Binaries.logctl, ["send", "--help"])
+        #expect(help.standardOutput.contains("notice"), "the help lists the syslog names too")
+    }
+
     @Test("--check-config with no file to check exits 1 and says so, rather than calling the defaults valid",
           .enabled(if: !FileManager.default.fileExists(atPath: "/etc/logshipd/logshipd.yaml")))
     func checkConfigWithoutFile() async throws {
