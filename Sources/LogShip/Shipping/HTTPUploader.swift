@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NIOSSL
 import Synchronization
 
@@ -239,8 +240,22 @@ public final class HTTPUploader: Uploader {
         switch error {
         case UploadClientError.timedOut, ChannelError.connectTimeout: return UploadError.timeout
         case let error as IOError: return UploadError.transport(SystemError.describe(error.errnoCode))
+        case let error as NIOConnectionError: return UploadError.transport(describe(error))
         default: return UploadError.transport(String(describing: error))
         }
+    }
+
+    /// A failed connect in words: `cannot connect to 127.0.0.1:8514: connection refused`, or `cannot resolve
+    /// logs.example` when no address was found; NIO's description lists its attempts' internals.
+    private static func describe(_ error: NIOConnectionError) -> String {
+        let target = "\(error.host):\(error.port)"
+        if let failure = error.connectionErrors.first {
+            let reason = (failure.error as? IOError).map { SystemError.describe($0.errnoCode).lowercased() }
+                ?? String(describing: failure.error)
+            return "cannot connect to \(target): \(reason)"
+        }
+        return error.dnsAError != nil || error.dnsAAAAError != nil
+            ? "cannot resolve \(error.host)" : "cannot connect to \(target)"
     }
 
     /// `Retry-After` as seconds to wait: delay seconds, or an HTTP date (RFC 9110 section 10.2.3) less `now`.
