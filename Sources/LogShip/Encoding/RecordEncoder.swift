@@ -33,7 +33,7 @@ public enum UploadFormat: String, CaseIterable, Sendable {
         switch self {
         case .ndjson: NDJSONEncoder()
         case .json: JSONArrayEncoder()
-        case .otlp: OTLPEncoder()
+        case .otlp: OTLPJSONEncoder()
         case .journal: JournalExportEncoder()
         case .loki: LokiEncoder()
         }
