@@ -21,7 +21,8 @@ enum RecordCounting: Sendable {
         case .ndjson: self = .lines
         case .json: self = .marker(Array(#"{"timestamp":"#.utf8), anchor: 0)
         // The `U` of `timeUnixNano`.
-        case .otlp: self = .marker(Array(#","timeUnixNano":""#.utf8), anchor: 6)
+        case .otlp: self = .otlpProtobuf
+        case .otlpJSON: self = .marker(Array(#","timeUnixNano":""#.utf8), anchor: 6)
         case .loki: self = .marker(Array(#"[""#.utf8), anchor: 0)
         // An entry ends with an empty line; the benchmark's records have no binary-safe field that could hold one.
         case .journal: self = .marker(Array("\n\n".utf8), anchor: 0)

@@ -41,20 +41,20 @@ struct BodyWriter {
         write(UnsafeBufferPointer(rebasing: bytes))
     }
 
-    /// `value` in decimal.
+    /// `value` in decimal: its digits made from the last, into the room after what is written, then moved to
+    /// the front of it.
     mutating func writeDecimal(_ value: UInt64) {
-        var digits = 1
+        assert(count + 40 <= capacity, "the body outgrew the room reserved for it")
+        let end = base + count + 40
+        var start = end
         var rest = value
-        while rest >= 10 {
+        repeat {
+            start -= 1
+            start.pointee = UInt8(ascii: "0") + UInt8(rest % 10)
             rest /= 10
-            digits += 1
-        }
-        assert(count + digits <= capacity, "the body outgrew the room reserved for it")
-        rest = value
-        for position in stride(from: count + digits - 1, through: count, by: -1) {
-            base[position] = UInt8(ascii: "0") + UInt8(rest % 10)
-            rest /= 10
-        }
+        } while rest > 0
+        let digits = end - start
+        (base + count).update(from: start, count: digits)
         count += digits
     }
 

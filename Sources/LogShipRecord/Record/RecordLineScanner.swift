@@ -137,10 +137,16 @@ struct RecordLineScanner {
         }
     }
 
-    private static let sources: [LogRecord.Source] = [.socket, .journal, .datagram, .control]
-
     private static func source(named name: Slice<UnsafeBufferPointer<UInt8>>) -> LogRecord.Source? {
-        sources.first { $0.staticName.utf8Bytes.elementsEqual(name) }
+        let source: LogRecord.Source? =
+            switch name.first {
+            case UInt8(ascii: "s"): .socket
+            case UInt8(ascii: "j"): .journal
+            case UInt8(ascii: "d"): .datagram
+            case UInt8(ascii: "c"): .control
+            default: nil
+            }
+        return source.flatMap { $0.staticName.utf8Bytes.elementsEqual(name) ? $0 : nil }
     }
 
     private func peek() -> UInt8? { index < bytes.endIndex ? bytes[index] : nil }
@@ -231,7 +237,11 @@ struct RecordLineScanner {
             let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
             let found = ((word &- ones &* 0x20) & ~word) | ((quote &- ones) & ~quote)
                 | ((backslash &- ones) & ~backslash) | word
-            if found & highs != 0 { return }
+            // The lowest flagged byte is the first that stops (a false flag only follows a true one).
+            if found & highs != 0 {
+                index += (found & highs).trailingZeroBitCount / 8
+                return
+            }
             index += 8
         }
     }
