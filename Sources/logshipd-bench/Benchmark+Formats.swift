@@ -4,9 +4,14 @@ import LogShip
 extension Benchmark {
     /// What each format costs to encode and to deliver; both tables are printed and go to BENCHMARKS.md.
     static func reportFormats() async throws {
+        // A shared machine's other work moves the figures: say how busy it was.
+        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
         let encoding = try printFormatCosts()
         let delivery = try await FormatDelivery.run()
         try BenchmarkReport.write(section: "Upload formats", """
+            Written by `logshipd-bench delivery-formats` (release build; `make bench` runs it too) on \(ISO8601DateFormatter().string(from: Date())),
+            \(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(load) before it started.
+
             What each `upload.format` costs. Encoding alone (`logshipd-bench formats`): batches of 1 000 typical
             access-log records encoded (and compressed) by one thread, as the uploader does per request; bytes on the
             wire per record and CPU time.

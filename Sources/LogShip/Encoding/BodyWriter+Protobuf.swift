@@ -50,12 +50,7 @@ extension BodyWriter {
         1 + varintSize(UInt64(length)) + length
     }
 
-    /// A string field of text from `line`, its escapes undone.
-    mutating func writeStringField(_ field: UInt64, _ text: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>) {
-        writeLengthDelimited(field, length: Self.unescapedLength(text, of: line))
-        _ = writeUnescaped(text, of: line)
-    }
-
+    /// A string field of a name logshipd writes.
     mutating func writeStringField(_ field: UInt64, _ text: StaticString) {
         writeLengthDelimited(field, length: text.utf8CodeUnitCount)
         write(text)

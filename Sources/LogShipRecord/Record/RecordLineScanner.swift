@@ -112,9 +112,11 @@ struct RecordLineScanner {
         return text(previous) < text(key)
     }
 
-    /// Whether a field's key is `systemd_unit`, compared as its text.
+    /// Whether a field's key is `systemd_unit`, compared byte for byte with its escapes undone.
     private func isSystemdUnit(_ key: RecordLine.Text) -> Bool {
-        key.hasEscapes ? text(key) == "systemd_unit" : bytes[key.range].elementsEqual(("systemd_unit" as StaticString).utf8Bytes)
+        let unit: StaticString = "systemd_unit"
+        guard key.hasEscapes else { return bytes[key.range].elementsEqual(unit.utf8Bytes) }
+        return EscapedString(escaped: ArraySlice(bytes[key.range]), hasEscapes: true).equals(unit)
     }
 
     /// The time the line's writer writes (`2026-11-21T10:00:00.123456Z`) read at fixed places, else any RFC 3339
