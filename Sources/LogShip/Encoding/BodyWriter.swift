@@ -187,6 +187,15 @@ struct BodyWriter {
 }
 
 extension ByteBuffer {
+    /// A request body's buffer: room for the `expected` bytes of a batch and for the largest reserve of one of its
+    /// records, so that the last record's reserve does not grow it.
+    ///
+    /// - Important: Keep `expected` near what is written: glibc maps a block of 256 KiB or more apart
+    ///   (``MallocTuning``), and each request then faults its pages in anew.
+    static func body(expected: Int, largestReserve: Int) -> ByteBuffer {
+        ByteBufferAllocator().buffer(capacity: expected + largestReserve)
+    }
+
     /// Writes with `body` into at least `capacity` bytes of raw memory at the buffer's end, growing it first if
     /// it has less room.
     mutating func write(reserving capacity: Int, _ body: (inout BodyWriter) -> Void) {

@@ -18,16 +18,24 @@ public struct JournalExportEncoder: RecordEncoder {
 
     public func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer {
         let records = try RecordLine.read(batch: lines)
-        var body = ByteBufferAllocator().buffer(capacity: lines.reduce(0) { $0 + $1.count + 256 })
+        // About the line's length: names in place of the line's keys.
+        var body = ByteBuffer.body(
+            expected: lines.reduce(0) { $0 + $1.count + 16 },
+            largestReserve: zip(lines, records).reduce(0) { max($0, Self.reserve($1.0.count, $1.1)) })
         for (index, record) in records.enumerated() {
             lines[index].withUnsafeBufferPointer { line in
-                // Each string at most once, unescaped (never longer); names, numbers and binary-safe lengths.
-                body.write(reserving: line.count + 512 + 96 * record.fieldCount) { writer in
+                body.write(reserving: Self.reserve(line.count, record)) { writer in
                     Self.write(record, of: line, to: &writer)
                 }
             }
         }
         return body
+    }
+
+    /// The most a record's entry takes: each string at most once, unescaped (never longer); names, numbers and
+    /// binary-safe lengths.
+    private static func reserve(_ lineLength: Int, _ record: RecordLine) -> Int {
+        lineLength + 512 + 96 * record.fieldCount
     }
 
     private static func write(_ record: RecordLine, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {

@@ -20,7 +20,9 @@ struct LokiEncoder: RecordEncoder {
         let records = try RecordLine.read(batch: lines)
         let streams = Self.streams(records, lines: lines)
         // A line's quotes escaped (about one byte in ten), its time and the labels.
-        var body = ByteBufferAllocator().buffer(capacity: lines.reduce(64) { $0 + $1.count * 5 / 4 + 32 })
+        var body = ByteBuffer.body(
+            expected: lines.reduce(64) { $0 + $1.count * 5 / 4 + 32 },
+            largestReserve: 2 * (lines.map(\.count).max() ?? 0) + 128)
         body.writeStaticString(#"{"streams":["#)
         for (number, stream) in streams.enumerated() {
             if number > 0 { body.writeInteger(UInt8(ascii: ",")) }

@@ -20,8 +20,10 @@ struct OTLPJSONEncoder: RecordEncoder {
     func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer {
         let records = try RecordLine.read(batch: lines)
         let groups = OTLPResource.groups(records, lines: lines)
-        // Each record's own bytes once, and some 700 of names and punctuation.
-        var body = ByteBufferAllocator().buffer(capacity: lines.reduce(256) { $0 + $1.count + 768 })
+        // Each record's own bytes once, and some 400 of names and punctuation.
+        var body = ByteBuffer.body(
+            expected: lines.reduce(256) { $0 + $1.count + 448 },
+            largestReserve: zip(lines, records).reduce(0) { max($0, 2 * $1.0.count + 256, Self.reserve($1.0.count, $1.1)) })
         body.writeStaticString(#"{"resourceLogs":["#)
         for (number, group) in groups.enumerated() {
             if number > 0 { body.writeInteger(UInt8(ascii: ",")) }
@@ -43,7 +45,7 @@ struct OTLPJSONEncoder: RecordEncoder {
             for (position, index) in group.members.enumerated() {
                 lines[index].withUnsafeBufferPointer { line in
                     let record = records[index]
-                    body.write(reserving: line.count + 1024 + 64 * record.fieldCount) { writer in
+                    body.write(reserving: Self.reserve(line.count, record)) { writer in
                         if position > 0 { writer.write(UInt8(ascii: ",")) }
                         Self.write(record, of: line, to: &writer)
                     }
@@ -55,6 +57,12 @@ struct OTLPJSONEncoder: RecordEncoder {
         }
         body.writeStaticString("]}")
         return body
+    }
+
+    /// The most a record's `LogRecord` takes: each string of the line at most once, some 700 bytes of names and
+    /// punctuation, and some 50 per field.
+    private static func reserve(_ lineLength: Int, _ record: RecordLine) -> Int {
+        lineLength + 1024 + 64 * record.fieldCount
     }
 
     /// logshipd's version as a JSON string.

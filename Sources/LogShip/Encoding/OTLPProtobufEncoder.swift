@@ -17,8 +17,10 @@ struct OTLPProtobufEncoder: RecordEncoder {
 
     func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer {
         let records = try RecordLine.read(batch: lines)
-        // Each record's own bytes at most once, and some 250 of names and numbers.
-        var body = ByteBufferAllocator().buffer(capacity: lines.reduce(64) { $0 + $1.count + 320 })
+        // About the line's length: attribute names and numbers in place of the line's keys.
+        var body = ByteBuffer.body(
+            expected: lines.reduce(64) { $0 + $1.count + 24 },
+            largestReserve: zip(lines, records).reduce(0) { max($0, 2 * $1.0.count + 128, Self.reserve($1.0.count, $1.1)) })
         for group in OTLPResource.groups(records, lines: lines) {
             // ExportLogsServiceRequest.resource_logs = 1
             let resourceLogs = body.beginMessage(1)
@@ -34,7 +36,7 @@ struct OTLPProtobufEncoder: RecordEncoder {
             for index in group.members {
                 lines[index].withUnsafeBufferPointer { line in
                     let record = records[index]
-                    body.write(reserving: line.count + 512 + 32 * record.fieldCount) { writer in
+                    body.write(reserving: Self.reserve(line.count, record)) { writer in
                         Self.write(record, of: line, to: &writer)
                     }
                 }
@@ -43,6 +45,12 @@ struct OTLPProtobufEncoder: RecordEncoder {
             body.endMessage(resourceLogs)
         }
         return body
+    }
+
+    /// The most a record's `LogRecord` takes: each string of the line at most once, some 250 bytes of names and
+    /// numbers, and a key's prefix and lengths per field.
+    private static func reserve(_ lineLength: Int, _ record: RecordLine) -> Int {
+        lineLength + 512 + 32 * record.fieldCount
     }
 
     /// `ScopeLogs.scope = 1`: an `InstrumentationScope` with logshipd's name and version.
