@@ -12,6 +12,7 @@ extension BodyWriter {
     /// 32-bit length.
     static let lengthRoom = 5
 
+    @inline(__always)
     mutating func writeVarint(_ value: UInt64) {
         var rest = value
         while rest >= 0x80 {
@@ -22,11 +23,13 @@ extension BodyWriter {
     }
 
     /// How many bytes `value` takes as a varint.
+    @inline(__always)
     static func varintSize(_ value: UInt64) -> Int {
         (64 - value.leadingZeroBitCount + 6) / 7 + (value == 0 ? 1 : 0)
     }
 
     /// A varint field's key and value.
+    @inline(__always)
     mutating func writeVarintField(_ field: UInt64, _ value: UInt64) {
         writeVarint(field << 3)
         writeVarint(value)
@@ -40,12 +43,14 @@ extension BodyWriter {
     }
 
     /// A length-delimited field's key and length; its `length` bytes follow.
+    @inline(__always)
     mutating func writeLengthDelimited(_ field: UInt64, length: Int) {
         writeVarint(field << 3 | 2)
         writeVarint(UInt64(length))
     }
 
     /// The size of a length-delimited field of a number below 16 whose contents are `length` bytes.
+    @inline(__always)
     static func fieldSize(length: Int) -> Int {
         1 + varintSize(UInt64(length)) + length
     }

@@ -21,16 +21,19 @@ struct BodyWriter {
         capacity = buffer.count
     }
 
+    @inline(__always)
     mutating func write(_ byte: UInt8) {
         assert(count < capacity, "the body outgrew the room reserved for it")
         base[count] = byte
         count += 1
     }
 
+    @inline(__always)
     mutating func write(_ text: StaticString) {
         write(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
+    @inline(__always)
     mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
         assert(count + bytes.count <= capacity, "the body outgrew the room reserved for it")
@@ -80,6 +83,7 @@ struct BodyWriter {
     }
 
     /// `text` of `line` as a JSON string: its escaped bytes are valid JSON string contents as they are.
+    @inline(__always)
     mutating func writeJSONString(_ text: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>) {
         write(UInt8(ascii: "\""))
         write(line[text.range])

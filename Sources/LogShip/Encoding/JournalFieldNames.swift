@@ -61,18 +61,20 @@ enum JournalFieldNames {
             writer.write(mapped)
         }
         let made = writer.written(from: start)
-        if made.isEmpty || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(made[0])
-            || reservedUTF8.contains(where: { $0.count == made.count && $0.elementsEqual(made) })
-            || made.starts(with: namespace.utf8) || made.starts(with: fieldPrefix.utf8)
+        if made.isEmpty || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(made[0]) || reservedUTF8.contains(made)
+            || made.starts(with: namespaceUTF8) || made.starts(with: fieldPrefixUTF8)
         {
-            writer.move(from: start, by: fieldPrefix.utf8.count)
-            fieldPrefix.utf8.enumerated().forEach { writer.patch($1, at: start + $0) }
+            writer.move(from: start, by: fieldPrefixUTF8.utf8CodeUnitCount)
+            fieldPrefixUTF8.utf8Bytes.enumerated().forEach { writer.patch($1, at: start + $0) }
         }
         if writer.count - start > maximumLength { writer.truncate(to: start + maximumLength) }
     }
 
-    /// ``reserved`` as bytes: a handful, looked through for every field of every record.
-    private static let reservedUTF8 = reserved.map { Array($0.utf8) }
+    private static let reservedUTF8 = ByteNames(reserved)
+
+    /// ``namespace`` and ``fieldPrefix``, for comparing bytes with.
+    private static let namespaceUTF8: StaticString = "LOGSHIP_"
+    private static let fieldPrefixUTF8: StaticString = "FIELD_"
 
     /// The field key a name that is not one of logshipd's own stands for, in the socket inputs' lower case style:
     /// `REQUEST_ID` as `request_id`, `FIELD_PRIORITY` as `priority`. Case and punctuation do not come back.

@@ -38,19 +38,22 @@ enum OTLPAttributeNames {
     static func isReserved(_ key: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>) -> Bool {
         // The reserved names need no escape: a key with one is compared by its bytes with the escapes undone.
         guard !key.hasEscapes else {
-            return isReserved(utf8: EscapedString(escaped: ArraySlice(line[key.range]), hasEscapes: true).unescaped)
+            return EscapedString(escaped: ArraySlice(line[key.range]), hasEscapes: true).unescaped
+                .withUnsafeBufferPointer { isReserved(utf8: $0) }
         }
-        return isReserved(utf8: line[key.range])
+        return isReserved(utf8: UnsafeBufferPointer(rebasing: line[key.range]))
     }
 
-    private static func isReserved(utf8 name: some Collection<UInt8>) -> Bool {
-        name.starts(with: namespace.utf8) || reservedUTF8.contains { $0.count == name.count && $0.elementsEqual(name) }
+    private static func isReserved(utf8 name: UnsafeBufferPointer<UInt8>) -> Bool {
+        name.starts(with: namespaceUTF8) || reservedUTF8.contains(name)
     }
 
     private static func isReserved(_ name: String) -> Bool {
         record.contains(name) || resource.contains(name) || name.hasPrefix(namespace)
     }
 
-    /// The reserved names as bytes: a handful, looked through for every field of every record.
-    private static let reservedUTF8 = record.union(resource).map { Array($0.utf8) }
+    /// ``namespace``, for comparing bytes with.
+    private static let namespaceUTF8: StaticString = "logship."
+
+    private static let reservedUTF8 = ByteNames(record.union(resource))
 }

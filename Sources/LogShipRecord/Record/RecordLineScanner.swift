@@ -159,6 +159,7 @@ struct RecordLineScanner {
 
     /// Consumes `literal` if the bytes from the cursor on are it: compared eight bytes at a time, since every
     /// key of every line is one.
+    @inline(__always)
     private mutating func skip(_ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
         guard bytes.endIndex - index >= count, let base = bytes.baseAddress else { return false }
@@ -179,6 +180,7 @@ struct RecordLineScanner {
         return true
     }
 
+    @inline(__always)
     private mutating func expect(_ literal: StaticString) throws(RecordLineError) {
         guard skip(literal) else { throw failure("`\(literal)`", at: index) }
     }
@@ -301,5 +303,5 @@ struct RecordLineScanner {
 
 extension StaticString {
     /// The string's UTF-8 bytes, in place.
-    var utf8Bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }
+    package var utf8Bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }
 }
