@@ -22,7 +22,9 @@ extension Benchmark {
             uploading in each format to the counting receiver, which counts each format's records; \(FormatDelivery.lines)
             lines of the syslog-ng comparison's generator, batches of \(FormatDelivery.batch), \(FormatDelivery.runs) runs with the
             formats interleaved, median (min–max). CPU time is the daemon's own, from /proc. Bound (issue 31): lines/s at
-            least 0.8× NDJSON's, CPU per line at most 1.5× NDJSON's, in the same run.
+            least 0.8× NDJSON's, CPU per line at most 1.5× NDJSON's, in the same run. On a shared machine the lines/s ratios
+            move with the other load (a daemon short of CPU delivers in proportion to its CPU per line); the CPU ratios
+            are the steadier figure.
 
             \(delivery.joined(separator: "\n"))
             """)
