@@ -22,7 +22,7 @@ enum Benchmark {
         try await printCrashLatency()
         print("")
         try await printJournalRates()
-        try printFormatCosts()
+        try await reportFormats()
         try await printRestartMemory()
     }
 
@@ -259,41 +259,6 @@ enum Benchmark {
         daemon.signal(SIGTERM)
         _ = try await daemon.wait(within: .seconds(60))
         return resident
-    }
-
-    /// What each `upload.format` costs the sender, uncompressed and with each compression at its default level:
-    /// bytes on the wire and CPU time of this thread to encode (and compress) batches of 1 000 typical records, as
-    /// the uploader does per request.
-    static func printFormatCosts() throws {
-        let batches = 50
-        let lines = (0..<1_000).map { index in
-            LogRecord(
-                timestamp: Timestamp(microsecondsSinceEpoch: 1_795_255_200_000_000 + Int64(index)), priority: .info,
-                severity: .informational, host: "web-17.example.internal", source: .socket,
-                message: "GET /api/v1/orders/\(index * 7919 % 100_000) 200 \(index % 90 + 3)ms user=u\(index % 500)",
-                peer: PeerCredentials(pid: 4242, uid: 33, gid: 33, comm: "nginx"),
-                fields: ["syslog_identifier": "nginx", "request_id": "req-\(index * 104_729)"]
-            ).ndjsonLine[...]
-        }
-        let ndjsonBytes = Double(try UploadFormat.ndjson.encoder.encode(lines).count)
-        let compressions = UploadCompression.names.compactMap { UploadCompression(name: $0) }
-        print("encoding a batch of 1 000 access-log records, \(batches) batches (CPU time of one thread):")
-        print("  format     compression    bytes/record   vs ndjson   µs CPU/1000 records")
-        for format in UploadFormat.allCases {
-            let encoder = format.encoder
-            for compression in compressions {
-                var bytes = 0
-                let start = threadCPUTime()
-                for _ in 0..<batches {
-                    bytes = try compression.compress(try encoder.encodeBuffer(lines)).readableBytes
-                }
-                let microseconds = (threadCPUTime() - start) / Double(batches) * 1_000_000
-                print("  " + format.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "  "
-                    + compression.description.padding(toLength: 13, withPad: " ", startingAt: 0)
-                    + String(format: "%12.1f   %9.2f   %19.0f", Double(bytes) / 1_000, Double(bytes) / ndjsonBytes, microseconds))
-            }
-        }
-        print("")
     }
 
     /// Seconds of CPU this thread has used.

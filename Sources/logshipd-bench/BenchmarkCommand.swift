@@ -13,7 +13,7 @@ struct BenchmarkCommand: AsyncParsableCommand {
             """,
         subcommands: [
             All.self, Peers.self, Peer.self, Target.self, Spool.self, CrashLatency.self, Journal.self, Formats.self,
-            RestartMemory.self, IntakeCostCommand.self,
+            DeliveryFormats.self, RestartMemory.self, IntakeCostCommand.self,
         ],
         defaultSubcommand: All.self)
 
@@ -74,6 +74,13 @@ struct BenchmarkCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "What each upload format costs: bytes on the wire and CPU per batch, uncompressed, gzip and zstd.")
         func run() throws { try Benchmark.printFormatCosts() }
+    }
+
+    struct DeliveryFormats: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "delivery-formats",
+            abstract: "Each format's encoding cost and its delivery end to end beside NDJSON; writes BENCHMARKS.md's formats.")
+        func run() async throws { try await Benchmark.reportFormats() }
     }
 
     struct RestartMemory: AsyncParsableCommand {

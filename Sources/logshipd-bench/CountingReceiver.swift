@@ -3,8 +3,9 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// The side-by-side comparison's remote: an HTTP/1.1 server on loopback that counts the NDJSON lines of every POST
-/// and answers 200, after a fixed delay if asked, on the connection's event loop.
+/// The side-by-side comparison's remote: an HTTP/1.1 server on loopback that counts the NDJSON lines (or the
+/// records of another upload format, ``RecordCounting``) of every POST and answers 200, after a fixed delay if
+/// asked, on the connection's event loop.
 ///
 /// It does as little per request as an HTTP server can, so that the shippers compared are what is measured: no task
 /// per request, no hop off the loop, the answer's head and end in one write. It has two threads, one per request a
@@ -22,8 +23,10 @@ final class CountingReceiver: Sendable {
 
     /// Binds an ephemeral port on 127.0.0.1.
     ///
-    /// - Parameter delay: How long to wait before answering each request (a slow remote).
-    init(delay: Duration = .zero) async throws {
+    /// - Parameters:
+    ///   - delay: How long to wait before answering each request (a slow remote).
+    ///   - counting: How to find the records of a body.
+    init(delay: Duration = .zero, counting: RecordCounting = .lines) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let lines = LineCount()
         let delay = TimeAmount.nanoseconds(Int64(delay.seconds * 1_000_000_000))
@@ -34,7 +37,7 @@ final class CountingReceiver: Sendable {
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        try channel.pipeline.syncOperations.addHandler(CountingHandler(lines: lines, delay: delay))
+                        try channel.pipeline.syncOperations.addHandler(CountingHandler(lines: lines, delay: delay, counting: counting))
                     }
                 }
                 .bind(host: "127.0.0.1", port: 0)
@@ -60,20 +63,24 @@ final class CountingReceiver: Sendable {
     }
 }
 
-/// Counts one connection's lines and answers each request.
+/// Counts one connection's lines (or records) and answers each request.
 private final class CountingHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     private let lines: LineCount
     private let delay: TimeAmount
+    private let counting: RecordCounting
     private var keepAlive = true
     private var newlines = 0
     private var lastByte: UInt8?
+    /// The body so far, for a format whose records are counted in the whole body.
+    private var body = ByteBuffer()
 
-    init(lines: LineCount, delay: TimeAmount) {
+    init(lines: LineCount, delay: TimeAmount, counting: RecordCounting) {
         self.lines = lines
         self.delay = delay
+        self.counting = counting
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -82,12 +89,21 @@ private final class CountingHandler: ChannelInboundHandler {
             keepAlive = head.isKeepAlive
             newlines = 0
             lastByte = nil
-        case .body(let part):
+            body.clear()
+        case .body(var part):
+            guard case .lines = counting else {
+                body.writeBuffer(&part)
+                return
+            }
             newlines += part.readableBytesView.count(of: UInt8(ascii: "\n"))
             lastByte = part.readableBytesView.last ?? lastByte
         case .end:
-            // The last line of a body need not end in a newline (syslog-ng's single-line bodies do not).
-            lines.add(newlines + (lastByte.map { $0 != UInt8(ascii: "\n") ? 1 : 0 } ?? 0))
+            if case .lines = counting {
+                // The last line of a body need not end in a newline (syslog-ng's single-line bodies do not).
+                lines.add(newlines + (lastByte.map { $0 != UInt8(ascii: "\n") ? 1 : 0 } ?? 0))
+            } else {
+                lines.add(counting.count(body))
+            }
             guard delay > .zero else {
                 answer(context: context)
                 return

@@ -156,8 +156,11 @@ enum PeerComparison {
             cpuMicrosecondsPerLine: cpu / Double(scenario.lines) * 1_000_000, peakRSSMiB: peak)
     }
 
-    static func startLogshipd(directory: String, url: String, batch: Int) throws -> ChildProcess {
-        let configuration = try TargetScenarios.Daemon.configure(directory: directory, url: url, batch: batch)
+    static func startLogshipd(
+        directory: String, url: String, batch: Int, format: UploadFormat = .ndjson
+    ) throws -> ChildProcess {
+        let configuration = try TargetScenarios.Daemon.configure(
+            directory: directory, url: url, batch: batch, format: format)
         return try ChildProcess(Binaries.logshipd, ["--config", configuration])
     }
 
@@ -203,7 +206,7 @@ enum PeerComparison {
         try ProcessStat(path: "/proc/\(pid)/stat").cpuTicks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// BENCHMARKS.md: both tables, the machine and the date.
+    /// BENCHMARKS.md: both tables, the machine and the date; the file's other sections are kept.
     static func write(_ table: [String], targets: [TargetScenarios.Row]) throws {
         let cpuInfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
         let model = cpuInfo.split(separator: "\n").first { $0.hasPrefix("model name") }
@@ -238,8 +241,8 @@ enum PeerComparison {
             |---|---|---|---|
             \(targets.map { "| \($0.scenario) | \($0.measured) | \($0.target) | \($0.met ? "yes" : "no") |" }.joined(separator: "\n"))
 
-            """
-        try text.write(to: packageRoot.appendingPathComponent("BENCHMARKS.md"), atomically: true, encoding: .utf8)
+            """ + BenchmarkReport.sections(besides: ["Side by side with syslog-ng", "Against the targets"])
+        try text.write(to: BenchmarkReport.url, atomically: true, encoding: .utf8)
         print("  written to BENCHMARKS.md")
     }
 }

@@ -80,9 +80,11 @@ enum TargetScenarios {
         }
 
         /// Writes the benchmark's configuration in `directory` (sockets, durable spool with the packaged defaults,
-        /// quiet log); returns its path.
+        /// quiet log, uploads in `format`); returns its path.
         @discardableResult
-        static func configure(directory: String, url: String, batch: Int, retryMax: String = "30s") throws -> String {
+        static func configure(
+            directory: String, url: String, batch: Int, retryMax: String = "30s", format: UploadFormat = .ndjson
+        ) throws -> String {
             let configuration = "\(directory)/logshipd.yaml"
             try """
                 ingest:
@@ -91,6 +93,7 @@ enum TargetScenarios {
                   control: \(directory)/control.sock
                 upload:
                   url: \(url)
+                  format: \(format.rawValue)
                   max_in_flight: 2
                   retry_max: \(retryMax)
                 batch:

@@ -1,4 +1,6 @@
 import Foundation
+import OTLPProto
+import SwiftProtobuf
 import Testing
 
 @testable import LogShip
@@ -9,7 +11,7 @@ import Testing
 /// where decoding refused it.
 @Suite("Direct encoders: the same bodies as decoding and encoding again")
 struct DirectEncoderTests {
-    static let formats: [UploadFormat] = [.otlp, .loki, .journal]
+    static let formats: [UploadFormat] = [.otlp, .otlpJSON, .loki, .journal]
 
     @Test("2 000 records of every kind, in batches of 40: the same body as the reference, parsed", arguments: formats)
     func sameAsReference(format: UploadFormat) throws {
@@ -65,10 +67,18 @@ struct DirectEncoderTests {
         #expect(refused > damaged.count / 2)
     }
 
-    /// Journal export bodies byte for byte; JSON bodies as parsed values (the escapes may differ: `\b` or `\u0008`).
+    /// Journal export bodies byte for byte; JSON bodies as parsed values (the escapes may differ: `\b` or `\u0008`);
+    /// an OTLP protobuf body as the message its JSON reference is, in the bytes protobuf's own encoder makes of it.
     static func expectSame(_ body: [UInt8], _ expected: [UInt8], _ format: UploadFormat, line: [UInt8] = []) throws {
         guard format != .journal else {
             #expect(body == expected, "\(String(decoding: line, as: UTF8.self))")
+            return
+        }
+        guard format != .otlp else {
+            let message = try Opentelemetry_Proto_Collector_Logs_V1_ExportLogsServiceRequest(serializedBytes: body)
+            let reference = try Opentelemetry_Proto_Collector_Logs_V1_ExportLogsServiceRequest(jsonUTF8Bytes: expected)
+            #expect(message == reference, "\(String(decoding: line, as: UTF8.self))")
+            #expect(try message.serializedBytes() == body, "not protobuf's own encoding")
             return
         }
         let parsed = try JSONSerialization.jsonObject(with: Data(body)) as? NSObject

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Testing
 
 @testable import LogShip
@@ -13,20 +14,42 @@ struct RecordLineTests {
 
     @Test("every part of a line, where the line holds it")
     func parts() throws {
-        let line = try RecordLine(Self.full.ndjsonLine[...])
+        let bytes = Self.full.ndjsonLine[...]
+        let line = try RecordLine(bytes)
+        func text(_ part: RecordLine.Text?) -> String? { part.map { $0.escaped(in: bytes).string } }
         #expect(line.timestamp == Self.full.timestamp && line.priority == .crash && line.severity == .critical)
         #expect(line.source == .journal && line.truncated)
-        #expect(line.host.string == "h\"1" && line.host.hasEscapes && line.host.escaped.elementsEqual(#"h\"1"#.utf8))
-        #expect(line.message.string == "a\nb")
-        #expect(line.peer.map { Array($0.pid) } == Array("-7".utf8) && line.peer.map { Array($0.uid) } == Array("4294967295".utf8))
-        #expect(line.peer?.comm?.string == "c")
-        #expect(line.fields.map { [$0.key.string, $0.value.string] } == [["systemd_unit", "u.service"], ["z", "\\"]])
-        #expect(line.vouchedUnit?.string == "u.service" && line.fieldsBesideVouchedUnit.map(\.key.string) == ["z"])
+        #expect(text(line.host) == "h\"1" && line.host.hasEscapes && line.host.escaped(in: bytes).escaped.elementsEqual(#"h\"1"#.utf8))
+        #expect(text(line.message) == "a\nb")
+        #expect(line.peer.map { Array(bytes.dropFirst($0.pid.lowerBound).prefix($0.pid.count)) } == Array("-7".utf8))
+        #expect(line.peer.map { Array(bytes.dropFirst($0.uid.lowerBound).prefix($0.uid.count)) } == Array("4294967295".utf8))
+        #expect(text(line.peer?.comm) == "c")
+        bytes.withUnsafeBufferPointer { buffer in
+            #expect(line.fields(in: buffer).map { [text($0.key), text($0.value)] } == [["systemd_unit", "u.service"], ["z", "\\"]])
+            #expect(text(line.vouchedUnit) == "u.service" && line.fieldsBesideVouchedUnit(in: buffer).map { text($0.key) } == ["z"])
+        }
+        #expect(line.fieldCount == 2)
 
         let bare = try RecordLine(LogRecord(
             timestamp: .init(microsecondsSinceEpoch: 0), priority: .info, severity: .informational, host: "h",
             source: .socket, message: "m").ndjsonLine[...])
-        #expect(bare.peer == nil && bare.fields.isEmpty && !bare.truncated)
+        #expect(bare.peer == nil && bare.fields.isEmpty && bare.fieldCount == 0 && !bare.truncated)
+    }
+
+    @Test("a time the line's writer writes reads at fixed places as the RFC 3339 parser reads it")
+    func canonicalTimestamps() {
+        var generator = SeededGenerator(seed: 3339)
+        let times = [Timestamp.range.lowerBound, -1, 0, Timestamp.range.upperBound]
+            + (0..<2_000).map { _ in Int64.random(in: Timestamp.range, using: &generator) }
+        for microseconds in times {
+            let text = Array(Timestamp(microsecondsSinceEpoch: microseconds).rfc3339.utf8)
+            let fast = text.withUnsafeBufferPointer { Timestamp(canonicalRFC3339UTF8: $0) }
+            #expect(fast != nil && fast == Timestamp(rfc3339UTF8: text[...]), "\(microseconds)")
+        }
+        for other in ["2026-11-21T10:00:00.123456+00:00", "2026-13-21T10:00:00.123456Z", "2026-11-21T10:00:60.123456Z"] {
+            let fast = Array(other.utf8).withUnsafeBufferPointer { Timestamp(canonicalRFC3339UTF8: $0) }
+            #expect(fast == nil || fast == Timestamp(rfc3339: other), "\(other)")
+        }
     }
 
     @Test("anything but the writer's shape is refused at its first wrong byte", arguments: [
@@ -61,9 +84,14 @@ struct RecordLineTests {
                 String(decoding: (0..<Int.random(in: 1...70, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }, as: UTF8.self)
             }
         for key in keys {
-            var name: [UInt8] = []
-            JournalFieldNames.appendName(forField: EscapedString(escaped: Array(key.utf8)[...], hasEscapes: false), to: &name)
-            #expect(String(decoding: name, as: UTF8.self) == JournalFieldNames.name(forField: key), "\(key)")
+            let line = Array(#"{"k":"\#(key)"}"#.utf8)
+            let name = line.withUnsafeBufferPointer { line in
+                var body = ByteBuffer()
+                let text = RecordLine.Text(range: 6..<line.count - 2, hasEscapes: false)
+                body.write(reserving: 128) { JournalFieldNames.writeName(forField: text, of: line, to: &$0) }
+                return String(buffer: body)
+            }
+            #expect(name == JournalFieldNames.name(forField: key), "\(key)")
         }
     }
 }

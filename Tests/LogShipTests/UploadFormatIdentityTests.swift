@@ -39,19 +39,25 @@ struct UploadFormatIdentityTests {
         RequestBodyDecoder(maximumBytes: 1 << 20).decode(ByteBuffer(bytes: body), as: format)
     }
 
-    @Test("otlp: resource and attributes are the host's; process.pid, user.id, service.name … as logship.field.*")
-    func otlp() async throws {
+    @Test(
+        "otlp and otlp-json: resource and attributes are the host's; process.pid, user.id, service.name … as logship.field.*",
+        arguments: [UploadFormat.otlp, .otlpJSON])
+    func otlp(format: UploadFormat) async throws {
         let python = PythonTools.python
         try #require(
             FileManager.default.isExecutableFile(atPath: python), "run scripts/install-deps.sh (it makes \(python))")
-        let body = try UploadFormat.otlp.encoder.encode([Self.record.ndjsonLine[...]])
+        let body = try format.encoder.encode([Self.record.ndjsonLine[...]])
 
         // Every attribute as a [key, value] pair, so that a key given twice shows.
         let check = """
             import json, sys
             from google.protobuf import json_format
             from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-            request = json_format.Parse(sys.stdin.read(), ExportLogsServiceRequest(), ignore_unknown_fields=False)
+            request = ExportLogsServiceRequest()
+            if sys.argv[1] == "otlp":
+                request.ParseFromString(sys.stdin.buffer.read())
+            else:
+                json_format.Parse(sys.stdin.read(), request, ignore_unknown_fields=False)
             def pairs(attributes):
                 return [[a.key, str(getattr(a.value, a.value.WhichOneof("value")))] for a in attributes]
             for rl in request.resource_logs:
@@ -59,7 +65,7 @@ struct UploadFormatIdentityTests {
                     print(json.dumps({"resource": pairs(rl.resource.attributes), "attributes": pairs(r.attributes),
                                       "severity": r.severity_number}))
             """
-        let result = try await run(python, ["-c", check], stdin: Data(body))
+        let result = try await run(python, ["-c", check, format.rawValue], stdin: Data(body))
         #expect(result.status == 0, "\(result.standardError)")
         struct Parsed: Decodable {
             var resource: [[String]]
@@ -93,7 +99,7 @@ struct UploadFormatIdentityTests {
         ])
 
         // The receiver reads the same record back: the kernel's identity, the sender's fields under their names.
-        let decoded = Self.decoded(body, as: .otlp)
+        let decoded = Self.decoded(body, as: format == .otlp ? .otlp : .otlpJSON)
         #expect(decoded.records == [Self.record])
     }
 
@@ -234,7 +240,7 @@ struct ReservedNamesTests {
 
     @Test("every attribute the otlp encoder sets from a record's own parts is a reserved name")
     func otlpWritesOnlyReservedNames() throws {
-        let body = try UploadFormat.otlp.encoder.encode([Self.everything.ndjsonLine[...]])
+        let body = try UploadFormat.otlpJSON.encoder.encode([Self.everything.ndjsonLine[...]])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
         let resourceLogs = try #require((object["resourceLogs"] as? [[String: Any]])?.first)
         let resource = try #require(resourceLogs["resource"] as? [String: Any])

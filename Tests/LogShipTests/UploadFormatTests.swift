@@ -188,8 +188,10 @@ struct UploadFormatTests {
         #expect(Set(entries.compactMap { $0["_HOSTNAME"] }) == ["journal-test-host"])
     }
 
-    @Test("otlp format: the body parses strictly with opentelemetry-proto's ExportLogsServiceRequest")
-    func otlpParsesWithOpenTelemetryProto() async throws {
+    @Test(
+        "otlp and otlp-json: the body a daemon sends parses strictly with opentelemetry-proto's ExportLogsServiceRequest",
+        arguments: [UploadFormat.otlp, .otlpJSON])
+    func otlpParsesWithOpenTelemetryProto(format: UploadFormat) async throws {
         let python = PythonTools.python
         try #require(FileManager.default.isExecutableFile(atPath: python), "run scripts/install-deps.sh (it makes \(python))")
         var behavior = LogReceiver.Behavior()
@@ -198,7 +200,7 @@ struct UploadFormatTests {
         let port = try #require(receiver.receiver.address.port)
         let daemon = try await TestDaemon.start(receiver: receiver) {
             $0.upload.url = "http://127.0.0.1:\(port)"
-            $0.upload.format = .otlp
+            $0.upload.format = format
         }
         #expect(try await daemon.send([
             Submission(message: "panic: nil map", priority: "crash", fields: ["syslog_identifier": "api"]),
@@ -211,7 +213,11 @@ struct UploadFormatTests {
             import json, sys
             from google.protobuf import json_format
             from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-            request = json_format.Parse(sys.stdin.read(), ExportLogsServiceRequest(), ignore_unknown_fields=False)
+            request = ExportLogsServiceRequest()
+            if sys.argv[1] == "otlp":
+                request.ParseFromString(sys.stdin.buffer.read())
+            else:
+                json_format.Parse(sys.stdin.read(), request, ignore_unknown_fields=False)
             for rl in request.resource_logs:
                 resource = sorted(a.key for a in rl.resource.attributes)
                 for r in (r for sl in rl.scope_logs for r in sl.log_records):
@@ -221,7 +227,7 @@ struct UploadFormatTests {
             """
         var printed: [String] = []
         for request in receiver.requests {
-            let result = try await run(python, ["-c", check], stdin: Data(try #require(request.body)))
+            let result = try await run(python, ["-c", check, format.rawValue], stdin: Data(try #require(request.body)))
             #expect(result.status == 0, "\(result.standardError)")
             printed += result.standardOutput.split(separator: "\n").map(String.init)
         }

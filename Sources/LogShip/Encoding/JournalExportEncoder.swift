@@ -18,90 +18,89 @@ public struct JournalExportEncoder: RecordEncoder {
 
     public func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer {
         let records = try RecordLine.read(batch: lines)
-        var body = ByteBufferAllocator().buffer(capacity: lines.reduce(0) { $0 + $1.count + 256 })
-        // Where a value with escapes is undone, and a field's name made: one of each for the whole batch.
-        var scratch = Scratch()
-        for record in records {
-            Self.write(record, to: &body, scratch: &scratch)
+        // About the line's length: names in place of the line's keys.
+        var body = ByteBuffer.body(
+            expected: lines.reduce(0) { $0 + $1.count + 16 },
+            largestReserve: zip(lines, records).reduce(0) { max($0, Self.reserve($1.0.count, $1.1)) })
+        for (index, record) in records.enumerated() {
+            lines[index].withUnsafeBufferPointer { line in
+                body.write(reserving: Self.reserve(line.count, record)) { writer in
+                    Self.write(record, of: line, to: &writer)
+                }
+            }
         }
         return body
     }
 
-    private struct Scratch {
-        var value: [UInt8] = []
-        var name: [UInt8] = []
+    /// The most a record's entry takes: each string at most once, unescaped (never longer); names, numbers and
+    /// binary-safe lengths.
+    private static func reserve(_ lineLength: Int, _ record: RecordLine) -> Int {
+        lineLength + 512 + 96 * record.fieldCount
     }
 
-    private static func write(_ record: RecordLine, to body: inout ByteBuffer, scratch: inout Scratch) {
-        body.writeStaticString("__REALTIME_TIMESTAMP=")
-        body.writeDecimal(record.timestamp.microsecondsSinceEpoch)
-        body.writeInteger(UInt8(ascii: "\n"))
-        writeField("MESSAGE", record.message, to: &body, scratch: &scratch.value)
-        body.writeStaticString("PRIORITY=")
-        body.writeDecimal(UInt64(record.severity.rawValue))
-        body.writeInteger(UInt8(ascii: "\n"))
-        writeField("_HOSTNAME", record.host, to: &body, scratch: &scratch.value)
-        body.writeStaticString("LOGSHIP_PRIORITY_CLASS=")
-        body.writeStaticString(record.priority.staticName)
-        body.writeStaticString("\nLOGSHIP_SOURCE=")
-        body.writeStaticString(record.source.staticName)
-        body.writeInteger(UInt8(ascii: "\n"))
+    private static func write(_ record: RecordLine, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {
+        writer.write("__REALTIME_TIMESTAMP=")
+        writer.writeDecimal(record.timestamp.microsecondsSinceEpoch)
+        writer.write(UInt8(ascii: "\n"))
+        writeField("MESSAGE", record.message, of: line, to: &writer)
+        writer.write("PRIORITY=")
+        writer.writeDecimal(UInt64(record.severity.rawValue))
+        writer.write(UInt8(ascii: "\n"))
+        writeField("_HOSTNAME", record.host, of: line, to: &writer)
+        writer.write("LOGSHIP_PRIORITY_CLASS=")
+        writer.write(record.priority.staticName)
+        writer.write("\nLOGSHIP_SOURCE=")
+        writer.write(record.source.staticName)
+        writer.write(UInt8(ascii: "\n"))
         // The sender's identity as the kernel reported it: what journald itself would have recorded.
         if let peer = record.peer {
-            body.writeStaticString("_PID=")
-            body.writeBytes(peer.pid)
-            body.writeStaticString("\n_UID=")
-            body.writeBytes(peer.uid)
-            body.writeStaticString("\n_GID=")
-            body.writeBytes(peer.gid)
-            body.writeInteger(UInt8(ascii: "\n"))
-            if let comm = peer.comm { writeField("_COMM", comm, to: &body, scratch: &scratch.value) }
+            writer.write("_PID=")
+            writer.write(line[peer.pid])
+            writer.write("\n_UID=")
+            writer.write(line[peer.uid])
+            writer.write("\n_GID=")
+            writer.write(line[peer.gid])
+            writer.write(UInt8(ascii: "\n"))
+            if let comm = peer.comm { writeField("_COMM", comm, of: line, to: &writer) }
         }
-        if let unit = record.vouchedUnit { writeField("_SYSTEMD_UNIT", unit, to: &body, scratch: &scratch.value) }
-        if record.truncated { body.writeStaticString("LOGSHIP_TRUNCATED=1\n") }
-        for (key, value) in record.fieldsBesideVouchedUnit {
-            scratch.name.removeAll(keepingCapacity: true)
-            JournalFieldNames.appendName(forField: key, to: &scratch.name)
-            writeField(.field(scratch.name[...]), value, to: &body, scratch: &scratch.value)
+        if let unit = record.vouchedUnit { writeField("_SYSTEMD_UNIT", unit, of: line, to: &writer) }
+        if record.truncated { writer.write("LOGSHIP_TRUNCATED=1\n") }
+        for field in record.fieldsBesideVouchedUnit(in: line) {
+            JournalFieldNames.writeName(forField: field.key, of: line, to: &writer)
+            writeValue(field.value, of: line, to: &writer)
         }
-        body.writeInteger(UInt8(ascii: "\n"))
-    }
-
-    /// A field's name: one of logshipd's, or a sender's field's made by ``JournalFieldNames``.
-    private enum Name {
-        case own(StaticString)
-        case field(ArraySlice<UInt8>)
+        writer.write(UInt8(ascii: "\n"))
     }
 
     private static func writeField(
-        _ name: StaticString, _ value: EscapedString, to body: inout ByteBuffer, scratch: inout [UInt8]
+        _ name: StaticString, _ value: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter
     ) {
-        writeField(.own(name), value, to: &body, scratch: &scratch)
+        writer.write(name)
+        writeValue(value, of: line, to: &writer)
     }
 
-    /// One field: a value without escapes is its own bytes, none of them a control byte; one with escapes is
-    /// undone first, and may need the binary-safe form.
-    private static func writeField(_ name: Name, _ value: EscapedString, to body: inout ByteBuffer, scratch: inout [UInt8]) {
-        switch name {
-        case .own(let name): body.writeStaticString(name)
-        case .field(let name): body.writeBytes(name)
-        }
+    /// A field's value after its name: `=value`, or for a value with a newline or other control bytes the
+    /// binary-safe form (a newline, the length as 64-bit little endian, the bytes); then a newline.
+    private static func writeValue(_ value: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {
         guard value.hasEscapes else {
-            body.writeInteger(UInt8(ascii: "="))
-            body.writeBytes(value.escaped)
-            body.writeInteger(UInt8(ascii: "\n"))
+            // Without escapes a spooled string has no control byte.
+            writer.write(UInt8(ascii: "="))
+            writer.write(line[value.range])
+            writer.write(UInt8(ascii: "\n"))
             return
         }
-        scratch.removeAll(keepingCapacity: true)
-        value.appendUnescaped(to: &scratch)
-        if needsBinarySafeForm(scratch) {
-            body.writeInteger(UInt8(ascii: "\n"))
-            body.writeInteger(UInt64(scratch.count), endianness: .little)
+        // Undone where the binary-safe form puts the value, and moved back if `=` will do.
+        let start = writer.count
+        writer.write(UInt8(ascii: "\n"))
+        writer.skip(8)
+        let valueStart = writer.count
+        if writer.writeUnescaped(value, of: line) {
+            writer.patch(UInt64(writer.count - valueStart), at: start + 1)
         } else {
-            body.writeInteger(UInt8(ascii: "="))
+            writer.move(from: valueStart, by: -8)
+            writer.patch(UInt8(ascii: "="), at: start)
         }
-        body.writeBytes(scratch)
-        body.writeInteger(UInt8(ascii: "\n"))
+        writer.write(UInt8(ascii: "\n"))
     }
 
     /// Whether a value holds a newline or another control byte (a tab aside), which `NAME=value` cannot carry.

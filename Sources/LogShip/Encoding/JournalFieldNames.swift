@@ -38,15 +38,18 @@ enum JournalFieldNames {
         return String(name.prefix(maximumLength))
     }
 
-    /// Appends the journal name of a sender's field `key` as a spooled line holds it: byte by byte for a key of
-    /// printable ASCII (nearly all), else as ``name(forField:)`` makes it from the text.
-    static func appendName(forField key: EscapedString, to name: inout [UInt8]) {
-        guard !key.hasEscapes, key.escaped.allSatisfy({ (0x20...0x7E).contains($0) }) else {
-            name += Array(self.name(forField: key.string).utf8)
+    /// Writes the journal name of a sender's field `key` of `line`, as the spooled line holds it: byte by byte for a
+    /// key of printable ASCII (nearly all), else as ``name(forField:)`` makes it from the text.
+    static func writeName(forField key: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {
+        let bytes = line[key.range]
+        guard !key.hasEscapes, bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+            let text = EscapedString(escaped: ArraySlice(bytes), hasEscapes: key.hasEscapes).string
+            var name = self.name(forField: text)
+            name.withUTF8 { writer.write($0) }
             return
         }
-        let start = name.count
-        for byte in key.escaped {
+        let start = writer.count
+        for byte in bytes {
             let mapped =
                 switch byte {
                 case UInt8(ascii: "a")...UInt8(ascii: "z"): byte - 0x20
@@ -54,19 +57,24 @@ enum JournalFieldNames {
                 default: UInt8(ascii: "_")
                 }
             // Leading `_` dropped, as above.
-            if name.count == start, mapped == UInt8(ascii: "_") { continue }
-            name.append(mapped)
+            if writer.count == start, mapped == UInt8(ascii: "_") { continue }
+            writer.write(mapped)
         }
-        let made = name[start...]
-        if made.isEmpty || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(made.first!) || reservedUTF8.contains(made)
-            || made.starts(with: namespace.utf8) || made.starts(with: fieldPrefix.utf8)
+        let made = writer.written(from: start)
+        if made.isEmpty || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(made[0]) || reservedUTF8.contains(made)
+            || made.starts(with: namespaceUTF8) || made.starts(with: fieldPrefixUTF8)
         {
-            name.insert(contentsOf: fieldPrefix.utf8, at: start)
+            writer.move(from: start, by: fieldPrefixUTF8.utf8CodeUnitCount)
+            fieldPrefixUTF8.utf8Bytes.enumerated().forEach { writer.patch($1, at: start + $0) }
         }
-        if name.count - start > maximumLength { name.removeLast(name.count - start - maximumLength) }
+        if writer.count - start > maximumLength { writer.truncate(to: start + maximumLength) }
     }
 
-    private static let reservedUTF8 = Set(reserved.map { Array($0.utf8)[...] })
+    private static let reservedUTF8 = ByteNames(reserved)
+
+    /// ``namespace`` and ``fieldPrefix``, for comparing bytes with.
+    private static let namespaceUTF8: StaticString = "LOGSHIP_"
+    private static let fieldPrefixUTF8: StaticString = "FIELD_"
 
     /// The field key a name that is not one of logshipd's own stands for, in the socket inputs' lower case style:
     /// `REQUEST_ID` as `request_id`, `FIELD_PRIORITY` as `priority`. Case and punctuation do not come back.

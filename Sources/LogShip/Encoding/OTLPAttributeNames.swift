@@ -1,3 +1,5 @@
+import LogShipRecord
+
 /// The attribute names of OTLP log records: those logshipd sets, and the one a sender's field gets.
 ///
 /// What the host vouches for always wins. A field whose key is a name logshipd sets (on a log record or on its
@@ -32,16 +34,26 @@ enum OTLPAttributeNames {
         name.hasPrefix(fieldPrefix.description) ? String(name.dropFirst(fieldPrefix.utf8CodeUnitCount)) : name
     }
 
-    /// Whether a sender's field `key`, as a spooled line holds it, takes a reserved name.
-    static func isReserved(_ key: EscapedString) -> Bool {
-        // The reserved names need no escape: a key with one is compared as its text.
-        let name = key.hasEscapes ? key.unescaped[...] : key.escaped
-        return reservedUTF8.contains(name) || name.starts(with: namespace.utf8)
+    /// Whether a sender's field `key` of `line`, as the spooled line holds it, takes a reserved name.
+    static func isReserved(_ key: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>) -> Bool {
+        // The reserved names need no escape: a key with one is compared by its bytes with the escapes undone.
+        guard !key.hasEscapes else {
+            return EscapedString(escaped: ArraySlice(line[key.range]), hasEscapes: true).unescaped
+                .withUnsafeBufferPointer { isReserved(utf8: $0) }
+        }
+        return isReserved(utf8: UnsafeBufferPointer(rebasing: line[key.range]))
+    }
+
+    private static func isReserved(utf8 name: UnsafeBufferPointer<UInt8>) -> Bool {
+        name.starts(with: namespaceUTF8) || reservedUTF8.contains(name)
     }
 
     private static func isReserved(_ name: String) -> Bool {
         record.contains(name) || resource.contains(name) || name.hasPrefix(namespace)
     }
 
-    private static let reservedUTF8 = Set(record.union(resource).map { Array($0.utf8)[...] })
+    /// ``namespace``, for comparing bytes with.
+    private static let namespaceUTF8: StaticString = "logship."
+
+    private static let reservedUTF8 = ByteNames(record.union(resource))
 }

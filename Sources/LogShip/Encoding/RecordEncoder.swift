@@ -24,7 +24,10 @@ extension RecordEncoder {
 public enum UploadFormat: String, CaseIterable, Sendable {
     case ndjson
     case json
+    /// OTLP/HTTP in protobuf, OTLP/HTTP's default encoding.
     case otlp
+    /// OTLP/HTTP in JSON.
+    case otlpJSON = "otlp-json"
     case journal
     case loki
 
@@ -33,7 +36,8 @@ public enum UploadFormat: String, CaseIterable, Sendable {
         switch self {
         case .ndjson: NDJSONEncoder()
         case .json: JSONArrayEncoder()
-        case .otlp: OTLPEncoder()
+        case .otlp: OTLPProtobufEncoder()
+        case .otlpJSON: OTLPJSONEncoder()
         case .journal: JournalExportEncoder()
         case .loki: LokiEncoder()
         }

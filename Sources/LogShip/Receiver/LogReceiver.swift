@@ -6,8 +6,8 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
-/// A small HTTP server that accepts batches in every format logshipd posts (NDJSON, a JSON array, OTLP/HTTP JSON, a
-/// Loki push, journal export format, each gzip- or zstd-compressed or not) and journal export format as
+/// A small HTTP server that accepts batches in every format logshipd posts (NDJSON, a JSON array, OTLP/HTTP in
+/// protobuf or JSON, a Loki push, journal export format, each gzip- or zstd-compressed or not) and journal export format as
 /// `systemd-journal-upload` posts it: `logctl receive`, and the remote in the tests and the benchmark.
 ///
 /// It counts requests in flight, numbers requests in the order they arrive, and can be told to answer slowly or
@@ -73,7 +73,7 @@ public final class LogReceiver: Sendable {
         public var authorization: String?
         /// The request's path, query included.
         public var path: String
-        /// The format the body was read as (`ndjson`, `json`, `otlp`, `loki`, `journal`).
+        /// The format the body was read as (`ndjson`, `json`, `otlp`, `otlp-json`, `loki`, `journal`).
         public var format: String
         /// The `Content-Encoding` header, if any.
         public var contentEncoding: String?

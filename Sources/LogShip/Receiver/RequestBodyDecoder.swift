@@ -3,7 +3,7 @@ import Foundation
 import NIOCore
 
 /// Reads a request body in whichever format logshipd (or `systemd-journal-upload`) sent it: NDJSON, a JSON array,
-/// OTLP/HTTP JSON, a Loki push or journal export format, gzip- or zstd-compressed or not.
+/// OTLP/HTTP in protobuf or JSON, a Loki push or journal export format, gzip- or zstd-compressed or not.
 struct RequestBodyDecoder {
     /// What a body held.
     struct Decoded {
@@ -14,30 +14,36 @@ struct RequestBodyDecoder {
         var malformed = 0
     }
 
-    /// The formats a body can be in.
+    /// The formats a body can be in, named as `upload.format` names them.
     enum Format: String, Sendable {
         case ndjson
         case json
+        /// OTLP/HTTP in protobuf.
         case otlp
+        /// OTLP/HTTP in JSON.
+        case otlpJSON = "otlp-json"
         case loki
         case journal
 
-        /// The format of a request to `path` with `contentType`: the journal's content type, then the OTLP and
-        /// Loki paths, then the shape of a JSON body (an array, or an object with `resourceLogs` or `streams`).
+        /// The format of a request to `path` with `contentType`: the journal's and protobuf's content types, then
+        /// the OTLP and Loki paths, then the shape of a JSON body (an array, or an object with `resourceLogs` or
+        /// `streams`).
         init(path: String, contentType: String?, body: ByteBuffer) {
             let path = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
             if contentType?.hasPrefix("application/vnd.fdo.journal") == true {
                 self = .journal
+            } else if contentType?.hasPrefix("application/x-protobuf") == true {
+                self = .otlp
             } else if path.hasSuffix("/loki/api/v1/push") {
                 self = .loki
             } else if path.hasSuffix("/v1/logs") {
-                self = .otlp
+                self = .otlpJSON
             } else if contentType?.hasPrefix("application/json") == true {
                 let start = body.readableBytesView.first { ![0x20, 0x09, 0x0a, 0x0d].contains($0) }
                 if start == UInt8(ascii: "[") {
                     self = .json
                 } else if body.readableBytesView.firstRange(of: Array(#""resourceLogs""#.utf8)) != nil {
-                    self = .otlp
+                    self = .otlpJSON
                 } else if body.readableBytesView.firstRange(of: Array(#""streams""#.utf8)) != nil {
                     self = .loki
                 } else {
@@ -119,6 +125,10 @@ struct RequestBodyDecoder {
             let lines = push.streams.flatMap(\.values).map { Data(($0.count == 2 ? $0[1] : "").utf8) }
             return Self.records(fromLines: lines)
         case .otlp:
+            guard let request = try? OTLPLogsRequest(protobuf: Array(bytes)[...]) else { return Decoded(malformed: 1) }
+            let records = request.records()
+            return Decoded(records: records, count: records.count)
+        case .otlpJSON:
             guard let request = try? JSONDecoder().decode(OTLPLogsRequest.self, from: Data(bytes)) else {
                 return Decoded(malformed: 1)
             }
@@ -159,92 +169,4 @@ private struct LokiPush: Decodable {
     }
 
     var streams: [Stream]
-}
-
-/// An OTLP/HTTP JSON `ExportLogsServiceRequest`, as far as it maps back to records.
-private struct OTLPLogsRequest: Decodable {
-    struct ResourceLogs: Decodable {
-        struct Resource: Decodable {
-            var attributes: [KeyValue]?
-        }
-
-        struct ScopeLogs: Decodable {
-            var logRecords: [Record]?
-        }
-
-        var resource: Resource?
-        var scopeLogs: [ScopeLogs]?
-    }
-
-    struct Record: Decodable {
-        var timeUnixNano: String?
-        var severityNumber: Int?
-        var body: AnyValue?
-        var attributes: [KeyValue]?
-    }
-
-    struct KeyValue: Decodable {
-        var key: String
-        var value: AnyValue
-    }
-
-    struct AnyValue: Decodable {
-        var stringValue: String?
-        var intValue: String?
-        var boolValue: Bool?
-
-        var text: String? { stringValue ?? intValue ?? boolValue.map { String($0) } }
-    }
-
-    var resourceLogs: [ResourceLogs]
-
-    func records() -> [LogRecord] {
-        resourceLogs.flatMap { resourceLogs in
-            let resource = Self.dictionary(resourceLogs.resource?.attributes)
-            return (resourceLogs.scopeLogs ?? []).flatMap { $0.logRecords ?? [] }.map { record in
-                Self.record(record, host: resource["host.name"] ?? "")
-            }
-        }
-    }
-
-    private static func record(_ record: Record, host: String) -> LogRecord {
-        let attributes = dictionary(record.attributes)
-        let severity = attributes["syslog.severity"].flatMap { Int($0) }.flatMap(Severity.init(rawValue:))
-            ?? severity(fromOTLP: record.severityNumber ?? 9)
-        let priority = attributes["logship.priority"].flatMap(PriorityClass.init(name:)) ?? PriorityClass(severity: severity)
-        let microseconds = record.timeUnixNano.flatMap { Int64($0) }.map { $0 / 1000 } ?? 0
-        var peer: PeerCredentials?
-        if let pid = attributes["process.pid"].flatMap({ Int32($0) }) {
-            peer = PeerCredentials(
-                pid: pid, uid: attributes["user.id"].flatMap { UInt32($0) } ?? 0,
-                gid: attributes["group.id"].flatMap { UInt32($0) } ?? 0, comm: attributes["process.executable.name"])
-        }
-        // Identity only from the names logshipd sets; a sender's field renamed away from them is a field again,
-        // under the key it was sent with.
-        var fields = RecordFields(
-            attributes.lazy.filter { !OTLPAttributeNames.record.contains($0.key) }
-                .map { (OTLPAttributeNames.field(forAttribute: $0.key), $0.value) })
-        if let unit = attributes["systemd.unit"] { fields["systemd_unit"] = unit }
-        return LogRecord(
-            timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: priority, severity: severity,
-            host: host, source: attributes["logship.source"].flatMap(LogRecord.Source.init(rawValue:)) ?? .socket,
-            message: record.body?.text ?? "", peer: peer, fields: fields,
-            truncated: attributes["logship.truncated"] == "true")
-    }
-
-    private static func dictionary(_ attributes: [KeyValue]?) -> [String: String] {
-        Dictionary((attributes ?? []).compactMap { attribute in attribute.value.text.map { (attribute.key, $0) } }) { $1 }
-    }
-
-    /// The syslog severity nearest to an OpenTelemetry severity number.
-    private static func severity(fromOTLP number: Int) -> Severity {
-        switch number {
-        case 21...: .emergency
-        case 17...20: .error
-        case 13...16: .warning
-        case 10...12: .notice
-        case 9: .informational
-        default: .debug
-        }
-    }
 }

@@ -67,7 +67,7 @@ package struct EscapedString: Hashable, Sendable {
     }
 
     /// The byte a one-letter escape (`\n`, `\"`, …) stands for; `nil` for `u` and anything JSON does not know.
-    static func escapedByte(_ letter: UInt8) -> UInt8? {
+    package static func escapedByte(_ letter: UInt8) -> UInt8? {
         switch letter {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): letter
         case UInt8(ascii: "n"): UInt8(ascii: "\n")
@@ -80,7 +80,7 @@ package struct EscapedString: Hashable, Sendable {
     }
 
     /// The value of a hexadecimal digit; 0 for any other byte (the caller has checked).
-    static func hexValue(_ digit: UInt8) -> UInt8 {
+    package static func hexValue(_ digit: UInt8) -> UInt8 {
         switch digit {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10

@@ -8,14 +8,13 @@ package struct RecordLineError: Error, Hashable, Sendable, CustomStringConvertib
     package var description: String { "expected \(expected) at byte \(offset)" }
 }
 
-/// Reads the one shape ``LogRecord/ndjsonLine`` writes, byte by byte, never trapping on a damaged line.
+/// Reads the one shape ``LogRecord/ndjsonLine`` writes, byte by byte, in place, never trapping on a damaged line.
 struct RecordLineScanner {
-    private let bytes: ArraySlice<UInt8>
-    private var index: Int
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
 
-    init(_ bytes: ArraySlice<UInt8>) {
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
-        index = bytes.startIndex
     }
 
     /// The whole line: `{"timestamp":…,"priority":…,"severity":…,"host":…,"source":…,"message":…`, then
@@ -23,13 +22,13 @@ struct RecordLineScanner {
     mutating func record() throws(RecordLineError) -> RecordLine {
         try expect("{\"timestamp\":")
         let timestampText = try string()
-        guard !timestampText.hasEscapes, let timestamp = Timestamp(rfc3339UTF8: timestampText.escaped) else {
-            throw failure("an RFC 3339 timestamp", at: timestampText.escaped.startIndex)
+        guard !timestampText.hasEscapes, let timestamp = Self.timestamp(bytes[timestampText.range]) else {
+            throw failure("an RFC 3339 timestamp", at: timestampText.range.lowerBound)
         }
         try expect(",\"priority\":")
         let priorityName = try string()
-        guard !priorityName.hasEscapes, let priority = Self.priority(named: priorityName.escaped) else {
-            throw failure("a priority class", at: priorityName.escaped.startIndex)
+        guard !priorityName.hasEscapes, let priority = Self.priority(named: bytes[priorityName.range]) else {
+            throw failure("a priority class", at: priorityName.range.lowerBound)
         }
         try expect(",\"severity\":")
         let severityStart = index
@@ -40,8 +39,8 @@ struct RecordLineScanner {
         let host = try string()
         try expect(",\"source\":")
         let sourceName = try string()
-        guard !sourceName.hasEscapes, let source = Self.source(named: sourceName.escaped) else {
-            throw failure("a source", at: sourceName.escaped.startIndex)
+        guard !sourceName.hasEscapes, let source = Self.source(named: bytes[sourceName.range]) else {
+            throw failure("a source", at: sourceName.range.lowerBound)
         }
         try expect(",\"message\":")
         let message = try string()
@@ -55,23 +54,27 @@ struct RecordLineScanner {
             let gid = try integer(in: 0...Int64(UInt32.max)).digits
             peer = RecordLine.Peer(pid: pid, uid: uid, gid: gid, comm: skip(",\"comm\":") ? try string() : nil)
         }
-        var fields = bytes[index..<index]
+        var fields = index..<index
+        var fieldCount = 0
+        var systemdUnit: RecordLine.Field?
         if skip(",\"fields\":{") {
             let start = index
             if peek() != UInt8(ascii: "}") {
-                var previous: EscapedString?
+                var previous: RecordLine.Text?
                 repeat {
                     let key = try string()
                     // The writer sorts the keys; a format writes them in the line's order, so it must be that.
-                    if let previous, !Self.isOrdered(previous, key) {
-                        throw failure("a key after \"\(previous.string)\"", at: key.escaped.startIndex - 1)
+                    if let previous, !isOrdered(previous, key) {
+                        throw failure("a key after \"\(text(previous))\"", at: key.range.lowerBound - 1)
                     }
                     previous = key
                     try expect(":")
-                    _ = try string()
+                    let value = try string()
+                    fieldCount += 1
+                    if systemdUnit == nil, isSystemdUnit(key) { systemdUnit = RecordLine.Field(key: key, value: value) }
                 } while skip(",")
             }
-            fields = bytes[start..<index]
+            fields = start..<index
             try expect("}")
         }
         var truncated = false
@@ -86,57 +89,104 @@ struct RecordLineScanner {
         guard index == bytes.endIndex else { throw failure("the end of the line", at: index) }
         return RecordLine(
             timestamp: timestamp, priority: priority, severity: severity, host: host, source: source,
-            message: message, peer: peer, fields: RecordLine.Fields(contents: fields), truncated: truncated)
+            message: message, peer: peer, fields: fields, fieldCount: fieldCount, systemdUnitField: systemdUnit,
+            truncated: truncated)
     }
 
     // MARK: Parts
 
+    /// A string's text, escapes undone.
+    private func text(_ text: RecordLine.Text) -> String {
+        text.hasEscapes
+            ? EscapedString(escaped: ArraySlice(bytes[text.range]), hasEscapes: true).string
+            : String(decoding: bytes[text.range], as: UTF8.self)
+    }
+
     /// Whether `key` comes after `previous` as ``RecordFields`` sorts them: by their bytes when both are plain
     /// ASCII, where that is the order of `String`, else as strings.
-    private static func isOrdered(_ previous: EscapedString, _ key: EscapedString) -> Bool {
-        if !previous.hasEscapes, !key.hasEscapes, previous.escaped.allSatisfy({ $0 < 0x80 }),
-           key.escaped.allSatisfy({ $0 < 0x80 })
-        {
-            return previous.escaped.lexicographicallyPrecedes(key.escaped)
+    private func isOrdered(_ previous: RecordLine.Text, _ key: RecordLine.Text) -> Bool {
+        let previousBytes = bytes[previous.range], keyBytes = bytes[key.range]
+        if !previous.hasEscapes, !key.hasEscapes, previousBytes.allSatisfy({ $0 < 0x80 }), keyBytes.allSatisfy({ $0 < 0x80 }) {
+            return previousBytes.lexicographicallyPrecedes(keyBytes)
         }
-        return previous.string < key.string
+        return text(previous) < text(key)
+    }
+
+    /// Whether a field's key is `systemd_unit`, compared byte for byte with its escapes undone.
+    private func isSystemdUnit(_ key: RecordLine.Text) -> Bool {
+        let unit: StaticString = "systemd_unit"
+        guard key.hasEscapes else { return bytes[key.range].elementsEqual(unit.utf8Bytes) }
+        return EscapedString(escaped: ArraySlice(bytes[key.range]), hasEscapes: true).equals(unit)
+    }
+
+    /// The time the line's writer writes (`2026-11-21T10:00:00.123456Z`) read at fixed places, else any RFC 3339
+    /// time ``Timestamp`` reads (as decoding the line does).
+    private static func timestamp(_ text: Slice<UnsafeBufferPointer<UInt8>>) -> Timestamp? {
+        if let timestamp = Timestamp(canonicalRFC3339UTF8: UnsafeBufferPointer(rebasing: text)) { return timestamp }
+        return Timestamp(rfc3339UTF8: ArraySlice(text))
     }
 
     /// The class the line names: the name the line's writer gives it, else any name ``PriorityClass`` reads (as
     /// decoding the line does).
-    private static func priority(named name: ArraySlice<UInt8>) -> PriorityClass? {
-        PriorityClass.allCases.first { $0.staticName.utf8Bytes.elementsEqual(name) }
-            ?? PriorityClass(name: String(decoding: name, as: UTF8.self))
+    private static func priority(named name: Slice<UnsafeBufferPointer<UInt8>>) -> PriorityClass? {
+        switch name.count {
+        case 4 where name.elementsEqual(PriorityClass.info.staticName.utf8Bytes): return .info
+        case 5 where name.elementsEqual(PriorityClass.crash.staticName.utf8Bytes): return .crash
+        case 5 where name.elementsEqual(PriorityClass.error.staticName.utf8Bytes): return .error
+        case 5 where name.elementsEqual(PriorityClass.debug.staticName.utf8Bytes): return .debug
+        case 7 where name.elementsEqual(PriorityClass.warning.staticName.utf8Bytes): return .warning
+        default: return PriorityClass(name: String(decoding: name, as: UTF8.self))
+        }
     }
 
-    private static let sources: [LogRecord.Source] = [.socket, .journal, .datagram, .control]
-
-    private static func source(named name: ArraySlice<UInt8>) -> LogRecord.Source? {
-        sources.first { $0.staticName.utf8Bytes.elementsEqual(name) }
+    private static func source(named name: Slice<UnsafeBufferPointer<UInt8>>) -> LogRecord.Source? {
+        let source: LogRecord.Source? =
+            switch name.first {
+            case UInt8(ascii: "s"): .socket
+            case UInt8(ascii: "j"): .journal
+            case UInt8(ascii: "d"): .datagram
+            case UInt8(ascii: "c"): .control
+            default: nil
+            }
+        return source.flatMap { $0.staticName.utf8Bytes.elementsEqual(name) ? $0 : nil }
     }
 
     private func peek() -> UInt8? { index < bytes.endIndex ? bytes[index] : nil }
 
     private func failure(_ expected: String, at position: Int) -> RecordLineError {
-        RecordLineError(offset: position - bytes.startIndex, expected: expected)
+        RecordLineError(offset: position, expected: expected)
     }
 
-    /// Consumes `literal` if the bytes from the cursor on are it.
+    /// Consumes `literal` if the bytes from the cursor on are it: compared eight bytes at a time, since every
+    /// key of every line is one.
+    @inline(__always)
     private mutating func skip(_ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
-        guard bytes.endIndex - index >= count,
-              bytes[index..<index + count].elementsEqual(literal.utf8Bytes)
-        else { return false }
+        guard bytes.endIndex - index >= count, let base = bytes.baseAddress else { return false }
+        let here = UnsafeRawPointer(base + index), expected = UnsafeRawPointer(literal.utf8Start)
+        var offset = 0
+        while offset + 8 <= count {
+            guard here.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                == expected.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            else { return false }
+            offset += 8
+        }
+        while offset < count {
+            guard here.load(fromByteOffset: offset, as: UInt8.self) == expected.load(fromByteOffset: offset, as: UInt8.self)
+            else { return false }
+            offset += 1
+        }
         index += count
         return true
     }
 
+    @inline(__always)
     private mutating func expect(_ literal: StaticString) throws(RecordLineError) {
         guard skip(literal) else { throw failure("`\(literal)`", at: index) }
     }
 
     /// A JSON integer in `range`, as JSON writes one: no leading zero, no sign but `-`, no fraction.
-    private mutating func integer(in range: ClosedRange<Int64>) throws(RecordLineError) -> (value: Int64, digits: ArraySlice<UInt8>) {
+    private mutating func integer(in range: ClosedRange<Int64>) throws(RecordLineError) -> (value: Int64, digits: Range<Int>) {
         let start = index
         let negative = skip("-")
         let firstDigit = index
@@ -150,11 +200,11 @@ struct RecordLineScanner {
         guard digitCount > 0, digitCount == 1 || bytes[firstDigit] != UInt8(ascii: "0"), range.contains(value),
               !(peek().map { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } ?? false)
         else { throw failure("an integer from \(range.lowerBound) to \(range.upperBound)", at: start) }
-        return (value, bytes[start..<index])
+        return (value, start..<index)
     }
 
     /// A JSON string: valid UTF-8, control bytes escaped, only the escapes ``EscapedString`` knows.
-    private mutating func string() throws(RecordLineError) -> EscapedString {
+    private mutating func string() throws(RecordLineError) -> RecordLine.Text {
         try expect("\"")
         let start = index
         var hasEscapes = false
@@ -164,7 +214,7 @@ struct RecordLineScanner {
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1
-                return EscapedString(escaped: bytes[start..<index - 1], hasEscapes: hasEscapes)
+                return RecordLine.Text(range: start..<index - 1, hasEscapes: hasEscapes)
             case UInt8(ascii: "\\"):
                 hasEscapes = true
                 try escape()
@@ -181,24 +231,23 @@ struct RecordLineScanner {
     /// Skips ASCII bytes that are neither a quote, a backslash nor a control byte, eight at a time: most of a
     /// line is such bytes.
     private mutating func skipPlainASCII() {
-        let offset = bytes.withUnsafeBufferPointer { buffer -> Int in
-            guard let base = buffer.baseAddress else { return 0 }
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
-            var offset = index - bytes.startIndex
-            while offset + 8 <= buffer.count {
-                let word = UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self)
-                // As JSONLineWriter.needsEscape, and a byte with its high bit set (UTF-8 beyond ASCII) stops too.
-                let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
-                let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
-                let found = ((word &- ones &* 0x20) & ~word) | ((quote &- ones) & ~quote)
-                    | ((backslash &- ones) & ~backslash) | word
-                if found & highs != 0 { break }
-                offset += 8
+        guard let base = bytes.baseAddress else { return }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while index + 8 <= bytes.count {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            // As JSONLineWriter.needsEscape, and a byte with its high bit set (UTF-8 beyond ASCII) stops too.
+            let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+            let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+            let found = ((word &- ones &* 0x20) & ~word) | ((quote &- ones) & ~quote)
+                | ((backslash &- ones) & ~backslash) | word
+            // The lowest flagged byte is the first that stops (a false flag only follows a true one).
+            if found & highs != 0 {
+                index += (found & highs).trailingZeroBitCount / 8
+                return
             }
-            return offset
+            index += 8
         }
-        index = bytes.startIndex + offset
     }
 
     /// One escape, from its backslash.
@@ -254,5 +303,5 @@ struct RecordLineScanner {
 
 extension StaticString {
     /// The string's UTF-8 bytes, in place.
-    var utf8Bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }
+    package var utf8Bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }
 }

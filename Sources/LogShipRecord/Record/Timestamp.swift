@@ -134,6 +134,32 @@ extension Timestamp {
         self.init(microsecondsSinceEpoch: seconds * 1_000_000 + micros)
     }
 
+    /// Reads ``rfc3339`` as the NDJSON writer writes it (`2026-11-21T10:00:00.123456Z`, ``rfc3339Length`` bytes)
+    /// at its fixed places, to the same instant ``init(rfc3339UTF8:)`` reads; `nil` for any other shape.
+    package init?(canonicalRFC3339UTF8 bytes: UnsafeBufferPointer<UInt8>) {
+        guard bytes.count == Self.rfc3339Length, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+              bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+              bytes[19] == UInt8(ascii: "."), bytes[26] == UInt8(ascii: "Z")
+        else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for index in range {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                value = value * 10 + Int(digit)
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+              let micros = number(20..<26),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60
+        else { return nil }
+        let days = CivilDate(year: year, month: month, day: day).daysSinceEpoch
+        let seconds = days * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59))
+        self.init(microsecondsSinceEpoch: seconds * 1_000_000 + Int64(micros))
+    }
+
     /// Interprets a calendar time without a zone (as RFC 3164 carries it) in the host's local time zone.
     ///
     /// Gives what `mktime` gives, without calling it: `mktime` calls `tzset`, which looks at `/etc/localtime`

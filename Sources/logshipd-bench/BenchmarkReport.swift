@@ -1,0 +1,34 @@
+import Foundation
+
+/// BENCHMARKS.md by its `## ` sections: a measurement rewrites its own sections and keeps the others.
+enum BenchmarkReport {
+    static var url: URL { PeerComparison.packageRoot.appendingPathComponent("BENCHMARKS.md") }
+
+    /// The file's `## ` sections as they are, in order: each its title and its text, title line included.
+    static func sections() -> [(title: String, text: String)] {
+        guard let file = try? String(contentsOf: url, encoding: .utf8) else { return [] }
+        return file.components(separatedBy: "\n## ").dropFirst().map { section in
+            let title = String(section.prefix { $0 != "\n" })
+            return (title, "## " + section.trimmingCharacters(in: .newlines) + "\n")
+        }
+    }
+
+    /// The sections other than those titled `titles`, as text to follow a writer's own.
+    static func sections(besides titles: Set<String>) -> String {
+        sections().filter { !titles.contains($0.title) }.map { "\n" + $0.text }.joined()
+    }
+
+    /// Writes `text` as the section `title`, in place of the one so titled or after the others.
+    static func write(section title: String, _ text: String) throws {
+        var file = (try? String(contentsOf: url, encoding: .utf8)) ?? "# Benchmarks\n"
+        let section = "## \(title)\n\n" + text.trimmingCharacters(in: .newlines) + "\n"
+        if let start = file.range(of: "\n## \(title)\n") {
+            let end = file.range(of: "\n## ", range: start.upperBound..<file.endIndex)?.lowerBound ?? file.endIndex
+            file.replaceSubrange(file.index(after: start.lowerBound)..<end, with: section)
+        } else {
+            file += "\n" + section
+        }
+        try file.write(to: url, atomically: true, encoding: .utf8)
+        print("  written to BENCHMARKS.md (\(title))")
+    }
+}
