@@ -256,8 +256,7 @@ struct UploadFormatTests {
 /// The Python that scripts/install-deps.sh sets up with opentelemetry-proto, for checking OTLP bodies.
 enum PythonTools {
     static var python: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent(".build-python/bin/python3").path
+        packageRoot.appendingPathComponent(".build-python/bin/python3").path
     }
 }
 
