@@ -51,38 +51,6 @@ package struct RecordLine: Sendable {
     package var systemdUnitField: Field?
     package var truncated: Bool
 
-    /// Reads `line`, one NDJSON line without its newline.
-    ///
-    /// - Throws: ``RecordLineError`` naming the first byte that does not fit the line's shape.
-    package init(_ line: ArraySlice<UInt8>) throws(RecordLineError) {
-        self = try line.withUnsafeBufferPointer { bytes throws(RecordLineError) in try Self(bytes) }
-    }
-
-    /// Reads `line`, one NDJSON line without its newline, in place.
-    ///
-    /// - Throws: ``RecordLineError`` naming the first byte that does not fit the line's shape.
-    package init(_ line: UnsafeBufferPointer<UInt8>) throws(RecordLineError) {
-        var scanner = RecordLineScanner(line)
-        self = try scanner.record()
-    }
-
-    init(
-        timestamp: Timestamp, priority: PriorityClass, severity: Severity, host: Text, source: LogRecord.Source,
-        message: Text, peer: Peer?, fields: Range<Int>, fieldCount: Int, systemdUnitField: Field?, truncated: Bool
-    ) {
-        self.timestamp = timestamp
-        self.priority = priority
-        self.severity = severity
-        self.host = host
-        self.source = source
-        self.message = message
-        self.peer = peer
-        self.fields = fields
-        self.fieldCount = fieldCount
-        self.systemdUnitField = systemdUnitField
-        self.truncated = truncated
-    }
-
     /// The unit journald vouches for: the `systemd_unit` field of a journal record, read from `_SYSTEMD_UNIT`.
     ///
     /// On a record from a socket `systemd_unit` is only the sender's word, an ordinary field that no format may
@@ -100,6 +68,23 @@ package struct RecordLine: Sendable {
     /// writes under its own name for the unit.
     package func fieldsBesideVouchedUnit(in line: UnsafeBufferPointer<UInt8>) -> FieldSequence {
         FieldSequence(bytes: line, contents: fields, skipping: source == .journal ? systemdUnitField?.key.range : nil)
+    }
+}
+
+extension RecordLine {
+    /// Reads `line`, one NDJSON line without its newline.
+    ///
+    /// - Throws: ``RecordLineError`` naming the first byte that does not fit the line's shape.
+    package init(_ line: ArraySlice<UInt8>) throws(RecordLineError) {
+        self = try line.withUnsafeBufferPointer { bytes throws(RecordLineError) in try Self(bytes) }
+    }
+
+    /// Reads `line`, one NDJSON line without its newline, in place.
+    ///
+    /// - Throws: ``RecordLineError`` naming the first byte that does not fit the line's shape.
+    package init(_ line: UnsafeBufferPointer<UInt8>) throws(RecordLineError) {
+        var scanner = RecordLineScanner(line)
+        self = try scanner.record()
     }
 }
 
