@@ -32,8 +32,10 @@ extension BatchDelivery {
     /// backoff, whichever is longer (so a remote answering `Retry-After: 0` cannot be hammered).
     private func pause(for error: UploadError, cause: DeliveryPause.Cause) -> DeliveryPause {
         var delay = backoff.nextDelay().seconds
+        var isAskedByRemote = false
         if let asked = error.retryAfter {
             let allowed = min(asked, retryAfterMaximum.seconds)
+            isAskedByRemote = allowed >= delay
             delay = max(delay, allowed)
             if asked > allowed {
                 logger.notice(
@@ -44,6 +46,8 @@ extension BatchDelivery {
                     ])
             }
         }
-        return DeliveryPause(until: Date().addingTimeInterval(delay), cause: cause, reason: error.description)
+        return DeliveryPause(
+            until: Date().addingTimeInterval(delay), cause: cause, reason: error.description,
+            isAskedByRemote: isAskedByRemote)
     }
 }

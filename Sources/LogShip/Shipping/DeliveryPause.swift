@@ -14,18 +14,26 @@ public struct DeliveryPause: Hashable, Sendable {
     public var cause: Cause
     /// The failure, in one line: `HTTP 401: unauthorized`, `transport error: connection refused`.
     public var reason: String
+    /// Whether the remote set the pause's length itself (`Retry-After`): a wait it asked for is kept whole.
+    public var isAskedByRemote: Bool
 
-    public init(until: Date, cause: Cause, reason: String) {
+    public init(until: Date, cause: Cause, reason: String, isAskedByRemote: Bool = false) {
         self.until = until
         self.cause = cause
         self.reason = reason
+        self.isAskedByRemote = isAskedByRemote
     }
+
+    /// Whether a waiting crash record may probe the remote before the pause ends (``ShipperStateMachine/CrashProbe``):
+    /// only while the remote is merely unavailable and has not asked for the wait itself. A remote that refuses the
+    /// endpoint or the credentials does not come back by itself, and one that said how long to wait is obeyed.
+    public var allowsCrashProbes: Bool { cause == .remoteUnavailable && !isAskedByRemote }
 }
 
 extension DeliveryPause {
-    /// When a batch put back because of this pause may be claimed again: crash records at once, since the shipper
-    /// lets them probe the remote through the pause (``ShipperStateMachine/CrashProbe``); the rest when it ends.
+    /// When a batch put back because of this pause may be claimed again: crash records at once when the pause
+    /// allows probes, since the shipper then lets them probe the remote through it; the rest when it ends.
     func readyAgain(_ batch: Batch) -> Date {
-        batch.priority == .crash ? Date() : until
+        batch.priority == .crash && allowsCrashProbes ? Date() : until
     }
 }

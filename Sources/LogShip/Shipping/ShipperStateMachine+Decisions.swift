@@ -70,6 +70,7 @@ extension ShipperStateMachine {
     /// Arms the crash probe while the remote is paused and a crash operation waits, unless the pause ends first.
     mutating func armCrashProbeIfNeeded(now: Date, _ decisions: inout Decisions) {
         guard phase == .running, !isPausedByOperator, case .paused(let pause, let endTimer, .idle) = remote,
+            pause.allowsCrashProbes, classes[.crash]?.block == nil,
             operations.values.contains(where: { $0.priorityClass == .crash && !$0.isRunning })
         else { return }
         let probeAt = now.addingTimeInterval(Self.crashProbeInterval * Double.random(in: 0.5...1))

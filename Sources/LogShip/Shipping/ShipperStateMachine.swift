@@ -143,12 +143,15 @@ struct ShipperStateMachine: Sendable {
         var decisions = Decisions()
         guard let operation = operations.removeValue(forKey: id) else { return decisions.actions }
         let priorityClass = operation.priorityClass
+        var wasProbe = false
         if case .paused(let pause, let timer, .sending(id)) = remote {
+            wasProbe = true
             remote = .paused(pause, endedBy: timer, crashProbe: .idle)
             if case .delivered(.attempted(let report)) = end, report.pause == nil,
                 report.counts.delivered > 0 || report.counts.deadLettered > 0
             {
-                // The probe got through: the remote is back for everyone.
+                // The probe got through: the shipper's pause ends. (Batches the pause put back keep their retry
+                // time in the spool, so their classes still wait until then.)
                 decisions.cancelTimers.append(timer)
                 remote = .accepting
                 updateQueueSuspension(&decisions)
@@ -157,7 +160,10 @@ struct ShipperStateMachine: Sendable {
         switch end {
         case .delivered(.attempted(let report)):
             count(report)
-            if let pause = report.pause {
+            if var pause = report.pause {
+                // A probe that failed the same way says the remote is still down, not that the rest should wait
+                // longer; one that meets a refusal or a Retry-After is taken as it comes.
+                if wasProbe, pause.allowsCrashProbes, let current = remote.pause { pause.until = min(pause.until, current.until) }
                 lastError = (pause.reason, now)
                 begin(pause, &decisions)
             }
@@ -200,7 +206,8 @@ struct ShipperStateMachine: Sendable {
             updateQueueSuspension(&decisions)
         case .probeForCrash:
             guard case .paused(let pause, let endTimer, .armed(timer)) = remote else { return decisions.actions }
-            let crashWaits = operations.values.contains { $0.priorityClass == .crash && !$0.isRunning }
+            let crashWaits = pause.allowsCrashProbes && classes[.crash]?.block == nil
+                && operations.values.contains { $0.priorityClass == .crash && !$0.isRunning }
             remote = .paused(pause, endedBy: endTimer, crashProbe: crashWaits && !isPausedByOperator ? .open : .idle)
             updateQueueSuspension(&decisions)
         case .unblock(let priorityClass, _):

@@ -192,23 +192,36 @@ struct ShipperStateMachineTests {
         #expect(started.proceed && started.actions.suspensions == [true], "suspended again behind the probe")
         #expect(machine.isQueueSuspended)
 
-        // Still down: the crash batch is back, and the next probe is due within the interval, whatever the pause.
+        // Still down: the crash batch is back, and the next probe is due within the interval. A failed probe does
+        // not lengthen the rest's pause.
         _ = machine.claimed(crash, moreLeft: false)
         let failed = machine.operationFinished(crash, .delivered(.attempted(report(pause: pause(120, from: probeAt)))), now: probeAt)
         let nextCrash = try #require(failed.enqueue.first { $0.priorityClass == .crash }?.id)
         let (nextProbe, nextProbeAt) = try #require(failed.armTimers.first { if case .probeForCrash = $0.timer { true } else { false } })
         #expect(nextProbeAt <= probeAt + Machine.crashProbeInterval)
-        #expect(machine.remote.pause?.until == probeAt + 120, "the rest waits out the longer pause")
+        #expect(machine.remote.pause?.until == t0 + 60 && failed.cancelTimers.isEmpty, "the pause keeps its end")
 
-        // Back: the probe's delivery ends the pause for everyone.
+        // Back: the probe's delivery ends the shipper's pause.
         _ = machine.timerFired(nextProbe, now: nextProbeAt)
         _ = machine.operationStarted(nextCrash, now: nextProbeAt)
         _ = machine.claimed(nextCrash, moreLeft: false)
         let back = machine.operationFinished(nextCrash, .delivered(.attempted(report(delivered: 1))), now: nextProbeAt + 0.1)
         #expect(back.suspensions == [false] && !machine.isQueueSuspended)
-        let longerEnd = try #require(failed.armTimers.first { if case .endPause = $0.timer { true } else { false } }?.timer)
-        #expect(failed.cancelTimers == [endPause] && back.cancelTimers == [longerEnd], "the pause's timer is dropped")
+        #expect(back.cancelTimers == [endPause], "the pause's timer is dropped")
         #expect(machine.remote == .accepting)
+    }
+
+    @Test("no probe against a remote that refuses the endpoint, nor before a Retry-After the remote asked for")
+    func noProbeWhenRefusedOrAsked() throws {
+        for refusing in [true, false] {
+            var machine = Machine()
+            let info = try #require(machine.recordsAvailable([.info], now: t0).enqueue.first?.id)
+            _ = machine.operationStarted(info, now: t0)
+            var stop = pause(60, from: t0, cause: refusing ? .endpointRefused : .remoteUnavailable)
+            stop.isAskedByRemote = !refusing
+            _ = machine.operationFinished(info, .delivered(.attempted(report(pause: stop))), now: t0)
+            #expect(machine.recordsAvailable([.crash], now: t0 + 1).armTimers.isEmpty, refusing ? "refused" : "asked")
+        }
     }
 
     @Test("an operator's pause holds crash records too: no probe")
@@ -584,8 +597,10 @@ private struct Simulation {
             isSuspended == (pausedUntil != nil && !isProbeOpen),
             "the queue is suspended exactly while delivery is paused, except while a crash probe is let through")
         // A crash record never waits out a pause: while one waits, a probe is due within the interval, unless the
-        // pause ends sooner.
-        if case .paused(let pause, _, .idle) = machine.remote, pause.until.timeIntervalSince(now) > Machine.crashProbeInterval {
+        // pause ends sooner or the crash class waits out a block of its own (the spool failed for it).
+        if case .paused(let pause, _, .idle) = machine.remote, pause.until.timeIntervalSince(now) > Machine.crashProbeInterval,
+            machine.classes[.crash]?.block == nil
+        {
             #expect(!waiting.contains { $0.priorityClass == .crash && !$0.isCancelled }, "a crash operation waits with no probe due")
         }
     }

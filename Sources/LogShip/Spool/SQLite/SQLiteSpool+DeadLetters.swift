@@ -40,9 +40,14 @@ extension SQLiteSpool {
         try checkOpen()
         guard !ids.isEmpty else { return [] }
         return try await database.read { db in
-            Set(try Int64.fetchAll(
-                db, sql: "SELECT id FROM dead_letter WHERE id IN (\(Self.placeholders(ids.count)))",
-                arguments: StatementArguments(ids)))
+            // In chunks, as every IN list here, to stay under SQLite's limit of variables per statement.
+            var existing: Set<Int64> = []
+            for chunk in ids.chunked(500) {
+                existing.formUnion(try Int64.fetchAll(
+                    db, sql: "SELECT id FROM dead_letter WHERE id IN (\(Self.placeholders(chunk.count)))",
+                    arguments: StatementArguments(chunk)))
+            }
+            return existing
         }
     }
 
