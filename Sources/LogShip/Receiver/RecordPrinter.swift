@@ -17,20 +17,31 @@ public final class RecordPrinter: Sendable {
     }
 
     public func print(_ request: LogReceiver.Request) {
-        var text = ""
-        if quiet {
-            text = "request \(request.sequence): \(request.records.count) records, answered \(request.status)\n"
-        } else {
-            for record in request.records {
-                text += line(for: record) + "\n"
-            }
-        }
-        if request.malformedLines > 0 {
-            text += "request \(request.sequence): \(request.malformedLines) lines were not records\n"
-        }
+        let text = text(for: request)
         output.withLock { _ in
             FileHandle.standardOutput.write(Data(text.utf8))
         }
+    }
+
+    /// What ``print(_:)`` writes for `request`: its records, each marked with the sender's batch number
+    /// (`X-Logshipd-Batch`) and, when the receiver refused the request, with the status it answered, so that a
+    /// refused record is never mistaken for a delivered one.
+    public func text(for request: LogReceiver.Request) -> String {
+        let batch = request.batch.map { "batch \($0)" } ?? "no batch number"
+        let refused = (200..<300).contains(request.status) ? nil : "refused \(request.status)"
+        var text = ""
+        if quiet {
+            text = "request \(request.sequence) (\(batch)): \(request.records.count) records, answered \(request.status)\n"
+        } else {
+            let mark = "[" + ([request.batch.map { "#\($0)" }, refused].compactMap { $0 }.joined(separator: " ")) + "] "
+            for record in request.records {
+                text += (mark == "[] " ? "" : mark) + line(for: record) + "\n"
+            }
+        }
+        if request.malformedLines > 0 {
+            text += "request \(request.sequence) (\(batch)): \(request.malformedLines) lines were not records\n"
+        }
+        return text
     }
 
     /// `2026-11-21T10:00:00.123456Z crash    host comm[pid] uid=0 message {fields}`, every text from the record

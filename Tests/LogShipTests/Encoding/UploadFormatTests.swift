@@ -107,6 +107,8 @@ struct UploadFormatTests {
         #expect(received.map(\.priority) == [.debug, .crash, .warning])
         #expect(received.allSatisfy { $0.host == "round-trip-host" })
         #expect(received[1].fields["request_id"] == "r-1")
+        // The sender as the kernel named it, which `logctl receive` shows as comm[pid] uid=…
+        #expect(received.allSatisfy { $0.peer?.pid == getpid() && $0.peer?.uid == getuid() }, "\(received.map(\.peer))")
     }
 
     @Test(
