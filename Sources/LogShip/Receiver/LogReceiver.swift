@@ -153,11 +153,18 @@ public final class LogReceiver: Sendable {
     public var statistics: Statistics { counters.withLock { $0 } }
 
     /// Serves connections until the task is cancelled.
+    ///
+    /// Accepting and each connection's exchange run on event loops, not the cooperative pool: a receiver sharing a
+    /// process with busy tasks (the tests', or `logctl receive` under a load of its own) still answers at once.
     public func run() async throws {
-        try await withThrowingDiscardingTaskGroup { group in
-            try await server.executeThenClose { connections in
-                for try await connection in connections {
-                    group.addTask { await self.serve(connection) }
+        try await withTaskExecutorPreference(EventLoopTaskExecutor(server.channel.eventLoop)) {
+            try await withThrowingDiscardingTaskGroup { group in
+                try await server.executeThenClose { connections in
+                    for try await connection in connections {
+                        group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
+                            await self.serve(connection)
+                        }
+                    }
                 }
             }
         }
