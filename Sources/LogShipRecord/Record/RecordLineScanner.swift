@@ -1,13 +1,3 @@
-/// Why a line is not a record's NDJSON line: the first byte that does not fit its shape.
-package struct RecordLineError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// Where the line stops fitting, from its first byte.
-    package let offset: Int
-    /// What the shape has there.
-    package let expected: String
-
-    package var description: String { "expected \(expected) at byte \(offset)" }
-}
-
 /// Reads the one shape ``LogRecord/ndjsonLine`` writes, byte by byte, in place, never trapping on a damaged line.
 struct RecordLineScanner {
     private let bytes: UnsafeBufferPointer<UInt8>
@@ -299,9 +289,4 @@ struct RecordLineScanner {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
             || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
     }
-}
-
-extension StaticString {
-    /// The string's UTF-8 bytes, in place.
-    package var utf8Bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }
 }
