@@ -52,12 +52,13 @@ public struct DatagramIngestServer: Service {
     }
 
     private func receiveUntilStopped() async throws {
+        var buffer = socket.makeReceiveBuffer()
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             let datagrams: [UnixDatagramSocket.Datagram]
             do {
                 // Nil once woken for shutdown.
                 guard let received = try socket.receive(
-                    limit: Self.batchLimit.datagrams, bytes: Self.batchLimit.bytes)
+                    limit: Self.batchLimit.datagrams, bytes: Self.batchLimit.bytes, into: &buffer)
                 else { return }
                 datagrams = received
             } catch let error as IngestError {

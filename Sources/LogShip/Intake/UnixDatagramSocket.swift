@@ -68,14 +68,20 @@ struct UnixDatagramSocket: Sendable {
             maximumRecordBytes: maximumRecordBytes)
     }
 
+    /// A buffer for ``receive(limit:bytes:into:)``: one datagram of the longest record. The reader keeps it across
+    /// calls rather than zeroing half a megabyte per wake-up.
+    func makeReceiveBuffer() -> [UInt8] {
+        [UInt8](repeating: 0, count: maximumRecordBytes)
+    }
+
     /// Blocks until datagrams arrive or ``wake()`` is called, then returns up to `limit` of those queued, and
     /// none after the one that brings their size to `bytes`.
     ///
+    /// - Parameter buffer: Where each datagram is read, from ``makeReceiveBuffer()``.
     /// - Returns: The datagrams read, never empty; `nil` once ``wake()`` has been called. A wake-up that finds
     ///   nothing to read (a signal, a datagram another reader took) waits again instead of returning empty, so
     ///   that an empty read can never be mistaken for the end.
-    func receive(limit: Int, bytes: Int) throws -> [Datagram]? {
-        var buffer = [UInt8](repeating: 0, count: maximumRecordBytes)
+    func receive(limit: Int, bytes: Int, into buffer: inout [UInt8]) throws -> [Datagram]? {
         while true {
             guard try waitUntilReadable(descriptor, orWokenBy: wakeDescriptor, path: path) else { return nil }
 

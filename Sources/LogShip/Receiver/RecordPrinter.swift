@@ -33,9 +33,10 @@ public final class RecordPrinter: Sendable {
         if quiet {
             text = "request \(request.sequence) (\(batch)): \(request.records.count) records, answered \(request.status)\n"
         } else {
-            let mark = "[" + ([request.batch.map { "#\($0)" }, refused].compactMap { $0 }.joined(separator: " ")) + "] "
+            let tags = [request.batch.map { "#\($0)" }, refused].compactMap { $0 }
+            let mark = tags.isEmpty ? "" : "[\(tags.joined(separator: " "))] "
             for record in request.records {
-                text += (mark == "[] " ? "" : mark) + line(for: record) + "\n"
+                text += mark + line(for: record) + "\n"
             }
         }
         if request.malformedLines > 0 {
