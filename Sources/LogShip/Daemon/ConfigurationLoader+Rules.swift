@@ -19,6 +19,7 @@ extension ConfigurationLoader {
             problems.append(
                 "spool.max_bytes (\(ConfigurationText.bytes(configuration.spool.maxBytes))) must hold at least four records of ingest.max_record_bytes (\(ConfigurationText.bytes(configuration.ingest.maxRecordBytes))): at least \(ConfigurationText.bytes(configuration.ingest.maxRecordBytes * 4))")
         }
+        problems += uploadRateProblems(configuration.upload.rate, maxRecordBytes: configuration.ingest.maxRecordBytes)
         if configuration.auth.basicUser.isEmpty != configuration.auth.basicPasswordFile.isEmpty {
             problems.append("auth.basic_user and auth.basic_password_file go together")
         }

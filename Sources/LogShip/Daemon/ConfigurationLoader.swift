@@ -19,7 +19,8 @@ public struct ConfigurationLoader: Sendable {
         "intake.crash_budget.per_second", "intake.crash_budget.burst",
         "upload.url", "upload.format", "upload.max_in_flight", "upload.timeout", "upload.headers",
         "upload.retry_initial", "upload.retry_max", "upload.retry_after_max", "upload.shutdown_timeout",
-        "batch.max_records", "batch.max_bytes",
+        "upload.rate.bytes_per_second", "upload.rate.requests_per_second", "upload.rate.burst_seconds",
+        "upload.rate.min_bytes_per_second", "upload.rate.exempt", "batch.max_records", "batch.max_bytes",
         "spool.path", "spool.max_bytes", "spool.min_free_disk",
         "journal.enabled", "journal.directory", "journal.start_at", "journal.units", "journal.exclude_units",
         "journal.min_priority", "journal.matches", "journal.fields", "journal.max_field_bytes",
@@ -30,7 +31,9 @@ public struct ConfigurationLoader: Sendable {
     ]
 
     /// Keys whose value is a list: a YAML sequence in the file, comma-separated text in the environment.
-    static let listKeys: Set<String> = ["journal.units", "journal.exclude_units", "journal.matches", "journal.fields"]
+    static let listKeys: Set<String> = [
+        "journal.units", "journal.exclude_units", "journal.matches", "journal.fields", "upload.rate.exempt",
+    ]
 
     /// What the file holds that swift-configuration cannot enumerate.
     struct FileValues {
@@ -218,6 +221,7 @@ public struct ConfigurationLoader: Sendable {
         values.read("upload.shutdown_timeout", into: &configuration.upload.shutdownTimeout, .duration())
         configuration.upload.headers = file.headers
         values.read("upload.headers", into: &configuration.upload.headers, .headerList)
+        values.readUploadRate(into: &configuration.upload.rate, exempt: file.lists["upload.rate.exempt"])
 
         values.read("auth.bearer_token_file", into: &configuration.auth.bearerTokenFile, .text)
         values.read("auth.basic_user", into: &configuration.auth.basicUser, .text)
@@ -270,7 +274,7 @@ public struct ConfigurationLoader: Sendable {
 }
 
 /// Reads keys as text and parses them, noting each key whose text is bad and leaving its default.
-private struct ConfigValues {
+struct ConfigValues {
     /// Keys whose text may hold a credential (`Authorization: …`, `https://user:password@…`): a bad value is not
     /// repeated in the message, which goes to the log and to `--check-config`'s output.
     static let mayHoldCredentials: Set<String> = ["upload.headers", "upload.url"]

@@ -102,6 +102,7 @@ public final class Daemon: Sendable {
             limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
             backoff: backoff,
             retryAfterMaximum: configuration.upload.retryAfterMax,
+            throttle: UploadThrottle(budget: configuration.upload.rate),
             loops: uploadLoops,
             observeRequest: metrics.map { metrics in { @Sendable duration in metrics.recordRequest(duration) } },
             logger: logger)

@@ -45,6 +45,8 @@ public struct DaemonConfiguration: Sendable {
         public var retryAfterMax: Duration = .seconds(300)
         /// How long requests in flight may take to finish after SIGTERM.
         public var shutdownTimeout: Duration = .seconds(10)
+        /// What the link may carry (`upload.rate.*`); no limit by default.
+        public var rate = UploadRateBudget()
     }
 
     public struct Auth: Sendable {

@@ -3,7 +3,7 @@ import Synchronization
 
 /// The configuration a daemon runs with, and the parts of it that follow a reload without a restart: the upload
 /// URL, format, compression, headers, timeout, credentials and TLS files, the retry bounds and `Retry-After` cap, the
-/// batch limits, the crash budget, the journal's selection (units, excluded units, least priority) and the log
+/// link's budget (which ends an operator's `logctl throttle`), the batch limits, the crash budget, the journal's selection (units, excluded units, least priority) and the log
 /// level. Anything else that changed is named and left for a restart.
 final class LiveConfiguration: Sendable {
     private let current: Mutex<DaemonConfiguration>
@@ -40,6 +40,7 @@ final class LiveConfiguration: Sendable {
         delivery.update(
             limits: BatchLimits(maxRecords: new.batch.maxRecords, maxBytes: new.batch.maxBytes),
             retryAfterMaximum: new.upload.retryAfterMax)
+        delivery.throttle.update(new.upload.rate)
         intake.updateCrashBudget(CrashBudget.Settings(new.intake))
         journal?.updateSelection(new.journal)
         logLevel?.level = new.logLevel

@@ -34,6 +34,8 @@ public struct BatchDelivery: Sendable {
     /// The lanes operations take (``UploadLoops``); `nil` runs delivery on the global pool, over the uploader's
     /// first connection.
     let loops: UploadLoops?
+    /// The link's budget: what each claim may take, and how fast an overloaded receiver lets us go.
+    let throttle: UploadThrottle
     /// The batch limits and the `Retry-After` cap, which a reload may change for every operation at once.
     private let reloadable: ReloadableLimits
     private let unclearRefusals = UnclearRefusals()
@@ -43,13 +45,14 @@ public struct BatchDelivery: Sendable {
     ///   - observeRequest: Told how long each request took.
     init(
         spool: any Spool, uploader: any Uploader, limits: BatchLimits, backoff: RetryBackoff,
-        retryAfterMaximum: Duration, loops: UploadLoops? = nil, observeRequest: (@Sendable (Duration) -> Void)? = nil,
-        logger: Logger
+        retryAfterMaximum: Duration, throttle: UploadThrottle = UploadThrottle(budget: UploadRateBudget()),
+        loops: UploadLoops? = nil, observeRequest: (@Sendable (Duration) -> Void)? = nil, logger: Logger
     ) {
         self.spool = spool
         self.uploader = uploader
         reloadable = ReloadableLimits(limits: limits, retryAfterMaximum: retryAfterMaximum)
         self.backoff = backoff
+        self.throttle = throttle
         self.loops = loops
         self.observeRequest = observeRequest
         self.logger = logger
@@ -75,7 +78,8 @@ public struct BatchDelivery: Sendable {
         }
     }
 
-    /// Claims and sends the next batch of `priority`.
+    /// Claims and sends the next batch of `priority`, as much of it as the link's budget allows now, unless the
+    /// class must wait for the budget first (``DeliveryOutcome/throttled(until:)``).
     ///
     /// - Parameters:
     ///   - lane: The upload lane the calling operation holds: its requests go out on that lane's connection, and
@@ -89,16 +93,33 @@ public struct BatchDelivery: Sendable {
     func deliverNext(
         _ priority: PriorityClass, on lane: UploadLane? = nil, claimed: @Sendable (_ moreLeft: Bool) -> Void = { _ in }
     ) async throws -> DeliveryOutcome {
-        switch try await spool.claim(priority, limits: limits) {
+        let grant: UploadRateLimiter.Grant
+        switch throttle.admit(priority, within: limits) {
+        case .wait(let wait):
+            return .throttled(until: Date().addingTimeInterval(wait.seconds))
+        case .go(let granted):
+            grant = granted
+        }
+        let claim: ClaimResult
+        do {
+            claim = try await spool.claim(priority, limits: grant.limits)
+        } catch {
+            throttle.settle(grant, UploadThrottle.Spending())
+            throw error
+        }
+        switch claim {
         case .empty:
+            throttle.settle(grant, UploadThrottle.Spending())
             claimed(false)
             return .nothingToSend
         case .waiting(let until):
+            throttle.settle(grant, UploadThrottle.Spending())
             claimed(false)
             return .waiting(until: until)
         case .batch(let batch, let more):
             claimed(more)
             var attempt = Attempt(lane: lane)
+            defer { throttle.settle(grant, attempt.spending) }
             do {
                 try await deliver(batch, &attempt)
                 try await deadLetterRefused(&attempt)
@@ -125,6 +146,10 @@ public struct BatchDelivery: Sendable {
         var refused: [(batch: Batch, error: UploadError)] = []
         /// Whether the operation was cancelled mid-request; what was not yet sent goes back ready at once.
         var isCancelled = false
+        /// What the requests spent of the link's budget.
+        var spending = UploadThrottle.Spending()
+        /// When the last request was sent.
+        var lastSentAt = ContinuousClock.now
     }
 
     /// What became of one request.
@@ -153,11 +178,15 @@ public struct BatchDelivery: Sendable {
             return .notSent
         }
         attempt.report.counts.requests += 1
+        attempt.spending.requests += 1
+        let spoolBytes = batch.spoolBytes
         do {
             let started = ContinuousClock.now
+            attempt.lastSentAt = started
             defer { observeRequest?(ContinuousClock.now - started) }
-            try await uploader.upload(
+            attempt.spending.sentBytes += try await uploader.upload(
                 Payload(lines: batch.records.map(\.line), batchNumber: batch.number, lane: attempt.lane?.index ?? 0))
+            attempt.spending.sentSpoolBytes += spoolBytes
         } catch is CancellationError {
             attempt.isCancelled = true
             try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
@@ -165,7 +194,10 @@ public struct BatchDelivery: Sendable {
             return .notSent
         } catch {
             attempt.report.counts.failedRequests += 1
-            return .refused(error as? UploadError ?? .transport("\(error)"))
+            let error = error as? UploadError ?? .transport("\(error)")
+            // A request the remote answered was sent whole; one that never connected spent nothing.
+            if error.status != nil { attempt.spending.failedSpoolBytes += spoolBytes }
+            return .refused(error)
         }
         backoff.reset()
         // Not awaited: the slot is free for the next request while the spool commits the delete.
@@ -178,6 +210,15 @@ public struct BatchDelivery: Sendable {
     /// Handles a refusal of `batch` according to what the failure says about it.
     private func handle(_ error: UploadError, for batch: Batch, _ attempt: inout Attempt) async throws {
         switch error.fault {
+        case .remoteUnavailable where error.isOverload && error.retryAfter == nil
+            && throttle.overloaded(sentAt: attempt.lastSentAt, requestSpoolBytes: batch.spoolBytes):
+            // The receiver is busy, not down: the rate it lets us send at is lower now, and the batch waits for
+            // that rate rather than for a pause.
+            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
+            var metadata = metadata(batch)
+            metadata["logship.upload.error"] = "\(error)"
+            metadata["logship.upload.rate"] = "\(throttle.status.effectiveBytesPerSecond.map(ByteCountText.approximate) ?? "unlimited")/s"
+            logger.notice("the remote is overloaded; upload rate lowered, batch kept", metadata: metadata)
         case .remoteUnavailable, .endpointRefused:
             try await pauseDelivery(
                 for: error, cause: error.fault == .endpointRefused ? .endpointRefused : .remoteUnavailable,

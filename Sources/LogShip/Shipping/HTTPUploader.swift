@@ -171,7 +171,7 @@ public final class HTTPUploader: Uploader {
     ///
     /// A 2xx answer whose body then stalls is a timeout (the batch is sent again: the exchange never completed);
     /// any other status keeps its meaning, since the body only adds an excerpt to it.
-    public func upload(_ payload: Payload) async throws {
+    public func upload(_ payload: Payload) async throws -> Int {
         let prepared = self.prepared.withLock { $0 }
         let configuration = prepared.configuration
         var headers = prepared.headers
@@ -201,6 +201,7 @@ public final class HTTPUploader: Uploader {
             headers.add(name: "Content-Encoding", value: encoding)
         }
 
+        let bodyBytes = body.readableBytes
         // Read past the limit by the longest secret, so that one crossing the cut is still found whole.
         let margin = secrets.map(\.utf8.count).max() ?? 0
         let response: UploadResponse
@@ -220,6 +221,7 @@ public final class HTTPUploader: Uploader {
                 responseExcerpt: String(Self.redacting(secrets, in: read).prefix(Self.excerptLimit)),
                 retryAfter: response.head.headers.first(name: "Retry-After").flatMap { Self.retryAfterSeconds($0) })
         }
+        return bodyBytes
     }
 
     /// `text` with every non-empty secret in it replaced by `[redacted]`.

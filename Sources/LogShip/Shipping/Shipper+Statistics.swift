@@ -14,5 +14,7 @@ extension Shipper {
         public var pausedByOperator = false
         /// The last failure since start, and when.
         public var lastError: (reason: String, at: Date)?
+        /// Seconds each class has waited for the link's budget since start.
+        public var throttledSeconds: [PriorityClass: TimeInterval] = [:]
     }
 }

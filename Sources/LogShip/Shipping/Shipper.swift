@@ -76,7 +76,8 @@ public final class Shipper: Service, Sendable {
         state.withLock { state in
             var statistics = Statistics(
                 totals: state.machine.totals, operationsInFlight: state.machine.runningCount,
-                pausedByOperator: state.machine.isPausedByOperator, lastError: state.machine.lastError)
+                pausedByOperator: state.machine.isPausedByOperator, lastError: state.machine.lastError,
+                throttledSeconds: state.machine.secondsThrottled(now: Date()))
             switch state.machine.remote {
             case .accepting: break
             case .paused(let pause, _, _): statistics.pause = pause
@@ -193,7 +194,7 @@ public final class Shipper: Service, Sendable {
     // MARK: Shutdown
 
     private func drain() async {
-        let (actions, running) = state.withLock { ($0.machine.beginShutdown(), $0.machine.runningCount) }
+        let (actions, running) = state.withLock { ($0.machine.beginShutdown(now: Date()), $0.machine.runningCount) }
         perform(actions)
         let pendingTimers = state.withLock { state in
             defer { state.timers = [:] }

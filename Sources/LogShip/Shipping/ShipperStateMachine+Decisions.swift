@@ -80,6 +80,13 @@ extension ShipperStateMachine {
         decisions.armTimers.append((timer, probeAt))
     }
 
+    /// Ends a class's wait for the link's budget, if it was waiting, and counts its seconds.
+    mutating func endThrottledWait(_ priorityClass: PriorityClass, now: Date) {
+        guard let since = classes[priorityClass]?.throttledSince else { return }
+        throttledSeconds[priorityClass, default: 0] += max(0, now.timeIntervalSince(since))
+        classes[priorityClass]?.throttledSince = nil
+    }
+
     mutating func nextSerial() -> UInt64 {
         lastSerial += 1
         return lastSerial

@@ -21,8 +21,11 @@ extension ShipperStateMachine {
     struct ClassState {
         /// Its last claim left records behind.
         var isBacklogged = false
-        /// Set while its oldest record waits for a retry time: until when, and the timer that ends the block.
+        /// Set while its oldest record waits for a retry time, or the class for the link's budget: until when,
+        /// and the timer that ends the block.
         var block: (until: Date, timer: TimerID)?
+        /// Since when it has been waiting for the link's budget, while it does.
+        var throttledSince: Date?
     }
 
     /// Names one operation for as long as it exists.

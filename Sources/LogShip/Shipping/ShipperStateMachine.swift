@@ -44,6 +44,8 @@ struct ShipperStateMachine: Sendable {
     var isQueueSuspended = false
     /// Counts of every batch settled since start.
     var totals = DeliveryCounts()
+    /// Seconds each class spent waiting for the link's budget, up to its last wait's end.
+    var throttledSeconds: [PriorityClass: TimeInterval] = [:]
     /// The last failure since start and when it happened, for status output.
     var lastError: (reason: String, at: Date)?
     /// Where operation ids, timer generations and suspension generations are drawn from.
@@ -60,6 +62,16 @@ struct ShipperStateMachine: Sendable {
 
     /// When the longest-running batch began, if any operation runs.
     var oldestBatchStart: Date? { operations.values.compactMap(\.batchStartedAt).min() }
+
+    /// Seconds each class has spent waiting for the link's budget since start, a wait under way included.
+    func secondsThrottled(now: Date) -> [PriorityClass: TimeInterval] {
+        var seconds = throttledSeconds
+        for (priorityClass, state) in classes {
+            guard let since = state.throttledSince else { continue }
+            seconds[priorityClass, default: 0] += max(0, now.timeIntervalSince(since))
+        }
+        return seconds
+    }
 
     /// Operations created and not yet started.
     var waitingClasses: [PriorityClass] { operations.values.filter { !$0.isRunning }.map(\.priorityClass) }
@@ -176,6 +188,9 @@ struct ShipperStateMachine: Sendable {
             }
         case .delivered(.waiting(let until)):
             block(priorityClass, until: until, &decisions)
+        case .delivered(.throttled(let until)):
+            if classes[priorityClass]?.throttledSince == nil { classes[priorityClass, default: ClassState()].throttledSince = now }
+            block(priorityClass, until: until, &decisions)
         case .delivered(.nothingToSend), .cancelled:
             break
         case .failed(let retryAt):
@@ -217,6 +232,7 @@ struct ShipperStateMachine: Sendable {
                 return decisions.actions
             }
             classes[priorityClass]?.block = nil
+            endThrottledWait(priorityClass, now: now)
             enqueueIfNeeded(priorityClass, &decisions)
         }
         armCrashProbeIfNeeded(now: now, &decisions)
@@ -234,11 +250,12 @@ struct ShipperStateMachine: Sendable {
 
     /// Shutdown begins: nothing new is created, timers are dropped, waiting operations are cancelled (the queue
     /// must be running for them to finish), running ones may finish.
-    mutating func beginShutdown() -> [Action] {
+    mutating func beginShutdown(now: Date) -> [Action] {
         var decisions = Decisions()
         guard phase == .running else { return decisions.actions }
         phase = .draining
         for priorityClass in PriorityClass.mostUrgentFirst {
+            endThrottledWait(priorityClass, now: now)
             guard let block = classes[priorityClass]?.block else { continue }
             decisions.cancelTimers.append(block.timer)
             classes[priorityClass]?.block = nil

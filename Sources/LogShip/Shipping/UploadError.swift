@@ -59,6 +59,9 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
         return nil
     }
 
+    /// Whether the remote said it is overloaded (429 or 503): busy rather than down, so a lower rate may do.
+    public var isOverload: Bool { status == 429 || status == 503 }
+
     public var fault: Fault {
         switch code {
         case .transport, .timeout:

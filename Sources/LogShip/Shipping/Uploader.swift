@@ -4,9 +4,10 @@
 public protocol Uploader: Sendable {
     /// Sends `payload` and returns when the remote has accepted it.
     ///
+    /// - Returns: The request body's size as sent (encoded and compressed): what the link's budget is spent by.
     /// - Throws: ``UploadError`` when the remote refused it or could not be reached, `CancellationError` when the
     ///   calling task was cancelled.
-    func upload(_ payload: Payload) async throws
+    func upload(_ payload: Payload) async throws -> Int
 }
 
 /// One request's records and what the remote is told about them.

@@ -31,4 +31,7 @@ public struct Batch: Hashable, Sendable {
     }
 
     var sequences: [Int64] { records.map(\.sequence) }
+
+    /// The bytes its records take in the spool's canonical form: what claims are sized by.
+    var spoolBytes: Int { records.reduce(0) { $0 + $1.line.count } }
 }

@@ -39,8 +39,9 @@ struct ServiceManagerTests {
     struct WedgedUploader: Uploader {
         let release: Gate
 
-        func upload(_ payload: Payload) async throws {
+        func upload(_ payload: Payload) async throws -> Int {
             await release.wait()
+            return 0
         }
     }
 

@@ -19,9 +19,10 @@ struct BatchDeliveryTests {
 
         var requests: Int { count.withLock { $0 } }
 
-        func upload(_ payload: Payload) async throws {
+        func upload(_ payload: Payload) async throws -> Int {
             count.withLock { $0 += 1 }
             try await answer(payload.lines.map { String(decoding: $0, as: UTF8.self) })
+            return payload.lines.reduce(0) { $0 + $1.count + 1 }
         }
     }
 

@@ -112,7 +112,7 @@ struct ShipperStateMachineTests {
             return report(delivered: 1)
         }, "logctl pause")
         #expect(try !afterOneBatch { machine, _ in
-            _ = machine.beginShutdown()
+            _ = machine.beginShutdown(now: .now)
             return report(delivered: 1)
         }, "shutdown began")
         #expect(try !afterOneBatch { _, _ in
@@ -299,7 +299,7 @@ struct ShipperStateMachineTests {
         _ = machine.operationFinished(crashAgain, .cancelled, now: t0 + 60)
         let pausedAgain = machine.recordsAvailable([.error], now: t0).enqueue.map(\.id)
 
-        let actions = machine.beginShutdown()
+        let actions = machine.beginShutdown(now: .now)
         #expect(actions.cancel == pausedAgain, "the waiting operation is cancelled")
         #expect(actions.cancelTimers == block.armTimers.map(\.timer))
         #expect(!actions.wakeIdleWaiters, "one request is still running")
@@ -308,7 +308,7 @@ struct ShipperStateMachineTests {
         #expect(!machine.operationStarted(pausedAgain[0], now: t0 + 61).proceed, "it finishes without claiming")
         #expect(machine.shutdownTimedOut().cancel == [running])
         #expect(machine.operationFinished(running, .cancelled, now: t0 + 62).wakeIdleWaiters)
-        #expect(machine.beginShutdown().isEmpty, "once")
+        #expect(machine.beginShutdown(now: .now).isEmpty, "once")
     }
 
     // MARK: Random schedules
@@ -414,7 +414,7 @@ private struct Simulation {
     mutating func shutDown() throws {
         arrive()
         try startNext()
-        let actions = machine.beginShutdown()
+        let actions = machine.beginShutdown(now: .now)
         apply(actions)
         #expect(!isSuspended, "waiting operations need a running queue to finish")
         #expect(waiting.allSatisfy { $0.isCancelled })

@@ -1,0 +1,181 @@
+/// The decisions of ``UploadThrottle``, without a clock or a lock: whether a class may claim now and how much,
+/// what the requests spent, how fast an overloaded receiver lets us go.
+///
+/// Spending is counted in request body bytes as sent, but a claim is sized in the spool's bytes; the two are
+/// related by the ratio of the last requests (``wireBytesPerSpoolByte``: above 1 for OTLP's JSON, far below for
+/// compressed bodies), and what was sent is debited exactly once it is known, so an estimate that was off moves
+/// one request, never the average.
+struct UploadRateLimiter: Sendable {
+    /// What one request may carry, at most, while a backlog waits: this long of the rate. Small requests keep
+    /// every window of a few seconds close to the budget; the burst still goes at once after a quiet spell.
+    static let requestShare: Duration = .milliseconds(250)
+    /// How long a more urgent class's registered wait keeps a less urgent class back past its end: it should
+    /// have claimed by then; if it has not, it is no longer waiting.
+    static let urgentGrace: Duration = .milliseconds(100)
+
+    /// A claim the limiter let through: the limits it may claim within, and what was set aside for it.
+    struct Grant: Hashable, Sendable {
+        var limits: BatchLimits
+        var reservedBytes = 0.0
+        var reservedRequests = 0.0
+    }
+
+    enum Admission: Hashable, Sendable {
+        /// Claim within the grant's limits, and settle it when the batch is done.
+        case go(Grant)
+        /// Come back after this long.
+        case wait(Duration)
+    }
+
+    private(set) var budget: UploadRateBudget
+    /// What `logctl throttle` set, until the next reload.
+    private(set) var override: ThrottleOverride?
+    private var bytes: TokenBucket?
+    private var requests: TokenBucket?
+    private var overload = OverloadControl()
+    /// Request body bytes per spooled byte, over the last requests.
+    private(set) var wireBytesPerSpoolByte = 1.0
+    /// What was spent within the last second: the rate to halve when an overload meets no limit.
+    private var recent: [(at: ContinuousClock.Instant, bytes: Double)] = []
+    /// Classes told to wait, and when they should come back: a less urgent class does not take the tokens they
+    /// wait for.
+    private var waiting: [PriorityClass: ContinuousClock.Instant] = [:]
+
+    init(budget: UploadRateBudget, now: ContinuousClock.Instant) {
+        self.budget = budget
+        refresh(now: now)
+    }
+
+    /// The byte budget in force: the operator's override, else the configuration's.
+    var bytesPerSecond: Int? {
+        switch override {
+        case .bytesPerSecond(let rate): rate
+        case .off: nil
+        case nil: budget.bytesPerSecond
+        }
+    }
+
+    /// The rate bytes may go at now: the budget, or less while a receiver's overload holds it down; `nil` is
+    /// no limit.
+    func effectiveBytesPerSecond(at now: ContinuousClock.Instant) -> Double? {
+        overload.limit(at: now, budget: bytesPerSecond.map(Double.init))
+    }
+
+    /// Whether a receiver's overload holds the rate below the budget.
+    var isHeldDownByReceiver: Bool { overload.isActive }
+
+    // MARK: Claims
+
+    /// Whether `priorityClass` may claim at `now`, and within which limits.
+    ///
+    /// An exempt class always may. Another waits until the budget holds a request's worth (the least of the
+    /// burst, ``requestShare`` of the rate, and a full batch) and a request, and until every more urgent class
+    /// told to wait has had its turn; then it may claim everything the tokens allow, at least one record.
+    mutating func admit(_ priorityClass: PriorityClass, within limits: BatchLimits, now: ContinuousClock.Instant) -> Admission {
+        refresh(now: now)
+        guard !budget.exempt.contains(priorityClass) else { return .go(Grant(limits: limits)) }
+        var wait = Duration.zero
+        for (urgent, due) in waiting where urgent > priorityClass {
+            if due + Self.urgentGrace < now {
+                waiting[urgent] = nil
+            } else {
+                wait = max(wait, due - now + .milliseconds(1))
+            }
+        }
+        if let bytes {
+            let quantum = min(bytes.capacity, bytes.rate * Self.requestShare.seconds, Double(limits.maxBytes) * wireBytesPerSpoolByte)
+            wait = max(wait, bytes.waitUntilHolding(max(1, quantum), now: now))
+        }
+        if let requests {
+            wait = max(wait, requests.waitUntilHolding(1, now: now))
+        }
+        guard wait <= .zero else {
+            waiting[priorityClass] = now + wait
+            return .wait(wait)
+        }
+        waiting[priorityClass] = nil
+        var grant = Grant(limits: limits)
+        if var bucket = bytes {
+            let allowed = min(bucket.tokens(at: now), bucket.capacity)
+            grant.limits.maxBytes = min(limits.maxBytes, max(1, Int(allowed / wireBytesPerSpoolByte)))
+            grant.reservedBytes = allowed
+            bucket.debit(allowed, now: now)
+            bytes = bucket
+        }
+        if requests != nil {
+            grant.reservedRequests = 1
+            requests?.debit(1, now: now)
+        }
+        return .go(grant)
+    }
+
+    /// What a granted claim came to: the requests sent, the body bytes of those the remote answered (as sent),
+    /// the spooled bytes they carried, and the spooled bytes of those that failed without a known size.
+    mutating func settle(
+        _ grant: Grant, requests sentRequests: Int, sentBytes: Int, sentSpoolBytes: Int, failedSpoolBytes: Int,
+        now: ContinuousClock.Instant
+    ) {
+        refresh(now: now)
+        if sentBytes > 0 && sentSpoolBytes > 0 {
+            // Weighted towards the newest requests, so that a change of format or compression shows within a few.
+            wireBytesPerSpoolByte = 0.7 * wireBytesPerSpoolByte + 0.3 * Double(sentBytes) / Double(sentSpoolBytes)
+        }
+        let spent = Double(sentBytes) + Double(failedSpoolBytes) * wireBytesPerSpoolByte
+        let owed = spent - grant.reservedBytes
+        if owed >= 0 { bytes?.debit(owed, now: now) } else { bytes?.credit(-owed, now: now) }
+        let owedRequests = Double(sentRequests) - grant.reservedRequests
+        if owedRequests >= 0 { requests?.debit(owedRequests, now: now) } else { requests?.credit(-owedRequests, now: now) }
+        if spent > 0 { recent.append((now, spent)) }
+        recent.removeAll { now - $0.at > .seconds(1) }
+    }
+
+    // MARK: The receiver's overload
+
+    /// The receiver answered 429 or 503 without `Retry-After` to a request sent at `sentAt`, which carried
+    /// `requestSpoolBytes` of the spool. Returns whether the rate answers it (halved now, or already for this request); `false` at the
+    /// floor, where the caller pauses instead.
+    mutating func overloaded(sentAt: ContinuousClock.Instant, requestSpoolBytes: Int, now: ContinuousClock.Instant) -> Bool {
+        refresh(now: now)
+        // With no limit in force, the rate to halve is what went in the last second, this request included.
+        let measured = recent.filter { now - $0.at <= .seconds(1) }
+            .reduce(Double(requestSpoolBytes) * wireBytesPerSpoolByte) { $0 + $1.bytes }
+        let handled = overload.overloaded(
+            sentAt: sentAt, now: now, rate: effectiveBytesPerSecond(at: now) ?? measured,
+            budget: bytesPerSecond.map(Double.init), floor: Double(budget.minimumBytesPerSecond))
+        refresh(now: now)
+        return handled
+    }
+
+    // MARK: Changes
+
+    /// A reload's budget, from `now` on; an operator's override ends with it.
+    mutating func update(_ budget: UploadRateBudget, now: ContinuousClock.Instant) {
+        self.budget = budget
+        override = nil
+        refresh(now: now)
+    }
+
+    /// `logctl throttle`: a byte budget in place of the configured one (or none), until the next reload.
+    mutating func setOverride(_ override: ThrottleOverride?, now: ContinuousClock.Instant) {
+        self.override = override
+        refresh(now: now)
+    }
+
+    /// Brings the buckets to the rates in force at `now`: the byte rate follows the budget and the overload,
+    /// the request rate the budget. A bucket that appears starts empty.
+    private mutating func refresh(now: ContinuousClock.Instant) {
+        overload.settle(at: now, budget: bytesPerSecond.map(Double.init))
+        bytes = Self.bucket(bytes, rate: effectiveBytesPerSecond(at: now), burstSeconds: budget.burstSeconds, now: now)
+        requests = Self.bucket(requests, rate: budget.requestsPerSecond, burstSeconds: budget.burstSeconds, now: now)
+    }
+
+    private static func bucket(
+        _ bucket: TokenBucket?, rate: Double?, burstSeconds: Double, now: ContinuousClock.Instant
+    ) -> TokenBucket? {
+        guard let rate, rate > 0 else { return nil }
+        let capacity = max(1, rate * burstSeconds)
+        guard var bucket else { return TokenBucket(rate: rate, capacity: capacity, now: now) }
+        if bucket.rate != rate || bucket.capacity != capacity { bucket.change(rate: rate, capacity: capacity, now: now) }
+        return bucket
+    }
+}

@@ -1,0 +1,192 @@
+import Testing
+
+@testable import LogShip
+
+/// The limiter's decisions with a manual clock.
+struct UploadRateLimiterTests {
+    let start = ContinuousClock.now
+    let limits = BatchLimits(maxRecords: 1000, maxBytes: 1 << 20)
+
+    func at(_ seconds: Double) -> ContinuousClock.Instant { start + .seconds(seconds) }
+
+    func grant(_ admission: UploadRateLimiter.Admission) -> UploadRateLimiter.Grant? {
+        if case .go(let grant) = admission { grant } else { nil }
+    }
+
+    func wait(_ admission: UploadRateLimiter.Admission) -> Duration? {
+        if case .wait(let wait) = admission { wait } else { nil }
+    }
+
+    @Test("without a budget every claim goes at once with the batch limits")
+    func unlimited() {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(), now: at(0))
+        let admission = limiter.admit(.debug, within: limits, now: at(0))
+        #expect(grant(admission)?.limits == limits)
+        #expect(limiter.effectiveBytesPerSecond(at: at(0)) == nil)
+    }
+
+    @Test("a budgeted class waits for a request's worth, then claims what the tokens allow")
+    func sizedToTokens() throws {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
+        // A request's worth: a quarter second of the rate.
+        var admission = limiter.admit(.info, within: limits, now: at(0))
+        #expect(wait(admission) == .milliseconds(250))
+        admission = limiter.admit(.info, within: limits, now: at(0.6))
+        let granted = try #require(grant(admission))
+        #expect(granted.limits.maxBytes == 600)
+        #expect(granted.limits.maxRecords == limits.maxRecords)
+        limiter.settle(granted, requests: 1, sentBytes: 600, sentSpoolBytes: 600, failedSpoolBytes: 0, now: at(0.6))
+        admission = limiter.admit(.info, within: limits, now: at(0.6))
+        #expect(wait(admission) == .milliseconds(250))
+    }
+
+    @Test("after a quiet spell the burst goes at once, and no more")
+    func burst() throws {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000, burstSeconds: 2), now: at(0))
+        let admission = limiter.admit(.info, within: limits, now: at(60))
+        let granted = try #require(grant(admission))
+        #expect(granted.limits.maxBytes == 2000)
+    }
+
+    @Test("a claim is sized in spooled bytes by what the last requests' bodies weighed against them")
+    func wireRatio() throws {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
+        var admission = limiter.admit(.info, within: limits, now: at(1))
+        let first = try #require(grant(admission))
+        // The body weighed twice the spooled bytes (a JSON format, say): owed is the difference.
+        limiter.settle(first, requests: 1, sentBytes: 2000, sentSpoolBytes: 1000, failedSpoolBytes: 0, now: at(1))
+        #expect(abs(limiter.wireBytesPerSpoolByte - 1.3) < 1e-9)
+        admission = limiter.admit(.info, within: limits, now: at(1))
+        #expect(wait(admission) == .milliseconds(1250), "the extra 1000 is a debt")
+        admission = limiter.admit(.info, within: limits, now: at(3.25))
+        let second = try #require(grant(admission))
+        #expect(second.limits.maxBytes == Int(1000 / 1.3))
+    }
+
+    @Test("an exempt class never waits, and what it sends is spent from the budget")
+    func exempt() throws {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
+        var admission = limiter.admit(.crash, within: limits, now: at(0))
+        let crash = try #require(grant(admission))
+        #expect(crash.limits == limits)
+        limiter.settle(crash, requests: 1, sentBytes: 3000, sentSpoolBytes: 3000, failedSpoolBytes: 0, now: at(0))
+        admission = limiter.admit(.info, within: limits, now: at(0))
+        #expect(wait(admission) == .milliseconds(3250))
+        admission = limiter.admit(.crash, within: limits, now: at(0))
+        #expect(grant(admission) != nil, "even in debt")
+    }
+
+    @Test("a less urgent class does not take the tokens a more urgent one was told to wait for")
+    func urgentFirst() throws {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
+        var admission = limiter.admit(.error, within: limits, now: at(0))
+        #expect(wait(admission) == .milliseconds(250))
+        // The chatter comes back first, at the moment the error's tokens are there: it waits past the error.
+        admission = limiter.admit(.debug, within: limits, now: at(0.25))
+        let chatterWait = try #require(wait(admission))
+        #expect(chatterWait > .zero)
+        admission = limiter.admit(.error, within: limits, now: at(0.25))
+        #expect(grant(admission) != nil)
+        admission = limiter.admit(.debug, within: limits, now: at(0.25) + chatterWait)
+        #expect(wait(admission) != nil, "the error took them")
+        // An urgent class that never came back does not hold the rest for ever.
+        var stale = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
+        _ = stale.admit(.error, within: limits, now: at(0))
+        admission = stale.admit(.debug, within: limits, now: at(1))
+        #expect(grant(admission) != nil)
+    }
+
+    @Test("a request budget spaces claims even when bytes are plenty")
+    func requestBudget() throws {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(requestsPerSecond: 4), now: at(0))
+        var admission = limiter.admit(.info, within: limits, now: at(0))
+        #expect(wait(admission) == .milliseconds(250))
+        admission = limiter.admit(.info, within: limits, now: at(0.25))
+        let granted = try #require(grant(admission))
+        limiter.settle(granted, requests: 3, sentBytes: 10, sentSpoolBytes: 10, failedSpoolBytes: 0, now: at(0.25))
+        admission = limiter.admit(.info, within: limits, now: at(0.25))
+        #expect(wait(admission) == .milliseconds(750), "isolation requests count too")
+    }
+
+    @Test("an unused grant gives its tokens back")
+    func unusedGrant() throws {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
+        var admission = limiter.admit(.info, within: limits, now: at(1))
+        let granted = try #require(grant(admission))
+        limiter.settle(granted, requests: 0, sentBytes: 0, sentSpoolBytes: 0, failedSpoolBytes: 0, now: at(1))
+        admission = limiter.admit(.info, within: limits, now: at(1))
+        #expect(grant(admission)?.limits.maxBytes == 1000)
+    }
+
+    @Test("an overload halves the rate in force; without a budget, the rate measured over the last second")
+    func overload() {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
+        var admission = limiter.overloaded(sentAt: at(0), requestSpoolBytes: 1000, now: at(0.1))
+        #expect(admission)
+        #expect(limiter.effectiveBytesPerSecond(at: at(0.1)) == 50_000)
+        #expect(limiter.isHeldDownByReceiver)
+
+        var open = UploadRateLimiter(budget: UploadRateBudget(minimumBytesPerSecond: 1000), now: at(0))
+        let granted = grant(open.admit(.info, within: limits, now: at(0)))!
+        open.settle(granted, requests: 1, sentBytes: 39_000, sentSpoolBytes: 39_000, failedSpoolBytes: 0, now: at(0.5))
+        admission = open.overloaded(sentAt: at(0.6), requestSpoolBytes: 1000, now: at(0.7))
+        #expect(admission)
+        #expect(open.effectiveBytesPerSecond(at: at(0.7)) == 20_000, "(39 000 + 1 000) / 2")
+    }
+
+    @Test("logctl throttle overrides the budget until a reload, which also takes a new budget at once")
+    func overrideAndReload() {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
+        limiter.setOverride(.bytesPerSecond(4000), now: at(0))
+        #expect(limiter.effectiveBytesPerSecond(at: at(0)) == 4000)
+        limiter.setOverride(.off, now: at(0))
+        #expect(limiter.effectiveBytesPerSecond(at: at(0)) == nil)
+        let admission = limiter.admit(.debug, within: limits, now: at(0))
+        #expect(grant(admission)?.limits == limits)
+        limiter.update(UploadRateBudget(bytesPerSecond: 2000), now: at(1))
+        #expect(limiter.override == nil)
+        #expect(limiter.effectiveBytesPerSecond(at: at(1)) == 2000)
+    }
+
+    /// A backlog drained through the limiter for `seconds`, requests taking `latency` each on one of two slots:
+    /// when each request left (seconds from the start), and its bytes.
+    func drain(budget: Int, seconds: Double, latency: Duration = .milliseconds(3)) -> [(at: Double, bytes: Int)] {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: budget), now: start)
+        let limits = BatchLimits(maxRecords: 500, maxBytes: 1 << 20)
+        var sent: [(at: Double, bytes: Int)] = []
+        // Kept as instants, not seconds in a Double: a wait of a few attoseconds must still move time on.
+        var slotFree = [start, start]
+        while let slot = slotFree.indices.min(by: { slotFree[$0] < slotFree[$1] }), slotFree[slot] < at(seconds) {
+            let now = slotFree[slot]
+            switch limiter.admit(.info, within: limits, now: now) {
+            case .wait(let wait):
+                slotFree[slot] = now + wait
+            case .go(let grant):
+                // Records of 200 bytes: the claim holds whole records, at least one.
+                let bytes = max(200, grant.limits.maxBytes / 200 * 200)
+                sent.append(((now - start).seconds, bytes))
+                limiter.settle(grant, requests: 1, sentBytes: bytes, sentSpoolBytes: bytes, failedSpoolBytes: 0, now: now + latency)
+                slotFree[slot] = now + latency
+            }
+        }
+        return sent
+    }
+
+    /// The bytes in every window of `length` seconds, one starting every tenth of a second.
+    func windows(_ sent: [(at: Double, bytes: Int)], length: Double, until: Double) -> [Double] {
+        stride(from: 0.0, through: until - length, by: 0.1).map { from in
+            Double(sent.filter { $0.at >= from && $0.at < from + length }.reduce(0) { $0 + $1.bytes })
+        }
+    }
+
+    @Test("a backlog leaves within 20% of the budget in every 2-second window and 5% in every 10-second one")
+    func windowsHoldTheBudget() {
+        for budget in [10_000, 1_000_000, 50_000_000] {
+            let sent = drain(budget: budget, seconds: 30)
+            for (length, tolerance) in [(2.0, 0.2), (10.0, 0.05)] {
+                let worst = windows(sent, length: length, until: 30).map { abs($0 / (Double(budget) * length) - 1) }.max()
+                #expect((worst ?? 1) <= tolerance, "budget \(budget) B/s, \(length) s windows: worst off by \(worst ?? 1)")
+            }
+        }
+    }
+}
