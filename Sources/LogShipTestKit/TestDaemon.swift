@@ -14,6 +14,7 @@ public final class TestDaemon: Sendable {
     public var streamPath: String { configuration.ingest.stream }
     public var datagramPath: String { configuration.ingest.datagram }
     public var controlPath: String { configuration.ingest.control }
+    public var shipper: Shipper { daemon.shipper }
 
     private init(directory: String, receiver: TestReceiver, daemon: Daemon, configuration: DaemonConfiguration) {
         self.directory = directory

@@ -116,6 +116,9 @@ public struct ControlServer: Service {
             return ControlResponse(ok: true, changed: changed)
         case .flush:
             return await flush(request)
+        case .throttle:
+            if let refusal = refusal(of: request.command, to: peer) { return refusal }
+            return throttle(to: request.bytesPerSecond ?? 0, peer: peer)
         case .requeue, .purge:
             if let refusal = refusal(of: request.command, to: peer) { return refusal }
             guard let selection = Self.selection(request) else {
@@ -152,6 +155,28 @@ public struct ControlServer: Service {
         let own = getuid()
         guard peer.uid != 0 && peer.uid != own else { return nil }
         return .failure("\(command.rawValue) needs root or logshipd's own user (uid \(own)); you are uid \(peer.uid)")
+    }
+
+    /// Puts an operator's byte budget in place of the configured one, until the next reload; one that could not
+    /// let the largest record through is refused, as `--check-config` refuses it.
+    private func throttle(to bytesPerSecond: Int, peer: PeerCredentials) -> ControlResponse {
+        guard bytesPerSecond >= 0 else { return .failure("a budget of \(bytesPerSecond) bytes per second is negative") }
+        let override: ThrottleOverride = bytesPerSecond == 0 ? .off : .bytesPerSecond(bytesPerSecond)
+        if case .bytesPerSecond(let rate) = override {
+            var budget = shipper.throttle.budget
+            budget.bytesPerSecond = rate
+            budget.minimumBytesPerSecond = min(budget.minimumBytesPerSecond, rate)
+            let problems = ConfigurationLoader.uploadRateProblems(budget, maxRecordBytes: maximumRecordBytes)
+            if let problem = problems.first { return .failure(problem) }
+        }
+        shipper.throttle.setOverride(override)
+        logger.notice(
+            "upload budget set by an operator until the next reload",
+            metadata: [
+                "logship.upload.rate": "\(bytesPerSecond == 0 ? "none" : ByteRateText.format(bytesPerSecond))",
+                "logship.peer.uid": "\(peer.uid)",
+            ])
+        return ControlResponse(ok: true)
     }
 
     /// Waits, polling the spool, until the records of the asked classes accepted before now have left it.

@@ -51,6 +51,20 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     public var lastErrorAt: String?
     /// Whether an operator paused uploads (`logctl pause`).
     public var operatorPaused = false
+    /// The upload budget in force, request body bytes per second (`upload.rate.bytes_per_second`, or
+    /// `logctl throttle`); absent when there is none.
+    public var rateBudget: Int?
+    /// Whether ``rateBudget`` is an operator's (`logctl throttle`), until the next reload.
+    public var rateBudgetByOperator = false
+    /// The rate uploads may go at now, bytes per second: the budget, or less while the receiver is overloaded
+    /// (429 or 503); absent when there is no limit.
+    public var rateEffective: Int?
+    /// Whether the receiver's overload holds the rate down.
+    public var rateHeldDownByReceiver = false
+    /// The request budget (`upload.rate.requests_per_second`); absent when there is none.
+    public var rateRequestsPerSecond: Double?
+    /// Seconds each class has waited for the upload budget since start, per class name.
+    public var throttledSeconds: [String: Double] = [:]
     /// The journal input's state, when it is enabled.
     public var journal: JournalStatus?
 

@@ -59,6 +59,14 @@ final class DaemonStatusSource: Sendable {
         status.lastError = shipping.lastError?.reason
         status.lastErrorAt = shipping.lastError.map { Timestamp($0.at).rfc3339 }
         status.operatorPaused = shipping.pausedByOperator
+        let rate = shipper.throttle.status
+        status.rateBudget = rate.budgetBytesPerSecond
+        status.rateBudgetByOperator = rate.isOverridden
+        status.rateEffective = rate.effectiveBytesPerSecond
+        status.rateHeldDownByReceiver = rate.isHeldDownByReceiver
+        status.rateRequestsPerSecond = rate.requestsPerSecond
+        status.throttledSeconds = Dictionary(
+            uniqueKeysWithValues: shipping.throttledSeconds.map { ($0.key.description, $0.value) })
         status.journal = journal?.statistics
         return status
     }}

@@ -18,6 +18,13 @@ extension Daemon {
         } else {
             remote = "remote accepting"
         }
-        return "pending \(pending); \(shipping.operationsInFlight) in flight; \(shipping.totals.delivered) delivered; \(remote)"
+        let rate = shipper.throttle.status
+        var budget = ""
+        if let effective = rate.effectiveBytesPerSecond {
+            budget = "; rate \(ByteRateText.format(effective))"
+            if let configured = rate.budgetBytesPerSecond, configured != effective { budget += " of \(ByteRateText.format(configured))" }
+            if rate.isHeldDownByReceiver { budget += " (receiver overloaded)" }
+        }
+        return "pending \(pending); \(shipping.operationsInFlight) in flight; \(shipping.totals.delivered) delivered\(budget); \(remote)"
     }
 }

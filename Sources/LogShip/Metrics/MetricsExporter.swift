@@ -16,6 +16,9 @@ final class MetricsExporter: Sendable {
     private let counters: [(counter: Counter, total: @Sendable (DaemonStatus) -> Int)]
     private let exported: Mutex<[Int]>
     private let gauges: [(gauge: Gauge, value: @Sendable (DaemonStatus) -> Double)]
+    /// Seconds each class waited for the upload budget, by class name: counters of seconds, which grow by fractions.
+    private let throttled: [(counter: Counter, className: String)]
+    private let exportedThrottled: Mutex<[Double]>
 
     init() {
         let registry = PrometheusCollectorRegistry()
@@ -53,6 +56,7 @@ final class MetricsExporter: Sendable {
         exported = Mutex(Array(repeating: 0, count: totals.count))
 
         var gauges: [(Gauge, @Sendable (DaemonStatus) -> Double)] = []
+        var throttled: [(Counter, String)] = []
         for priority in PriorityClass.mostUrgentFirst {
             let name = priority.description
             gauges.append((
@@ -66,6 +70,12 @@ final class MetricsExporter: Sendable {
                         "logshipd_oldest_pending_age_seconds", "Age of the oldest record of the class in the spool."),
                     labels: [("class", name)]),
                 { $0.oldestPendingAgeSeconds[name] ?? 0 }))
+            throttled.append((
+                registry.makeCounter(
+                    descriptor: Self.metric(
+                        "logshipd_upload_throttled_seconds_total", "Seconds the class waited for the upload budget."),
+                    labels: [("class", name)]),
+                name))
         }
         let singles: [(String, String, @Sendable (DaemonStatus) -> Double)] = [
             ("logshipd_records_claimed", "Records claimed by requests in flight.", { Double($0.claimed) }),
@@ -78,6 +88,13 @@ final class MetricsExporter: Sendable {
             }),
             ("logshipd_delivery_paused", "1 while delivery is paused after a failure.", { $0.pausedUntil == nil ? 0 : 1 }),
             ("logshipd_uploads_paused_by_operator", "1 while logctl pause holds uploads.", { $0.operatorPaused ? 1 : 0 }),
+            ("logshipd_upload_rate_budget_bytes_per_second", "The upload budget in force; 0 when there is none.", {
+                Double($0.rateBudget ?? 0)
+            }),
+            ("logshipd_upload_rate_effective_bytes_per_second",
+                "The rate uploads may go at now: the budget, or less while the receiver is overloaded; 0 when unlimited.", {
+                    Double($0.rateEffective ?? 0)
+                }),
             ("logshipd_journal_behind_seconds", "How far the journal reader is behind the newest entry.", {
                 $0.journal?.behindSeconds ?? 0
             }),
@@ -87,6 +104,8 @@ final class MetricsExporter: Sendable {
             gauges.append((registry.makeGauge(descriptor: Self.metric(name, help)), value))
         }
         self.gauges = gauges
+        self.throttled = throttled
+        exportedThrottled = Mutex(Array(repeating: 0, count: throttled.count))
     }
 
     /// A metric whose whole name, unit suffix included, is `name`: the descriptor joins its non-empty parts.
@@ -105,6 +124,13 @@ final class MetricsExporter: Sendable {
             for (index, (counter, total)) in counters.enumerated() {
                 let value = total(status)
                 if value > exported[index] { counter.increment(by: Int64(value - exported[index])) }
+                exported[index] = max(exported[index], value)
+            }
+        }
+        exportedThrottled.withLock { exported in
+            for (index, (counter, className)) in throttled.enumerated() {
+                let value = status.throttledSeconds[className] ?? 0
+                if value > exported[index] { counter.increment(by: value - exported[index]) }
                 exported[index] = max(exported[index], value)
             }
         }

@@ -215,6 +215,7 @@ public struct BatchDelivery: Sendable {
             // The receiver is busy, not down: the rate it lets us send at is lower now, and the batch waits for
             // that rate rather than for a pause.
             try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
+            attempt.report.overload = error.description
             var metadata = metadata(batch)
             metadata["logship.upload.error"] = "\(error)"
             metadata["logship.upload.rate"] = "\(throttle.status.effectiveBytesPerSecond.map(ByteCountText.approximate) ?? "unlimited")/s"

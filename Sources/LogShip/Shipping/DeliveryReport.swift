@@ -30,6 +30,9 @@ public struct DeliveryReport: Hashable, Sendable {
     /// Set when a settling write failed: the batch's unsettled records are pending again, and the class should
     /// wait until then before it is claimed again.
     public var spoolFailedUntil: Date?
+    /// Set when the receiver said it was overloaded (429 or 503 without `Retry-After`) and the rate, not a pause,
+    /// answered it: the refusal, in one line. Records went back ready at once, to wait for the lower rate.
+    public var overload: String?
 
     public init() {}
 }

@@ -66,6 +66,9 @@ public final class Shipper: Service, Sendable {
         self.logger = logger
     }
 
+    /// The link's budget its operations spend.
+    public var throttle: UploadThrottle { delivery.throttle }
+
     /// Tells the shipper that records of these classes were accepted into the spool.
     public func recordsAvailable(_ classes: some Sequence<PriorityClass>) {
         let classes = Set(classes)

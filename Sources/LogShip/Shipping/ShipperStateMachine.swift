@@ -179,11 +179,13 @@ struct ShipperStateMachine: Sendable {
                 lastError = (pause.reason, now)
                 begin(pause, &decisions)
             }
+            if let overload = report.overload, report.pause == nil { lastError = (overload, now) }
             if let until = report.spoolFailedUntil {
                 lastError = ("the spool could not settle a batch", now)
                 block(priorityClass, until: until, &decisions)
-            } else if report.pause != nil {
-                // The batch went back to the spool: it needs an operation waiting for the queue to resume.
+            } else if report.pause != nil || report.overload != nil {
+                // The batch went back to the spool: it needs an operation waiting for the queue to resume, or for
+                // the lower rate.
                 enqueueIfNeeded(priorityClass, &decisions)
             }
         case .delivered(.waiting(let until)):

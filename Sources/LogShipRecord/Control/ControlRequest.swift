@@ -18,6 +18,8 @@ public struct ControlRequest: Codable, Hashable, Sendable {
         /// Wait until the records of `priority` and above accepted before the request have left the spool, at
         /// most `timeout` seconds.
         case flush
+        /// Use `bytesPerSecond` as the upload budget (0: none) until the next reload or restart.
+        case throttle
     }
 
     /// How many dead letters one `dead-letters` request may list, and one `requeue` or `purge` may name by id.
@@ -32,10 +34,12 @@ public struct ControlRequest: Codable, Hashable, Sendable {
     public var priority: String?
     /// For `flush`: how long to wait, in seconds.
     public var timeout: Double?
+    /// For `throttle`: request body bytes per second; 0 for no budget.
+    public var bytesPerSecond: Int?
 
     public init(
         command: Command, records: [Submission]? = nil, ids: [Int64]? = nil, all: Bool? = nil, limit: Int? = nil,
-        priority: String? = nil, timeout: Double? = nil
+        priority: String? = nil, timeout: Double? = nil, bytesPerSecond: Int? = nil
     ) {
         self.command = command
         self.records = records
@@ -44,5 +48,6 @@ public struct ControlRequest: Codable, Hashable, Sendable {
         self.limit = limit
         self.priority = priority
         self.timeout = timeout
+        self.bytesPerSecond = bytesPerSecond
     }
 }

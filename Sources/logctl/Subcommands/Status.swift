@@ -28,12 +28,14 @@ struct Status: ParsableCommand {
     static func render(_ status: DaemonStatus) -> String {
         let text: (String) -> String = TerminalText.escaped
         var lines = ["logshipd \(text(status.version)), up \(duration(status.uptimeSeconds))", ""]
-        lines.append("class      pending   oldest")
+        lines.append("class      pending   oldest   waited for budget")
         for priority in PriorityClass.mostUrgentFirst {
             let name = priority.description
             let age = status.oldestPendingAgeSeconds[name].map(duration) ?? "-"
+            let waited = status.throttledSeconds[name].map(duration) ?? "-"
             lines.append(name.padding(toLength: 9, withPad: " ", startingAt: 0)
-                + String(status.pending[name] ?? 0).leftPadded(to: 9) + "   " + age)
+                + String(status.pending[name] ?? 0).leftPadded(to: 9) + "   " + age.padding(toLength: 9, withPad: " ", startingAt: 0)
+                + waited)
         }
         lines.append("")
         lines.append("in flight     \(status.inFlight) request(s), \(status.claimed) record(s)")
@@ -42,6 +44,7 @@ struct Status: ParsableCommand {
         lines.append("received      \(status.received) (truncated \(status.truncated)); evicted \(status.evicted), refused \(status.refused)")
         lines.append("dropped       \(status.blank) blank frame(s); \(status.demoted) crash claim(s) over budget stored as errors")
         lines.append("spool         \(bytes(status.spoolBytes)) of \(bytes(status.spoolBudget))")
+        lines.append("upload rate   \(rate(status))")
         if status.quarantinedChunks > 0 {
             lines.append("damaged       \(status.quarantinedChunks) spool chunk(s) quarantined: "
                 + "\(status.quarantinedRecords - status.unreadableRecords) record(s) to dead letters, "
@@ -71,6 +74,22 @@ struct Status: ParsableCommand {
                 + "; saved position \(text(journal.position ?? "none"))\(behind)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The budget and the rate in force: `unlimited`, `1.0 MiB/s (configured)`, `256 KiB/s of 1.0 MiB/s: the
+    /// receiver is overloaded`.
+    static func rate(_ status: DaemonStatus) -> String {
+        let source = status.rateBudgetByOperator ? "set by logctl throttle until the next reload" : "configured"
+        var line: String
+        switch (status.rateEffective, status.rateBudget) {
+        case (nil, _): line = status.rateBudgetByOperator ? "unlimited (\(source))" : "unlimited"
+        case (let effective?, let budget?) where effective == budget: line = "\(ByteRateText.format(budget)) (\(source))"
+        case (let effective?, let budget?): line = "\(ByteRateText.format(effective)) of \(ByteRateText.format(budget)) (\(source))"
+        case (let effective?, nil): line = ByteRateText.format(effective)
+        }
+        if status.rateHeldDownByReceiver { line += ": the receiver is overloaded (429/503), the rate recovers a step a second" }
+        if let requests = status.rateRequestsPerSecond { line += "; at most \(requests.formatted()) request(s) a second" }
+        return line
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -61,8 +61,11 @@ struct UploadRateLimiter: Sendable {
         overload.limit(at: now, budget: bytesPerSecond.map(Double.init))
     }
 
-    /// Whether a receiver's overload holds the rate below the budget.
-    var isHeldDownByReceiver: Bool { overload.isActive }
+    /// Whether a receiver's overload holds the rate below the budget at `now`.
+    func isHeldDownByReceiver(at now: ContinuousClock.Instant) -> Bool {
+        let budget = bytesPerSecond.map(Double.init)
+        return overload.limit(at: now, budget: budget) != budget
+    }
 
     // MARK: Claims
 

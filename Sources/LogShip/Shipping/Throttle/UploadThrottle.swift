@@ -49,7 +49,7 @@ public final class UploadThrottle: Sendable {
             UploadRateStatus(
                 budgetBytesPerSecond: limiter.bytesPerSecond, isOverridden: limiter.override != nil,
                 effectiveBytesPerSecond: limiter.effectiveBytesPerSecond(at: .now).map { Int($0.rounded()) },
-                isHeldDownByReceiver: limiter.isHeldDownByReceiver,
+                isHeldDownByReceiver: limiter.isHeldDownByReceiver(at: .now),
                 requestsPerSecond: limiter.budget.requestsPerSecond, exempt: limiter.budget.exempt)
         }
     }

@@ -124,7 +124,8 @@ struct UploadRateLimiterTests {
         var admission = limiter.overloaded(sentAt: at(0), requestSpoolBytes: 1000, now: at(0.1))
         #expect(admission)
         #expect(limiter.effectiveBytesPerSecond(at: at(0.1)) == 50_000)
-        #expect(limiter.isHeldDownByReceiver)
+        #expect(limiter.isHeldDownByReceiver(at: at(0.1)))
+        #expect(!limiter.isHeldDownByReceiver(at: at(11)), "recovered after ten healthy seconds")
 
         var open = UploadRateLimiter(budget: UploadRateBudget(minimumBytesPerSecond: 1000), now: at(0))
         let granted = grant(open.admit(.info, within: limits, now: at(0)))!

@@ -1,0 +1,113 @@
+import Foundation
+import LogShip
+import LogShipTestKit
+import Testing
+
+/// The link's budget against a real receiver on loopback: what leaves stays within it, crash records do not
+/// wait for it, and a receiver that says it is overloaded slows the daemon down instead of pausing it.
+@Suite("Upload rate budget")
+struct ThrottleIntegrationTests {
+    /// A backlog of `count` info records of about `size` bytes each, written while uploads are paused.
+    func backlog(_ daemon: TestDaemon, count: Int, size: Int) async throws {
+        daemon.shipper.setPausedByOperator(true)
+        let padding = String(repeating: "x", count: size)
+        try await daemon.send(count: count, priority: "info", prefix: "backlog \(padding)")
+    }
+
+    @Test("what leaves never runs ahead of the budget: in any stretch, at most a burst more than the rate allows")
+    func bytesWithinBudget() async throws {
+        let budget = 256 << 10
+        let daemon = try await TestDaemon.start { configuration in
+            configuration.upload.rate = UploadRateBudget(bytesPerSecond: budget)
+        }
+        try await backlog(daemon, count: 5000, size: 200)
+        let total = daemon.receiver.requests.count
+        #expect(total == 0)
+        daemon.shipper.setPausedByOperator(false)
+        try await daemon.receiver.waitFor(records: 5000)
+
+        let requests = daemon.receiver.requests.sorted { $0.arrivedAt < $1.arrivedAt }
+        let sent = requests.reduce(0) { $0 + $1.bodyBytes }
+        #expect(sent > 4 * budget, "a backlog of several seconds: \(sent) bytes")
+        // Token-bucket conformance, as the receiver saw it: between any two arrivals, no more than the rate over
+        // the time between them plus the burst (1 s of the rate), and one request's worth for the estimate of a
+        // body's size before it is encoded. A slow machine only delivers later, never more.
+        let slack = Double(budget) * 1.25
+        for first in requests.indices {
+            var bytes = 0
+            for last in first..<requests.count {
+                bytes += requests[last].bodyBytes
+                let allowed = Double(budget) * (requests[last].arrivedAt - requests[first].arrivedAt).seconds + slack
+                if Double(bytes) > allowed {
+                    Issue.record("requests \(first)...\(last): \(bytes) bytes where the budget allows \(Int(allowed))")
+                    try await daemon.stop()
+                    return
+                }
+            }
+        }
+        // And it is a budget, not a stop: the backlog drained at no less than a third of it, however loaded the machine.
+        let span = (requests.last!.arrivedAt - requests.first!.arrivedAt).seconds
+        #expect(Double(sent) / max(span, 0.001) > Double(budget) / 3, "\(sent) bytes in \(span) s")
+        let status = try await daemon.status()
+        #expect(status.rateBudget == budget && status.rateEffective == budget)
+        #expect((status.throttledSeconds["info"] ?? 0) > 1, "the backlog waited for the budget: \(status.throttledSeconds)")
+        try await daemon.stop()
+    }
+
+    @Test("a crash record goes out at once while the budget holds a backlog back, ahead of 90% of it")
+    func crashNeverWaits() async throws {
+        let daemon = try await TestDaemon.start { configuration in
+            configuration.upload.rate = UploadRateBudget(bytesPerSecond: 64 << 10)
+        }
+        try await backlog(daemon, count: 4000, size: 200)
+        daemon.shipper.setPausedByOperator(false)
+        // Saturated: the budget has been spent and the backlog is waiting for it.
+        try await daemon.receiver.waitFor(records: 1)
+        try await eventually { try await daemon.status().throttledSeconds["info", default: 0] > 0 }
+
+        #expect(try await daemon.send([Submission(message: "the crash", priority: "crash")]).ok)
+        let pendingAtAcceptance = 4000 - daemon.receiver.records.count
+        try await daemon.receiver.waitUntil { $0.contains { $0.records.contains { $0.message == "the crash" } } }
+        let infoSince = daemon.receiver.records.count - 1 - (4000 - pendingAtAcceptance)
+        #expect(
+            Double(infoSince) <= Double(pendingAtAcceptance) * 0.1,
+            "\(infoSince) backlog records arrived between the crash's acceptance and its arrival, of \(pendingAtAcceptance) pending")
+        #expect(try await daemon.status().throttledSeconds["crash"] == nil, "the crash class never waited")
+        try await daemon.stop()
+    }
+
+    @Test("429 without Retry-After halves the rate in force and delivery goes on without a pause; the rate recovers")
+    func overloadedReceiverSlowsDown() async throws {
+        let budget = 1 << 20
+        // The receiver is overloaded for its first three requests.
+        let receiver = try await TestReceiver(behavior: .init { sequence, _ in sequence < 3 ? 429 : 200 })
+        let daemon = try await TestDaemon.start(receiver: receiver) { configuration in
+            configuration.upload.rate = UploadRateBudget(bytesPerSecond: budget, minimumBytesPerSecond: 1024)
+            configuration.upload.maxInFlight = 1
+        }
+        try await daemon.send(count: 20, priority: "info", prefix: "during the overload")
+        try await receiver.waitUntil { $0.filter { $0.status == 200 }.reduce(0) { $0 + $1.recordCount } == 20 }
+        let status = try await daemon.status()
+        #expect(status.rateHeldDownByReceiver, "\(status)")
+        // Three overloads, each answered by a halving: an eighth of the budget, and a step a second back since.
+        let effective = try #require(status.rateEffective)
+        #expect(effective < budget / 2, "\(effective) bytes per second")
+        #expect(status.pausedUntil == nil && status.lastFailure == nil, "no pause: \(status.pausedUntil ?? "")")
+        #expect(receiver.requests.filter { $0.status == 429 }.count == 3)
+        try await eventually(within: .seconds(60)) { try await daemon.status().rateHeldDownByReceiver == false }
+        #expect(try await daemon.status().rateEffective == budget)
+        try await daemon.stop()
+    }
+
+    @Test("at the floor, a receiver that keeps answering 503 pauses delivery as an unavailable one does")
+    func overloadAtTheFloorPauses() async throws {
+        let receiver = try await TestReceiver(behavior: .init(failureRate: 1, failureStatus: 503))
+        let daemon = try await TestDaemon.start(receiver: receiver) { configuration in
+            configuration.upload.rate = UploadRateBudget(bytesPerSecond: 64 << 10, minimumBytesPerSecond: 64 << 10)
+        }
+        try await daemon.send(count: 5, priority: "info", prefix: "refused")
+        try await eventually { try await daemon.status().pausedUntil != nil }
+        #expect(try await daemon.status().pauseCause == "remote unavailable")
+        try await daemon.stop()
+    }
+}
