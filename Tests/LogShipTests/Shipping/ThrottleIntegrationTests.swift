@@ -30,9 +30,10 @@ struct ThrottleIntegrationTests {
         let sent = requests.reduce(0) { $0 + $1.bodyBytes }
         #expect(sent > 4 * budget, "a backlog of several seconds: \(sent) bytes")
         // Token-bucket conformance, as the receiver saw it: between any two arrivals, no more than the rate over
-        // the time between them plus the burst (1 s of the rate), and one request's worth for the estimate of a
-        // body's size before it is encoded. A slow machine only delivers later, never more.
-        let slack = Double(budget) * 1.25
+        // the time between them plus the burst (1 s of the rate), and another second of it: a receiver stalled by a
+        // loaded machine sees requests sent apart arrive together. A slow machine only delivers later, never more;
+        // without the budget, the whole backlog (8 s of it) arrives within a fraction of a second.
+        let slack = Double(budget) * 2
         for first in requests.indices {
             var bytes = 0
             for last in first..<requests.count {
@@ -106,8 +107,11 @@ struct ThrottleIntegrationTests {
             configuration.upload.rate = UploadRateBudget(bytesPerSecond: 64 << 10, minimumBytesPerSecond: 64 << 10)
         }
         try await daemon.send(count: 5, priority: "info", prefix: "refused")
-        try await eventually { try await daemon.status().pausedUntil != nil }
-        #expect(try await daemon.status().pauseCause == "remote unavailable")
+        // The pause is short (the tests' retry backoff): read its cause in the same status that shows it.
+        try await eventually {
+            let status = try await daemon.status()
+            return status.pausedUntil != nil && status.pauseCause == "remote unavailable"
+        }
         try await daemon.stop()
     }
 }
