@@ -37,7 +37,11 @@ struct MetricsTests {
         let receiver = try await TestReceiver(behavior: .init { _, records in
             records.contains { $0.message.hasPrefix("poison") } ? 400 : 200
         })
-        let daemon = try await TestDaemon.start(receiver: receiver) { $0.metrics.listen = "127.0.0.1:0" }
+        let daemon = try await TestDaemon.start(receiver: receiver) {
+            $0.metrics.listen = "127.0.0.1:0"
+            // Starting empty, the budget holds the first batch back a quarter second: the waits are counted.
+            $0.upload.rate = UploadRateBudget(bytesPerSecond: 1 << 20)
+        }
         let port = try #require(daemon.daemon.metricsAddress?.port)
         #expect(try await daemon.send((0..<20).map { Submission(message: $0 == 3 ? "poison" : "fine \($0)") }).ok)
         try await eventually { try await daemon.status().deadLetters == 1 }
@@ -62,6 +66,10 @@ struct MetricsTests {
         #expect(samples[#"logshipd_records_pending{class="info"}"#] == Double(status.pending["info"] ?? 0))
         #expect(samples["logshipd_spool_budget_bytes"] == Double(status.spoolBudget))
         #expect(samples["logshipd_upload_request_duration_seconds_count"] == Double(status.requests))
+        #expect(samples["logshipd_upload_rate_budget_bytes_per_second"] == Double(1 << 20))
+        #expect(samples["logshipd_upload_rate_effective_bytes_per_second"] == Double(status.rateEffective ?? -1))
+        let waited = try #require(samples[#"logshipd_upload_throttled_seconds_total{class="info"}"#])
+        #expect(waited > 0 && abs(waited - (status.throttledSeconds["info"] ?? 0)) < 0.001, "\(waited) \(status.throttledSeconds)")
         #expect(status.delivered == 26 && status.deadLettered == 1)
         try await daemon.stop()
     }
