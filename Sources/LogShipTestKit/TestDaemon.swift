@@ -10,6 +10,10 @@ public final class TestDaemon: Sendable {
     public let daemon: Daemon
     public let configuration: DaemonConfiguration
     private let task: Task<Void, any Error>
+    /// The thread the daemon's services run on: its own, not the process's cooperative pool, which tests that
+    /// compute for seconds can hold (both threads, on two cores) long enough that a daemon started beside them
+    /// would not accept a connection, and so not greet, within a minute.
+    private let servicesLoop: MultiThreadedEventLoopGroup
 
     public var streamPath: String { configuration.ingest.stream }
     public var datagramPath: String { configuration.ingest.datagram }
@@ -21,7 +25,9 @@ public final class TestDaemon: Sendable {
         self.receiver = receiver
         self.daemon = daemon
         self.configuration = configuration
-        task = Task { try await daemon.run() }
+        let servicesLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.servicesLoop = servicesLoop
+        task = Task(executorPreference: EventLoopTaskExecutor(servicesLoop.next())) { try await daemon.run() }
     }
 
     /// Starts a daemon posting to a new receiver with `behavior`.
@@ -111,6 +117,7 @@ public final class TestDaemon: Sendable {
     public func stop(keepDirectory: Bool = false) async throws {
         await daemon.shutdown()
         try await task.value
+        try? await servicesLoop.shutdownGracefully()
         if !keepDirectory {
             try? FileManager.default.removeItem(atPath: directory)
         }

@@ -129,20 +129,14 @@ public struct ControlServer: Service {
                     "\(ids.count) ids in one request; name at most \(ControlRequest.deadLetterLimits.upperBound), or all")
             }
             do {
-                if case .ids(let ids) = selection {
-                    let known = try await spool.existingDeadLetters(ids)
-                    let unknown = ids.filter { !known.contains($0) }
-                    if !unknown.isEmpty {
-                        return .failure(
-                            "no dead letter has id \(unknown.map(String.init).joined(separator: ", ")); nothing was \(request.command.rawValue)d")
-                    }
-                }
                 let count = request.command == .requeue
                     ? try await spool.requeueDeadLetters(selection) : try await spool.purgeDeadLetters(selection)
                 logger.notice(
                     "dead letters \(request.command.rawValue)d",
                     metadata: ["logship.dead_letters": "\(count)", "logship.peer.uid": "\(peer.uid)"])
                 return ControlResponse(ok: true, count: count)
+            } catch let error as UnknownDeadLetters {
+                return .failure("\(error); nothing was \(request.command.rawValue)d")
             } catch {
                 return .failure("cannot \(request.command.rawValue) dead letters: \(error)")
             }

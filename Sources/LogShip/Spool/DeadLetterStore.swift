@@ -6,13 +6,14 @@ public protocol DeadLetterStore: Sendable {
     /// Dead letters, oldest first.
     func deadLetters(limit: Int) async throws -> [DeadLetter]
 
-    /// Those of `ids` that name a dead letter: what a requeue or purge by id checks first, so that an id that
-    /// names none is refused rather than skipped.
-    func existingDeadLetters(_ ids: [Int64]) async throws -> Set<Int64>
-
     /// Moves dead letters back into their class at their original place. Returns how many moved.
+    ///
+    /// - Throws: ``UnknownDeadLetters`` when some of the selected ids name no dead letter: checked in the same
+    ///   write that moves them, so an id is never skipped, and nothing is moved then.
     func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> Int
 
     /// Deletes dead letters. Returns how many were deleted.
+    ///
+    /// - Throws: ``UnknownDeadLetters`` as ``requeueDeadLetters(_:)`` does; nothing is deleted then.
     func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int
 }

@@ -299,6 +299,11 @@ struct SpoolTests {
         #expect(letters.first?.priority == "info")
         #expect(await spool.statistics().deadLetters == 1)
 
+        // An id that names none refuses the whole request, in the write itself: the real one stays a dead letter.
+        await #expect(throws: UnknownDeadLetters(ids: [999_999])) {
+            try await spool.requeueDeadLetters(.ids([letters[0].id, 999_999]))
+        }
+        #expect(try await spool.deadLetters(limit: 10).map(\.id) == [letters[0].id])
         #expect(try await spool.requeueDeadLetters(.ids([letters[0].id])) == 1)
         #expect(messages(try await claimBatch(spool, .info)) == ["i2", "i3"])
         #expect(try await spool.deadLetters(limit: 10).isEmpty)
@@ -312,6 +317,10 @@ struct SpoolTests {
         let batch = try await claimBatch(spool, .debug)
         try await spool.settle(batch, .deadLetter(DeliveryFailure(status: 422, reason: "no")))
         let ids = try await spool.deadLetters(limit: 10).map(\.id)
+        await #expect(throws: UnknownDeadLetters(ids: [-1, 999_999])) {
+            try await spool.purgeDeadLetters(.ids([-1, ids[0], 999_999]))
+        }
+        #expect(try await spool.deadLetters(limit: 10).count == 3, "nothing purged")
         #expect(try await spool.purgeDeadLetters(.ids([ids[0]])) == 1)
         #expect(try await spool.purgeDeadLetters(.all) == 2)
         #expect(await spool.statistics().deadLetters == 0)

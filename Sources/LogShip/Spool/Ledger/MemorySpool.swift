@@ -137,13 +137,9 @@ public final class MemorySpool: Spool, DeadLetterStore {
         }
     }
 
-    public func existingDeadLetters(_ ids: [Int64]) async throws -> Set<Int64> {
-        state.withLock { state in Set(ids.filter { state.deadLetters[$0] != nil }) }
-    }
-
     public func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
-        let classes = state.withLock { state -> [PriorityClass] in
-            let requeued = Self.selectedIDs(selection, in: state).compactMap { state.deadLetters.removeValue(forKey: $0) }
+        let classes = try state.withLock { state -> [PriorityClass] in
+            let requeued = try Self.selectedIDs(selection, in: state).compactMap { state.deadLetters.removeValue(forKey: $0) }
                 .sorted { $0.sequence < $1.sequence }
             guard !requeued.isEmpty else { return [] }
             let letters = requeued.map {
@@ -159,8 +155,8 @@ public final class MemorySpool: Spool, DeadLetterStore {
     }
 
     public func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
-        state.withLock { state in
-            let purged = Self.selectedIDs(selection, in: state).compactMap { state.deadLetters.removeValue(forKey: $0) }
+        try state.withLock { state in
+            let purged = try Self.selectedIDs(selection, in: state).compactMap { state.deadLetters.removeValue(forKey: $0) }
             state.ledger.removeDeadLetters(count: purged.count, lineBytes: purged.reduce(0) { $0 + $1.line.count })
             return purged.count
         }
@@ -185,10 +181,15 @@ public final class MemorySpool: Spool, DeadLetterStore {
         }
     }
 
-    private static func selectedIDs(_ selection: DeadLetterSelection, in state: State) -> [Int64] {
+    /// The ids `selection` names; throws ``UnknownDeadLetters`` if some name no dead letter.
+    private static func selectedIDs(_ selection: DeadLetterSelection, in state: State) throws -> [Int64] {
         switch selection {
-        case .all: Array(state.deadLetters.keys)
-        case .ids(let ids): ids
+        case .all:
+            return Array(state.deadLetters.keys)
+        case .ids(let ids):
+            let unknown = ids.filter { state.deadLetters[$0] == nil }
+            if !unknown.isEmpty { throw UnknownDeadLetters(ids: unknown) }
+            return ids
         }
     }
 }

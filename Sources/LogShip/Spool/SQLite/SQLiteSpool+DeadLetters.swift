@@ -36,21 +36,6 @@ extension SQLiteSpool {
         logger.reportEvictedDeadLetters(trimmed.count)
     }
 
-    public func existingDeadLetters(_ ids: [Int64]) async throws -> Set<Int64> {
-        try checkOpen()
-        guard !ids.isEmpty else { return [] }
-        return try await database.read { db in
-            // In chunks, as every IN list here, to stay under SQLite's limit of variables per statement.
-            var existing: Set<Int64> = []
-            for chunk in ids.chunked(500) {
-                existing.formUnion(try Int64.fetchAll(
-                    db, sql: "SELECT id FROM dead_letter WHERE id IN (\(Self.placeholders(chunk.count)))",
-                    arguments: StatementArguments(chunk)))
-            }
-            return existing
-        }
-    }
-
     public func deadLetters(limit: Int) async throws -> [DeadLetter] {
         try checkOpen()
         return try await database.read { db in
@@ -72,6 +57,7 @@ extension SQLiteSpool {
 
     public func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
         let classes = try await settlingWrite { db -> [PriorityClass] in
+            try Self.requireKnown(selection, db)
             let filter = Self.filter(selection)
             var ids: [Int64] = []
             var letters: [SpoolLedger.RequeuedLetter] = []
@@ -102,6 +88,7 @@ extension SQLiteSpool {
 
     public func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
         let (purged, lineBytes) = try await settlingWrite { db -> (Int, Int) in
+            try Self.requireKnown(selection, db)
             let filter = Self.filter(selection)
             let lineBytes = try Int.fetchOne(
                 db, sql: "SELECT coalesce(sum(length(CAST(line AS BLOB))), 0) FROM dead_letter \(filter.sql)", arguments: filter.arguments
@@ -111,6 +98,21 @@ extension SQLiteSpool {
         }
         ledger.withLock { $0.removeDeadLetters(count: purged, lineBytes: lineBytes) }
         return purged
+    }
+
+    /// Throws ``UnknownDeadLetters`` when some of the selected ids name no dead letter. Runs inside the caller's
+    /// write, so that nothing can come between the check and what it guards.
+    private static func requireKnown(_ selection: DeadLetterSelection, _ db: Database) throws {
+        guard case .ids(let ids) = selection, !ids.isEmpty else { return }
+        // In chunks, as every IN list here, to stay under SQLite's limit of variables per statement.
+        var existing: Set<Int64> = []
+        for chunk in ids.chunked(500) {
+            existing.formUnion(try Int64.fetchAll(
+                db, sql: "SELECT id FROM dead_letter WHERE id IN (\(placeholders(chunk.count)))",
+                arguments: StatementArguments(chunk)))
+        }
+        let unknown = ids.filter { !existing.contains($0) }
+        if !unknown.isEmpty { throw UnknownDeadLetters(ids: unknown) }
     }
 
     /// Deletes the oldest dead letters until they held `bytes` of accounted bytes, or none is left; returns how
