@@ -56,6 +56,7 @@ public final class ControlClient {
             var pending: [UInt8] = []
             let line = try readLine(from: descriptor, path: path, pending: &pending, within: greetingTimeout)
             guard line.elementsEqual(ControlProtocol.greeting.utf8) else {
+                if let reason = ControlProtocol.refusalReason(line) { throw ControlClientError.refused(path, reason) }
                 throw ControlClientError.notControlSocket(path, String(decoding: line.prefix(80), as: UTF8.self))
             }
             return (descriptor, pending)
@@ -135,6 +136,7 @@ public final class ControlClient {
                 let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
                 let ready = poll(&descriptors, 1, Int32(clamping: milliseconds))
                 if ready < 0 && errno == EINTR { continue }
+                if ready < 0 { throw ControlClientError.connectionLost(path, errno: errno) }
                 guard ready > 0 else {
                     throw ControlClientError.notControlSocket(path, nil, waited: timeout)
                 }
@@ -191,6 +193,11 @@ public struct ControlClientError: Error, Hashable, Sendable, CustomStringConvert
 
     private static let controlSocketHint =
         "logctl talks to the control socket: ingest.control in the configuration, /run/logshipd/control.sock by default"
+
+    /// The daemon would not serve the connection, and said why.
+    static func refused(_ path: String, _ reason: String) -> ControlClientError {
+        ControlClientError("logshipd at \(path) refused the connection: \(reason)")
+    }
 
     static func malformedResponse(_ excerpt: String) -> ControlClientError {
         ControlClientError("logshipd sent an unreadable response: \(excerpt)")

@@ -42,7 +42,10 @@ public struct ControlServer: Service {
     ) async throws -> ControlServer {
         let listener = try UnixStreamListener.bind(
             path: path, passed: passed, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes, limits: limits,
-            greeting: Array((ControlProtocol.greeting + "\n").utf8), group: group,
+            greeting: Array((ControlProtocol.greeting + "\n").utf8),
+            refusal: Array((ControlProtocol.refusal(
+                "too many control connections are open (ingest.max_connections \(limits.maximum), ingest.max_connections_per_user \(limits.maximumPerUser) per user); try again when some have closed") + "\n").utf8),
+            group: group,
             logger: logger)
         return ControlServer(
             listener: listener, intake: intake, shipper: shipper, spool: spool,

@@ -50,18 +50,20 @@ final class UnixStreamListener: Sendable {
     private let maximumFrameBytes: Int
     private let requestDeadline: Duration?
     private let greeting: [UInt8]
+    private let refusal: [UInt8]
     private let served = ServedConnections()
     private let limiter: Mutex<ConnectionLimiter>
     private let group: any EventLoopGroup
     private let logger: Logger
 
     private init(
-        acceptor: UnixStreamAcceptor, maximumFrameBytes: Int, limits: Limits, greeting: [UInt8],
+        acceptor: UnixStreamAcceptor, maximumFrameBytes: Int, limits: Limits, greeting: [UInt8], refusal: [UInt8],
         group: any EventLoopGroup, logger: Logger
     ) {
         self.acceptor = acceptor
         self.maximumFrameBytes = maximumFrameBytes
         self.greeting = greeting
+        self.refusal = refusal
         requestDeadline = limits.requestDeadline
         limiter = Mutex(ConnectionLimiter(
             maximum: limits.maximum, maximumPerUser: limits.maximumPerUser, operatorReserve: limits.operatorReserve,
@@ -80,16 +82,19 @@ final class UnixStreamListener: Sendable {
     ///   - greeting: Written to every connection admitted, as soon as it is accepted and on the accepting thread,
     ///     so that a client waiting for it hears at once even while the daemon is busy (the control socket's
     ///     ``ControlProtocol/greeting``); empty for none.
+    ///   - refusal: Written instead to a connection the limits refuse, before it is closed (the control socket's
+    ///     ``ControlProtocol/refusal(_:)``); empty for none.
     ///   - group: Where the connections' reads and writes run.
     /// - Throws: ``IngestError`` when the path is in use or cannot be bound.
     static func bind(
         path: String, passed: Int32? = nil, mode: mode_t, maximumFrameBytes: Int, limits: Limits,
-        greeting: [UInt8] = [], group: any EventLoopGroup, logger: Logger
+        greeting: [UInt8] = [], refusal: [UInt8] = [], group: any EventLoopGroup, logger: Logger
     ) throws -> UnixStreamListener {
         let acceptor = try passed.map { try UnixStreamAcceptor.adopt(descriptor: $0, path: path) }
             ?? UnixStreamAcceptor.bind(path: path, mode: mode, backlog: SOMAXCONN)
         return UnixStreamListener(
-            acceptor: acceptor, maximumFrameBytes: maximumFrameBytes, limits: limits, greeting: greeting, group: group,
+            acceptor: acceptor, maximumFrameBytes: maximumFrameBytes, limits: limits, greeting: greeting,
+            refusal: refusal, group: group,
             logger: logger)
     }
 
@@ -196,15 +201,14 @@ final class UnixStreamListener: Sendable {
 
     /// Closes a connection the limits refuse, and greets one they admit; returns whether it was admitted.
     private func admitAndGreet(_ accepted: UnixStreamAcceptor.Accepted) -> Bool {
-        guard admit(accepted.peer) else {
-            Glibc.close(accepted.descriptor)
-            return false
+        let admitted = admit(accepted.peer)
+        let line = admitted ? greeting : refusal
+        if !line.isEmpty {
+            // A new connection's send buffer is empty: a short line always fits at once.
+            _ = Glibc.send(accepted.descriptor, line, line.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
         }
-        if !greeting.isEmpty {
-            // A new connection's send buffer is empty: a short greeting always fits at once.
-            _ = Glibc.send(accepted.descriptor, greeting, greeting.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
-        }
-        return true
+        if !admitted { Glibc.close(accepted.descriptor) }
+        return admitted
     }
 
     /// An accepted socket as a channel that frames what it reads.

@@ -178,6 +178,13 @@ struct LocalUserTests {
         let other = try ConnectionHolder(asUser: 20_001, target: daemon.controlPath, count: 1)
         try await waitUntil { other.closed == 1 }
 
+        // Refused, a client is told why rather than finding the connection closed.
+        let refused = try await Self.asNobody([Binaries.logctl, "status", "--socket", daemon.controlPath])
+        #expect(refused.status == 1)
+        #expect(
+            refused.standardError.contains(
+                "refused the connection: too many control connections are open (ingest.max_connections 8, ingest.max_connections_per_user 8 per user)"),
+            "\(refused.standardError)")
         let status = try await run(Binaries.logctl, ["status", "--socket", daemon.controlPath])
         #expect(status.status == 0, "\(status.standardError)")
         #expect(status.standardOutput.contains("logshipd \(LogShipVersion.current)"))

@@ -137,6 +137,9 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             throw SpoolError.diskFull
+        } catch let error as UnknownDeadLetters {
+            // The caller's own refusal, not the storage's.
+            throw error
         } catch {
             throw SpoolError.storage("\(error)")
         }
