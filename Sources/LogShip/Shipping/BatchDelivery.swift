@@ -164,10 +164,18 @@ public struct BatchDelivery: Sendable {
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
             return .notSent
         } catch {
+            let failure = error as? UploadError ?? .transport("\(error)")
             attempt.report.counts.failedRequests += 1
-            return .refused(error as? UploadError ?? .transport("\(error)"))
+            attempt.report.lastError = LastError(reason: failure.description, at: Date())
+            // The library's own words only here: what the failure's description says is enough above debug.
+            var metadata = metadata(batch)
+            metadata["logship.upload.error"] = "\(failure)"
+            if let detail = failure.detail { metadata["logship.upload.error.detail"] = "\(detail)" }
+            logger.debug("upload request failed", metadata: metadata)
+            return .refused(failure)
         }
         backoff.reset()
+        attempt.report.lastAcceptedAt = Date()
         // Not awaited: the slot is free for the next request while the spool commits the delete.
         try await spool.settle(batch, .delivered)
         attempt.report.counts.delivered += batch.records.count
@@ -179,12 +187,14 @@ public struct BatchDelivery: Sendable {
     private func handle(_ error: UploadError, for batch: Batch, _ attempt: inout Attempt) async throws {
         switch error.fault {
         case .remoteUnavailable, .endpointRefused:
+            attempt.report.counts.retriedRequests += 1
             try await pauseDelivery(
                 for: error, cause: error.fault == .endpointRefused ? .endpointRefused : .remoteUnavailable,
                 releasing: [batch], &attempt)
         case .unclear where !attempt.acceptedAny:
             try await probe(batch, refusedWith: error, &attempt)
         case .recordsRefused, .unclear:
+            attempt.report.counts.rejectedRequests += 1
             guard batch.records.count > 1 else {
                 attempt.refused.append((batch, error))
                 return
@@ -201,6 +211,9 @@ public struct BatchDelivery: Sendable {
     /// twice as many parts, so that a batch whose bad records sit in every part is not judged the same way
     /// forever. If the remote takes any part, the refused parts are isolated as refusals of records. If it
     /// refuses every part, nothing is dead-lettered and delivery pauses.
+    ///
+    /// The batch's own request counts as rejected when the remote takes a part (the records were at fault), and
+    /// as retried, with the parts it refused, when it takes none.
     private func probe(_ batch: Batch, refusedWith error: UploadError, _ attempt: inout Attempt) async throws {
         var refusedParts: [(batch: Batch, error: UploadError)] = []
         if batch.records.count > 1 {
@@ -212,19 +225,24 @@ public struct BatchDelivery: Sendable {
                     refusedParts.append((part, partError))
                 }
             }
-        } else {
-            refusedParts = [(batch, error)]
         }
         if attempt.acceptedAny {
+            attempt.report.counts.rejectedRequests += 1
             unclearRefusals.forget(batch)
             for (part, partError) in refusedParts {
                 try await handle(partError, for: part, &attempt)
             }
-        } else if attempt.report.pause == nil && !attempt.isCancelled {
+            return
+        }
+        // Nothing taken: the refusals were the endpoint's, and the refused records go back (a lone record's batch
+        // was not split).
+        attempt.report.counts.retriedRequests += 1 + refusedParts.count
+        let released = batch.records.count > 1 ? refusedParts.map(\.batch) : [batch]
+        if attempt.report.pause == nil && !attempt.isCancelled {
             unclearRefusals.remember(batch)
-            try await pauseDelivery(for: error, cause: .endpointRefused, releasing: refusedParts.map(\.batch), &attempt)
+            try await pauseDelivery(for: error, cause: .endpointRefused, releasing: released, &attempt)
         } else {
-            for (part, _) in refusedParts {
+            for part in released {
                 let retryAt = attempt.report.pause?.readyAgain(part) ?? Date()
                 try await settle(on: attempt.lane) { try await spool.settle(part, .retry(at: retryAt)) }
             }

@@ -76,7 +76,8 @@ public final class Shipper: Service, Sendable {
         state.withLock { state in
             var statistics = Statistics(
                 totals: state.machine.totals, operationsInFlight: state.machine.runningCount,
-                pausedByOperator: state.machine.isPausedByOperator, lastError: state.machine.lastError)
+                pausedByOperator: state.machine.isPausedByOperator, lastError: state.machine.lastError,
+                lastAcceptedAt: state.machine.lastAcceptedAt)
             switch state.machine.remote {
             case .accepting: break
             case .paused(let pause, _, _): statistics.pause = pause
