@@ -192,7 +192,8 @@ public struct ControlServer: Service {
                 guard ContinuousClock.now < deadline else {
                     return ControlResponse(
                         ok: false,
-                        error: "flush timed out: \(held) record(s) of \(leastClass) and above accepted before it are still in the spool",
+                        error: "flush timed out: \(held) record(s) of \(leastClass) and above accepted before it are "
+                            + "still in the spool; \(shipper.statistics.remoteState)",
                         count: held)
                 }
                 try await Task.sleep(for: .milliseconds(100))  // polling the spool until it has let them go

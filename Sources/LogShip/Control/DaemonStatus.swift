@@ -36,9 +36,15 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     public var deadLettered = 0
     /// Records in the dead-letter table now.
     public var deadLetters = 0
+    /// Requests sent since start.
     public var requests = 0
-    /// Requests that failed since start (and whose records were retried, isolated or paused).
+    /// Requests the remote did not accept since start (no answer, or a status outside 2xx): `retriedRequests`
+    /// plus `rejectedRequests`.
     public var failedRequests = 0
+    /// Failed requests that were not the records' fault; their records went back whole, to be sent again.
+    public var retriedRequests = 0
+    /// Failed requests the remote refused for the records they held; split, a lone refused record dead-lettered.
+    public var rejectedRequests = 0
     public var inFlight = 0
     /// When delivery resumes after a failure, RFC 3339, if it is paused.
     public var pausedUntil: String?
@@ -46,9 +52,14 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     public var pauseCause: String?
     /// The failure that paused delivery, in one line (`HTTP 401: …`); after the pause, until a request succeeds.
     public var lastFailure: String?
-    /// The last failure since start, whatever happened after, and when (RFC 3339).
+    /// The latest failed request since start (or failure of the spool while settling one), in words, and when
+    /// (RFC 3339). Kept when requests succeed after it, which `lastErrorPast` then says.
     public var lastError: String?
     public var lastErrorAt: String?
+    /// Whether the remote has accepted a request since `lastError`: the failure is over, or was one batch's.
+    public var lastErrorPast = false
+    /// When the remote last accepted a request (RFC 3339).
+    public var lastAcceptedAt: String?
     /// Whether an operator paused uploads (`logctl pause`).
     public var operatorPaused = false
     /// The upload budget in force, request body bytes per second (`upload.rate.bytes_per_second`, or

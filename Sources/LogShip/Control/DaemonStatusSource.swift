@@ -52,12 +52,16 @@ final class DaemonStatusSource: Sendable {
         status.deadLetters = spoolStatistics.deadLetters
         status.requests = shipping.totals.requests
         status.failedRequests = shipping.totals.failedRequests
+        status.retriedRequests = shipping.totals.retriedRequests
+        status.rejectedRequests = shipping.totals.rejectedRequests
         status.inFlight = shipping.operationsInFlight
         status.pausedUntil = shipping.pause.map { Timestamp($0.until).rfc3339 }
         status.pauseCause = shipping.pause?.cause.rawValue
         status.lastFailure = (shipping.pause ?? shipping.lastFailure)?.reason
         status.lastError = shipping.lastError?.reason
         status.lastErrorAt = shipping.lastError.map { Timestamp($0.at).rfc3339 }
+        status.lastErrorPast = shipping.lastError.map { $0.at < shipping.lastAcceptedAt ?? .distantPast } ?? false
+        status.lastAcceptedAt = shipping.lastAcceptedAt.map { Timestamp($0).rfc3339 }
         status.operatorPaused = shipping.pausedByOperator
         let rate = shipper.throttle.status
         status.rateBudget = rate.budgetBytesPerSecond

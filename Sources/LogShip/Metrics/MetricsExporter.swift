@@ -48,7 +48,15 @@ final class MetricsExporter: Sendable {
                 $0.unreadableRecords
             }),
             ("logshipd_requests_total", "Upload requests sent.", { $0.requests }),
-            ("logshipd_requests_failed_total", "Upload requests that failed.", { $0.failedRequests }),
+            ("logshipd_requests_failed_total", "Upload requests the remote did not accept: retried plus rejected.", {
+                $0.failedRequests
+            }),
+            ("logshipd_requests_retried_total", "Failed upload requests whose records went back whole (not their fault).", {
+                $0.retriedRequests
+            }),
+            ("logshipd_requests_rejected_total", "Failed upload requests refused for the records they held (split).", {
+                $0.rejectedRequests
+            }),
         ]
         counters = totals.map { name, help, total in
             (registry.makeCounter(descriptor: Self.metric(name, help)), total)

@@ -93,27 +93,16 @@ public struct BatchDelivery: Sendable {
     func deliverNext(
         _ priority: PriorityClass, on lane: UploadLane? = nil, claimed: @Sendable (_ moreLeft: Bool) -> Void = { _ in }
     ) async throws -> DeliveryOutcome {
-        let grant: UploadRateLimiter.Grant
-        switch throttle.admit(priority, within: limits) {
-        case .wait(let wait):
-            return .throttled(until: Date().addingTimeInterval(wait.seconds))
-        case .go(let granted):
-            grant = granted
-        }
-        let claim: ClaimResult
-        do {
-            claim = try await spool.claim(priority, limits: grant.limits)
-        } catch {
-            throttle.settle(grant, UploadThrottle.Spending())
-            throw error
+        let (claim, grant): (ClaimResult, UploadRateLimiter.Grant)
+        switch try await claimWithinBudget(priority) {
+        case .wait(let until): return .throttled(until: until)
+        case .claimed(let result, let granted): (claim, grant) = (result, granted)
         }
         switch claim {
         case .empty:
-            throttle.settle(grant, UploadThrottle.Spending())
             claimed(false)
             return .nothingToSend
         case .waiting(let until):
-            throttle.settle(grant, UploadThrottle.Spending())
             claimed(false)
             return .waiting(until: until)
         case .batch(let batch, let more):
@@ -193,13 +182,20 @@ public struct BatchDelivery: Sendable {
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
             return .notSent
         } catch {
+            let failure = error as? UploadError ?? .transport("\(error)")
             attempt.report.counts.failedRequests += 1
-            let error = error as? UploadError ?? .transport("\(error)")
             // A request the remote answered was sent whole; one that never connected spent nothing.
-            if error.status != nil { attempt.spending.failedSpoolBytes += spoolBytes }
-            return .refused(error)
+            if failure.status != nil { attempt.spending.failedSpoolBytes += spoolBytes }
+            attempt.report.lastError = LastError(reason: failure.description, at: Date())
+            // The library's own words only here: what the failure's description says is enough above debug.
+            var metadata = metadata(batch)
+            metadata["logship.upload.error"] = "\(failure)"
+            if let detail = failure.detail { metadata["logship.upload.error.detail"] = "\(detail)" }
+            logger.debug("upload request failed", metadata: metadata)
+            return .refused(failure)
         }
         backoff.reset()
+        attempt.report.lastAcceptedAt = Date()
         // Not awaited: the slot is free for the next request while the spool commits the delete.
         try await spool.settle(batch, .delivered)
         attempt.report.counts.delivered += batch.records.count
@@ -212,21 +208,16 @@ public struct BatchDelivery: Sendable {
         switch error.fault {
         case .remoteUnavailable where error.isOverload && error.retryAfter == nil
             && throttle.overloaded(sentAt: attempt.lastSentAt, requestSpoolBytes: batch.spoolBytes):
-            // The receiver is busy, not down: the rate it lets us send at is lower now, and the batch waits for
-            // that rate rather than for a pause.
-            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
-            attempt.report.overload = error.description
-            var metadata = metadata(batch)
-            metadata["logship.upload.error"] = "\(error)"
-            metadata["logship.upload.rate"] = "\(throttle.status.effectiveBytesPerSecond.map(ByteCountText.approximate) ?? "unlimited")/s"
-            logger.notice("the remote is overloaded; upload rate lowered, batch kept", metadata: metadata)
+            try await slowDown(for: error, releasing: batch, &attempt)
         case .remoteUnavailable, .endpointRefused:
+            attempt.report.counts.retriedRequests += 1
             try await pauseDelivery(
                 for: error, cause: error.fault == .endpointRefused ? .endpointRefused : .remoteUnavailable,
                 releasing: [batch], &attempt)
         case .unclear where !attempt.acceptedAny:
             try await probe(batch, refusedWith: error, &attempt)
         case .recordsRefused, .unclear:
+            attempt.report.counts.rejectedRequests += 1
             guard batch.records.count > 1 else {
                 attempt.refused.append((batch, error))
                 return
@@ -243,6 +234,9 @@ public struct BatchDelivery: Sendable {
     /// twice as many parts, so that a batch whose bad records sit in every part is not judged the same way
     /// forever. If the remote takes any part, the refused parts are isolated as refusals of records. If it
     /// refuses every part, nothing is dead-lettered and delivery pauses.
+    ///
+    /// The batch's own request counts as rejected when the remote takes a part (the records were at fault), and
+    /// as retried, with the parts it refused, when it takes none.
     private func probe(_ batch: Batch, refusedWith error: UploadError, _ attempt: inout Attempt) async throws {
         var refusedParts: [(batch: Batch, error: UploadError)] = []
         if batch.records.count > 1 {
@@ -254,36 +248,27 @@ public struct BatchDelivery: Sendable {
                     refusedParts.append((part, partError))
                 }
             }
-        } else {
-            refusedParts = [(batch, error)]
         }
         if attempt.acceptedAny {
+            attempt.report.counts.rejectedRequests += 1
             unclearRefusals.forget(batch)
             for (part, partError) in refusedParts {
                 try await handle(partError, for: part, &attempt)
             }
-        } else if attempt.report.pause == nil && !attempt.isCancelled {
+            return
+        }
+        // Nothing taken: the refusals were the endpoint's, and the refused records go back (a lone record's batch
+        // was not split).
+        attempt.report.counts.retriedRequests += 1 + refusedParts.count
+        let released = batch.records.count > 1 ? refusedParts.map(\.batch) : [batch]
+        if attempt.report.pause == nil && !attempt.isCancelled {
             unclearRefusals.remember(batch)
-            try await pauseDelivery(for: error, cause: .endpointRefused, releasing: refusedParts.map(\.batch), &attempt)
+            try await pauseDelivery(for: error, cause: .endpointRefused, releasing: released, &attempt)
         } else {
-            for (part, _) in refusedParts {
+            for part in released {
                 let retryAt = attempt.report.pause?.readyAgain(part) ?? Date()
                 try await settle(on: attempt.lane) { try await spool.settle(part, .retry(at: retryAt)) }
             }
-        }
-    }
-
-    /// Dead-letters the lone records the remote refused for what they hold.
-    private func deadLetterRefused(_ attempt: inout Attempt) async throws {
-        for (batch, error) in attempt.refused {
-            try await settle(on: attempt.lane) {
-                let failure = DeliveryFailure(status: error.status, reason: error.description)
-                try await spool.settle(batch, .deadLetter(failure))
-            }
-            attempt.report.counts.deadLettered += batch.records.count
-            var metadata = metadata(batch)
-            metadata["logship.upload.error"] = "\(error)"
-            logger.error("remote refused a record; moved to dead letters", metadata: metadata)
         }
     }
 

@@ -204,15 +204,16 @@ public final class HTTPUploader: Uploader {
         let bodyBytes = body.readableBytes
         // Read past the limit by the longest secret, so that one crossing the cut is still found whole.
         let margin = secrets.map(\.utf8.count).max() ?? 0
+        let client = prepared.client(forLane: payload.lane)
         let response: UploadResponse
         do {
-            response = try await prepared.client(forLane: payload.lane).post(
+            response = try await client.post(
                 headers: headers, body: body, timeout: TimeAmount(configuration.timeout),
                 excerptLimit: Self.excerptLimit + margin)
         } catch UploadClientError.timedOut(let status?) where !(200...299).contains(status) {
             throw UploadError.status(status, responseExcerpt: "(response body timed out)")
         } catch {
-            throw Self.translate(error, url: prepared.url, trust: configuration.trustDescription)
+            throw Self.translate(error, FailureContext(endpoint: client.endpoint, configuration: configuration))
         }
         guard (200...299).contains(response.status) else {
             let read = String(decoding: response.excerpt, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -229,35 +230,6 @@ public final class HTTPUploader: Uploader {
         secrets.filter { !$0.isEmpty }.sorted { $0.count > $1.count }.reduce(text) {
             $0.replacingOccurrences(of: $1, with: "[redacted]")
         }
-    }
-
-    /// Maps client errors to ``UploadError``; cancellation stays cancellation. A failed TLS handshake says
-    /// with whom and against which trust, in one line.
-    private static func translate(_ error: any Error, url: String, trust: String) -> any Error {
-        if error is CancellationError { return error }
-        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
-            let host = URLComponents(string: url).map { "\($0.host ?? "?")\($0.port.map { ":\($0)" } ?? "")" } ?? url
-            return UploadError.transport("TLS with \(host) failed (trusting \(trust)): \(error)")
-        }
-        switch error {
-        case UploadClientError.timedOut, ChannelError.connectTimeout: return UploadError.timeout
-        case let error as IOError: return UploadError.transport(SystemError.describe(error.errnoCode))
-        case let error as NIOConnectionError: return UploadError.transport(describe(error))
-        default: return UploadError.transport(String(describing: error))
-        }
-    }
-
-    /// A failed connect in words: `cannot connect to 127.0.0.1:8514: connection refused`, or `cannot resolve
-    /// logs.example` when no address was found; NIO's description lists its attempts' internals.
-    private static func describe(_ error: NIOConnectionError) -> String {
-        let target = "\(error.host):\(error.port)"
-        if let failure = error.connectionErrors.first {
-            let reason = (failure.error as? IOError).map { SystemError.describe($0.errnoCode).lowercased() }
-                ?? String(describing: failure.error)
-            return "cannot connect to \(target): \(reason)"
-        }
-        return error.dnsAError != nil || error.dnsAAAAError != nil
-            ? "cannot resolve \(error.host)" : "cannot connect to \(target)"
     }
 
     /// `Retry-After` as seconds to wait: delay seconds, or an HTTP date (RFC 9110 section 10.2.3) less `now`.

@@ -12,9 +12,27 @@ extension Shipper {
         public var lastFailure: DeliveryPause?
         /// Whether an operator paused uploads (`logctl pause`).
         public var pausedByOperator = false
-        /// The last failure since start, and when.
-        public var lastError: (reason: String, at: Date)?
+        /// The latest failure since start (of a request, or of the spool while settling one), and when.
+        public var lastError: LastError?
+        /// When the remote last accepted a request; a ``lastError`` before it is past.
+        public var lastAcceptedAt: Date?
         /// Seconds each class has waited for the link's budget since start.
         public var throttledSeconds: [PriorityClass: TimeInterval] = [:]
+    }
+}
+
+extension Shipper.Statistics {
+    /// What delivery is doing, in words: `remote accepting`, `uploads paused by an operator`, `paused until
+    /// <time>: remote unavailable (cannot connect to 127.0.0.1:8514: connection refused)` or `retrying after …`.
+    public var remoteState: String {
+        if pausedByOperator {
+            "uploads paused by an operator"
+        } else if let pause {
+            "paused until \(Timestamp(pause.until).rfc3339): \(pause.cause.rawValue) (\(pause.reason))"
+        } else if let lastFailure {
+            "retrying after \(lastFailure.reason)"
+        } else {
+            "remote accepting"
+        }
     }
 }

@@ -80,7 +80,7 @@ public final class Shipper: Service, Sendable {
             var statistics = Statistics(
                 totals: state.machine.totals, operationsInFlight: state.machine.runningCount,
                 pausedByOperator: state.machine.isPausedByOperator, lastError: state.machine.lastError,
-                throttledSeconds: state.machine.secondsThrottled(now: Date()))
+                lastAcceptedAt: state.machine.lastAcceptedAt, throttledSeconds: state.machine.secondsThrottled(now: Date()))
             switch state.machine.remote {
             case .accepting: break
             case .paused(let pause, _, _): statistics.pause = pause

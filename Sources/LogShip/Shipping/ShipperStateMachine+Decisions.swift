@@ -3,9 +3,17 @@ import Foundation
 /// The decisions the events share: counting, creating operations, blocking a class, pausing, probing for crash
 /// records, suspending the queue.
 extension ShipperStateMachine {
-    /// Adds a settled batch to the totals; records it took or dead-lettered show that the remote accepts again.
+    /// Adds a settled batch to the totals and keeps the latest failed and accepted requests; records it took or
+    /// dead-lettered show that the remote accepts again.
     mutating func count(_ report: DeliveryReport) {
         totals += report.counts
+        // Latest by time, not by arrival: the other slot's batch may settle after this one with older requests.
+        if let failure = report.lastError, failure.at >= lastError?.at ?? .distantPast {
+            lastError = failure
+        }
+        if let accepted = report.lastAcceptedAt, accepted > lastAcceptedAt ?? .distantPast {
+            lastAcceptedAt = accepted
+        }
         if report.pause == nil, report.counts.delivered > 0 || report.counts.deadLettered > 0, remote.pause == nil {
             remote = .accepting
         }

@@ -46,8 +46,10 @@ struct ShipperStateMachine: Sendable {
     var totals = DeliveryCounts()
     /// Seconds each class spent waiting for the link's budget, up to its last wait's end.
     var throttledSeconds: [PriorityClass: TimeInterval] = [:]
-    /// The last failure since start and when it happened, for status output.
-    var lastError: (reason: String, at: Date)?
+    /// The latest failure since start (of a request, or of the spool while settling), for status output.
+    var lastError: LastError?
+    /// When the remote last accepted a request: a ``lastError`` before it is past.
+    var lastAcceptedAt: Date?
     /// Where operation ids, timer generations and suspension generations are drawn from.
     var lastSerial: UInt64 = 0
 
@@ -176,12 +178,10 @@ struct ShipperStateMachine: Sendable {
                 // A probe that failed the same way says the remote is still down, not that the rest should wait
                 // longer; one that meets a refusal or a Retry-After is taken as it comes.
                 if wasProbe, pause.allowsCrashProbes, let current = remote.pause { pause.until = min(pause.until, current.until) }
-                lastError = (pause.reason, now)
                 begin(pause, &decisions)
             }
-            if let overload = report.overload, report.pause == nil { lastError = (overload, now) }
             if let until = report.spoolFailedUntil {
-                lastError = ("the spool could not settle a batch", now)
+                lastError = LastError(reason: "the spool could not settle a batch", at: now)
                 block(priorityClass, until: until, &decisions)
             } else if report.pause != nil || report.overload != nil {
                 // The batch went back to the spool: it needs an operation waiting for the queue to resume, or for
@@ -196,7 +196,7 @@ struct ShipperStateMachine: Sendable {
         case .delivered(.nothingToSend), .cancelled:
             break
         case .failed(let retryAt):
-            lastError = ("the spool failed during delivery", now)
+            lastError = LastError(reason: "the spool failed during delivery", at: now)
             block(priorityClass, until: retryAt, &decisions)
         }
         if phase == .draining && runningCount == 0 {

@@ -24,7 +24,7 @@ final class UploadClient: Sendable {
     typealias Connector = @Sendable (_ timeout: TimeAmount) -> EventLoopFuture<any Channel>
 
     let eventLoop: any EventLoop
-    private let endpoint: UploadEndpoint
+    let endpoint: UploadEndpoint
     private let connector: Connector
     private let pool: NIOLoopBoundBox<Pool>
 

@@ -37,6 +37,11 @@ struct UploadEndpoint: Sendable {
         host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
+    /// `host:port` connected to, as failures name the remote: `127.0.0.1:8514`, `[::1]:443`.
+    var remote: String {
+        connectHost.utf8.contains(UInt8(ascii: ":")) ? "[\(connectHost)]:\(port)" : "\(connectHost):\(port)"
+    }
+
     /// The name TLS sends (SNI) and checks the certificate against; `nil` for an IP address, which the
     /// certificate is checked against instead.
     var serverName: String? {

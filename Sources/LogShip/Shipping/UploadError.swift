@@ -21,7 +21,7 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case status(Int)
         case transport(String)
-        case timeout
+        case timeout(String)
         case credentials(String)
     }
 
@@ -31,11 +31,15 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The delay the remote asked for with `Retry-After`, in seconds and exactly as asked (it may be absurdly
     /// long: the caller caps it).
     public let retryAfter: TimeInterval?
+    /// The library's own account of the failure (NIO's, BoringSSL's error stack), which ``description`` puts in
+    /// words: for the log at debug level only.
+    public let detail: String?
 
-    private init(_ code: Code, responseExcerpt: String = "", retryAfter: TimeInterval? = nil) {
+    private init(_ code: Code, responseExcerpt: String = "", retryAfter: TimeInterval? = nil, detail: String? = nil) {
         self.code = code
         self.responseExcerpt = responseExcerpt
         self.retryAfter = retryAfter
+        self.detail = detail
     }
 
     /// The remote answered with a status outside 2xx.
@@ -43,15 +47,18 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
         UploadError(.status(status), responseExcerpt: responseExcerpt, retryAfter: retryAfter)
     }
 
-    /// The request did not complete: connection refused, reset, DNS, TLS.
-    public static func transport(_ reason: String) -> UploadError { UploadError(.transport(reason)) }
+    /// The request did not complete (connection refused or reset, a name that does not resolve, TLS), with
+    /// `reason` in words that name the remote, and the library's `detail`.
+    public static func transport(_ reason: String, detail: String? = nil) -> UploadError {
+        UploadError(.transport(reason), detail: detail)
+    }
 
     /// logshipd's own credentials could not be read (the token file): like a refused credential, nothing the
     /// records can help.
     public static func credentials(_ reason: String) -> UploadError { UploadError(.credentials(reason)) }
 
-    /// No complete response within the request timeout.
-    public static let timeout = UploadError(.timeout)
+    /// No complete response within the request timeout; `reason` says how far the exchange had come.
+    public static func timeout(_ reason: String) -> UploadError { UploadError(.timeout(reason)) }
 
     /// The HTTP status, when the remote answered.
     public var status: Int? {
@@ -78,12 +85,13 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The failure in one line of words, for status, the log and dead letters: `HTTP 400: bad field`,
+    /// `cannot connect to 127.0.0.1:8514: connection refused`, `timed out after 10s waiting for …`.
     public var description: String {
         switch code {
         case .status(let status):
             responseExcerpt.isEmpty ? "HTTP \(status)" : "HTTP \(status): \(responseExcerpt)"
-        case .transport(let reason): "transport error: \(reason)"
-        case .timeout: "request timed out"
+        case .transport(let reason), .timeout(let reason): reason
         case .credentials(let reason): "credentials: \(reason)"
         }
     }

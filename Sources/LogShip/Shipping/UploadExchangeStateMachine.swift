@@ -160,7 +160,7 @@ struct UploadExchangeStateMachine<Connection> {
         switch state {
         case .connecting:
             state = .finished
-            return .finish(.failure(UploadClientError.timedOut(status: nil)), .none)
+            return .finish(.failure(UploadClientError.timedOutConnecting), .none)
         case .awaitingHead(_, let connection, _):
             state = .finished
             return .finish(.failure(UploadClientError.timedOut(status: nil)), .close(connection))

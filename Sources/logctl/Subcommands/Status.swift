@@ -39,8 +39,10 @@ struct Status: ParsableCommand {
         }
         lines.append("")
         lines.append("in flight     \(status.inFlight) request(s), \(status.claimed) record(s)")
-        lines.append("delivered     \(status.delivered) in \(status.requests) requests (\(status.failedRequests) failed and retried)")
-        lines.append("dead letters  \(status.deadLetters) (\(status.deadLettered) since start)")
+        lines.append("delivered     \(status.delivered) record(s) in \(status.requests) request(s)")
+        lines.append("failed        \(status.failedRequests) request(s): \(status.retriedRequests) retried whole, "
+            + "\(status.rejectedRequests) rejected for their records")
+        lines.append("dead letters  \(status.deadLetters) record(s) held, \(status.deadLettered) dead-lettered since start")
         lines.append("received      \(status.received) (truncated \(status.truncated)); evicted \(status.evicted), refused \(status.refused)")
         lines.append("dropped       \(status.blank) blank frame(s); \(status.demoted) crash claim(s) over budget stored as errors")
         lines.append("spool         \(bytes(status.spoolBytes)) of \(bytes(status.spoolBudget))")
@@ -66,7 +68,10 @@ struct Status: ParsableCommand {
             lines.append("remote        accepting")
         }
         if let lastError = status.lastError {
-            lines.append("last error    \(text(lastError)) at \(text(status.lastErrorAt ?? "?"))")
+            lines.append("last error    \(text(lastError))")
+            lines.append("              at \(when(status.lastErrorAt))" + (status.lastErrorPast
+                ? "; past: the remote has accepted requests since, last at \(when(status.lastAcceptedAt))"
+                : "; no request accepted since"))
         }
         if let journal = status.journal {
             let behind = journal.behindSeconds.map { ", \(duration($0)) behind the newest entry" } ?? ""
@@ -90,6 +95,13 @@ struct Status: ParsableCommand {
         if status.rateHeldDownByReceiver { line += ": the receiver is overloaded (429/503), the rate recovers a step a second" }
         if let requests = status.rateRequestsPerSecond { line += "; at most \(requests.formatted()) request(s) a second" }
         return line
+    }
+
+    /// An RFC 3339 time from the daemon, with how long ago it was: `2026-11-25T10:00:00.000000Z (12s ago)`.
+    static func when(_ time: String?) -> String {
+        guard let time, let timestamp = Timestamp(rfc3339: time) else { return TerminalText.escaped(time ?? "?") }
+        let ago = Double(Timestamp.now().microsecondsSinceEpoch - timestamp.microsecondsSinceEpoch) / 1e6
+        return "\(time) (\(duration(max(0, ago))) ago)"
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -122,7 +122,7 @@ struct OperatorCommandsTests {
 
         let table = try await logctl(["status"], socket: daemon.controlPath)
         #expect(table.standardOutput.contains("error            5"), "\(table.standardOutput)")
-        #expect(table.standardOutput.contains("dead letters  2 (2 since start)"))
+        #expect(table.standardOutput.contains("dead letters  2 record(s) held, 2 dead-lettered since start"))
         #expect(table.standardOutput.contains("uploads       paused by an operator"))
         try await daemon.stop()
     }

@@ -53,6 +53,8 @@ struct BatchDeliveryTests {
         }
         let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
         #expect(report.counts.delivered == 14 && report.counts.deadLettered == 2 && report.pause == nil)
+        #expect(report.counts.requests == uploader.requests && report.counts.retriedRequests == 0)
+        #expect(report.counts.rejectedRequests == report.counts.failedRequests, "every refusal was the records'")
         #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 5", "bad 6"])
     }
 
@@ -64,6 +66,7 @@ struct BatchDeliveryTests {
         #expect(report.counts.deadLettered == 0 && report.counts.delivered == 0)
         #expect(report.pause?.cause == .endpointRefused)
         #expect(uploader.requests == 3, "the batch, then its two halves")
+        #expect(report.counts.failedRequests == 3 && report.counts.retriedRequests == 3, "none was the records' fault")
         let statistics = await spool.statistics()
         #expect(statistics.claimed == 0 && statistics.pending[.info] == 100, "everything is back, waiting out the pause")
     }
@@ -106,12 +109,14 @@ struct BatchDeliveryTests {
     func loneRecords() async throws {
         let badRequest = try await spool(["one"])
         let refused = ScriptedUploader { _ in throw UploadError.status(400, responseExcerpt: "bad") }
-        #expect(try report(try await delivery(refused, spool: badRequest).deliverNext(.info)).counts.deadLettered == 1)
+        let deadLettered = try report(try await delivery(refused, spool: badRequest).deliverNext(.info)).counts
+        #expect(deadLettered.deadLettered == 1 && deadLettered.rejectedRequests == 1 && deadLettered.retriedRequests == 0)
 
         let conflict = try await spool(["one"])
         let unclear = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }
         let report = try report(try await delivery(unclear, spool: conflict).deliverNext(.info))
         #expect(report.counts.deadLettered == 0 && report.pause?.cause == .endpointRefused)
+        #expect(report.counts.retriedRequests == 1 && report.counts.rejectedRequests == 0)
         #expect(await conflict.statistics().pending[.info] == 1)
     }
 

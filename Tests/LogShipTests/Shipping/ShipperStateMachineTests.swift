@@ -271,6 +271,23 @@ struct ShipperStateMachineTests {
         #expect(machine.totals.delivered == 5 && machine.totals.failedRequests == 1)
     }
 
+    @Test("last error is the latest failed request by time, whichever batch settles last; one accepted after it makes it past")
+    func lastError() throws {
+        var machine = Machine()
+        let ids = machine.recordsAvailable([.error, .info], now: t0).enqueue.map(\.id)
+        #expect(ids.count == 2)
+        for id in ids { _ = machine.operationStarted(id, now: t0) }
+        var split = report(delivered: 9)
+        split.lastError = LastError(reason: "HTTP 400: bad field", at: t0 + 2)
+        split.lastAcceptedAt = t0 + 3
+        var refused = report(pause: pause(1, from: t0 + 1))
+        refused.lastError = LastError(reason: "cannot connect to 127.0.0.1:8514: connection refused", at: t0 + 1)
+        _ = machine.operationFinished(ids[0], .delivered(.attempted(split)), now: t0 + 3)
+        _ = machine.operationFinished(ids[1], .delivered(.attempted(refused)), now: t0 + 4)
+        #expect(machine.lastError == LastError(reason: "HTTP 400: bad field", at: t0 + 2), "the older refusal settled later")
+        #expect(machine.lastAcceptedAt == t0 + 3, "accepted after it: the 400 is past, and still shown")
+    }
+
     @Test("a spool failure blocks the class until its retry time")
     func spoolFailure() throws {
         var machine = Machine()

@@ -76,17 +76,4 @@ struct UploadClientTests {
         #expect(headers["Content-Length"] == ["\(#"{"message":"m"}"#.utf8.count + 1)"])
         #expect(headers["X-Logshipd-Records"] == ["1"] && headers["X-Logshipd-Batch"] == ["7"])
     }
-
-    @Test("a remote that refuses connections is named in words, with its address: no library internals")
-    func refusedConnectionInWords() async throws {
-        let reserved = try PortReservation()  // bound, never listening: connections to it are refused
-        let uploader = try HTTPUploader(
-            configuration: .init(url: "http://127.0.0.1:\(reserved.port)/ingest"),
-            eventLoops: [MultiThreadedEventLoopGroup.singleton.next()])
-        defer { uploader.shutdown() }
-        let error = await #expect(throws: UploadError.self) {
-            try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 1))
-        }
-        #expect(error?.description == "transport error: cannot connect to 127.0.0.1:\(reserved.port): connection refused")
-    }
 }

@@ -30,7 +30,7 @@ struct UploadErrorTests {
     @Test("transport errors and timeouts mean the remote is unavailable")
     func transport() {
         #expect(UploadError.transport("connection refused").fault == .remoteUnavailable)
-        #expect(UploadError.timeout.fault == .remoteUnavailable)
+        #expect(UploadError.timeout("timed out after 10s connecting to 127.0.0.1:8514").fault == .remoteUnavailable)
     }
 
     @Test("Retry-After is read as seconds or as an HTTP date, however large")

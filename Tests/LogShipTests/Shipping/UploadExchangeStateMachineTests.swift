@@ -171,7 +171,7 @@ struct UploadExchangeStateMachineTests {
     func timedOutConnecting() {
         var machine = Machine(request: Self.request())
         _ = machine.arrived(isShutDown: false)
-        #expect(Self.did(machine.timedOut()) == .fail(.client(.timedOut(status: nil)), .nothing))
+        #expect(Self.did(machine.timedOut()) == .fail(.client(.timedOutConnecting), .nothing))
         #expect(Self.did(machine.connected(1, reused: false)) == .close(1))
         #expect(Self.did(machine.connectionUnavailable(ConnectionReset())) == .nothing)
     }

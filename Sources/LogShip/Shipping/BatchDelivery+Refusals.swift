@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 
+/// What becomes of a batch the remote refused: delivery paused, or its refused records dead-lettered.
 extension BatchDelivery {
     /// Pauses all delivery for `error` and puts `batches` back until the pause ends.
     func pauseDelivery(
@@ -49,5 +50,19 @@ extension BatchDelivery {
         return DeliveryPause(
             until: Date().addingTimeInterval(delay), cause: cause, reason: error.description,
             isAskedByRemote: isAskedByRemote)
+    }
+
+    /// Dead-letters the lone records the remote refused for what they hold.
+    func deadLetterRefused(_ attempt: inout Attempt) async throws {
+        for (batch, error) in attempt.refused {
+            try await settle(on: attempt.lane) {
+                let failure = DeliveryFailure(status: error.status, reason: error.description)
+                try await spool.settle(batch, .deadLetter(failure))
+            }
+            attempt.report.counts.deadLettered += batch.records.count
+            var metadata = metadata(batch)
+            metadata["logship.upload.error"] = "\(error)"
+            logger.error("remote refused a record; moved to dead letters", metadata: metadata)
+        }
     }
 }

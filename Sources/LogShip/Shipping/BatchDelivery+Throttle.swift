@@ -1,0 +1,46 @@
+import Foundation
+
+/// How delivery spends the link's budget (``UploadThrottle``): a claim sized to it, and a receiver's overload
+/// answered by a lower rate.
+extension BatchDelivery {
+    /// What the budget let a class do.
+    enum BudgetedClaim {
+        /// It claimed within the grant, which must be settled with what the requests spent.
+        case claimed(ClaimResult, UploadRateLimiter.Grant)
+        /// It must wait for the budget until then; nothing was claimed.
+        case wait(until: Date)
+    }
+
+    /// Claims the next batch of `priority` within what the budget holds now, or says how long to wait for it. A
+    /// claim that finds nothing to send gives its grant back at once.
+    func claimWithinBudget(_ priority: PriorityClass) async throws -> BudgetedClaim {
+        let grant: UploadRateLimiter.Grant
+        switch throttle.admit(priority, within: limits) {
+        case .wait(let wait):
+            return .wait(until: Date().addingTimeInterval(wait.seconds))
+        case .go(let granted):
+            grant = granted
+        }
+        do {
+            let claim = try await spool.claim(priority, limits: grant.limits)
+            if case .batch = claim { return .claimed(claim, grant) }
+            throttle.settle(grant, UploadThrottle.Spending())
+            return .claimed(claim, grant)
+        } catch {
+            throttle.settle(grant, UploadThrottle.Spending())
+            throw error
+        }
+    }
+
+    /// The receiver is busy, not down (429 or 503 without `Retry-After`), and the rate it lets us send at is
+    /// lower now: `batch` goes back ready, to wait for that rate rather than for a pause.
+    func slowDown(for error: UploadError, releasing batch: Batch, _ attempt: inout Attempt) async throws {
+        attempt.report.counts.retriedRequests += 1
+        try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
+        attempt.report.overload = error.description
+        var metadata = metadata(batch)
+        metadata["logship.upload.error"] = "\(error)"
+        metadata["logship.upload.rate"] = "\(throttle.status.effectiveBytesPerSecond.map(ByteRateText.format) ?? "unlimited")"
+        logger.notice("the remote is overloaded; upload rate lowered, batch kept", metadata: metadata)
+    }
+}

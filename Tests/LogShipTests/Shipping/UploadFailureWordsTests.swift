@@ -1,0 +1,168 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Testing
+
+import LogShipTestKit
+@testable import LogShip
+
+/// What an operator reads when an upload fails: words that name the remote and what to look at, from real failures
+/// on loopback (refused ports, a remote that hangs or resets, certificates made by openssl), with the library's own
+/// account kept apart for the debug log.
+@Suite("Upload failures in words")
+struct UploadFailureWordsTests {
+    /// The failure of one upload to `url`; `tls` as the `tls.*` keys would make it, trusting `tls.ca_file ca.pem`.
+    static func failure(
+        _ url: String, tls: TLSConfiguration? = nil, timeout: Duration = .seconds(30)
+    ) async throws -> UploadError {
+        let uploader = try HTTPUploader(
+            configuration: .init(url: url, timeout: timeout, tls: tls, trustDescription: "tls.ca_file ca.pem"),
+            eventLoops: [MultiThreadedEventLoopGroup.singleton.next()])
+        defer { uploader.shutdown() }
+        do {
+            try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 1))
+        } catch let error as UploadError {
+            return error
+        }
+        throw WaitTimeout(description: "the upload to \(url) succeeded")
+    }
+
+    /// `host:port` of a receiver's URL.
+    static func remote(_ receiver: TestReceiver) throws -> String {
+        "127.0.0.1:\(try #require(receiver.receiver.address.port))"
+    }
+
+    @Test("a remote that accepts and never answers: timed out after upload.timeout, waiting for it to answer")
+    func hangingRemote() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let receiver = try await TestReceiver(behavior: .init(hold: { _ in await gate.wait() }))
+        let error = try await Self.failure(receiver.url, timeout: .seconds(1))
+        #expect(error.description == "timed out after 1s waiting for \(try Self.remote(receiver)) to answer (upload.timeout)")
+        #expect(error.fault == .remoteUnavailable)
+    }
+
+    @Test("no connection within upload.timeout: timed out connecting, naming the remote")
+    func connectTimeout() throws {
+        let endpoint = try #require(UploadEndpoint(url: "https://[::1]:8443/ingest"))
+        let context = HTTPUploader.FailureContext(
+            endpoint: endpoint, configuration: .init(url: "https://[::1]:8443/ingest", timeout: .seconds(30)))
+        for error: any Error in [UploadClientError.timedOutConnecting, ChannelError.connectTimeout(.seconds(30))] {
+            let words = try #require(HTTPUploader.translate(error, context) as? UploadError)
+            #expect(words.description == "timed out after 30s connecting to [::1]:8443 (upload.timeout)")
+        }
+    }
+
+    @Test("a refused connection names the address; the library's account of it is only the detail")
+    func refused() async throws {
+        let reserved = try PortReservation()  // bound, never listening: connections to it are refused
+        let error = try await Self.failure("http://127.0.0.1:\(reserved.port)/ingest")
+        #expect(error.description == "cannot connect to 127.0.0.1:\(reserved.port): connection refused")
+        #expect(error.detail?.contains("SingleConnectionFailure") == true, "\(error.detail ?? "")")
+    }
+
+    @Test("a remote that resets the connection, and a name that does not resolve")
+    func resetAndResolution() async throws {
+        let resetting = try ResettingServer()
+        let reset = try await Self.failure("http://127.0.0.1:\(resetting.port)/ingest")
+        #expect(reset.description == "connection reset by 127.0.0.1:\(resetting.port)")
+        #expect(reset.detail?.contains("Connection reset by peer") == true, "\(reset.detail ?? "")")
+
+        // .invalid never resolves (RFC 6761).
+        let unresolved = try await Self.failure("http://logshipd-test.invalid:8514/ingest")
+        #expect(unresolved.description.hasPrefix("cannot resolve logshipd-test.invalid"), "\(unresolved)")
+        #expect(!unresolved.description.contains("SocketAddressError"))
+    }
+
+    @Test("TLS failures say what is wrong with whom, and which tls.* key it concerns; BoringSSL's words stay in detail")
+    func tlsFailures() async throws {
+        let directory = try TemporaryDirectory.make()
+        let trusted = try await TestCertificateAuthority(directory: directory, name: "trusted-ca")
+        let unknown = try await TestCertificateAuthority(directory: directory, name: "unknown-ca")
+        var client = TLSConfiguration.makeClientConfiguration()
+        client.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(trusted.certificate))
+        func receiver(_ issued: TestCertificateAuthority.Issued, clientCA: String? = nil, tls12: Bool = false)
+            async throws -> TestReceiver
+        {
+            var tls = try LogReceiver.serverTLS(certificateFile: issued.certificate, keyFile: issued.key, clientCAFile: clientCA)
+            if tls12 { tls.maximumTLSVersion = .tlsv12 }
+            return try await TestReceiver(tls: tls)
+        }
+
+        let untrusted = try await receiver(try await unknown.issue("untrusted", for: .server))
+        let notTrusted = try await Self.failure(untrusted.url, tls: client)
+        #expect(notTrusted.description == "TLS certificate of \(try Self.remote(untrusted)) not trusted by tls.ca_file ca.pem (issued by another CA, or expired)")
+        #expect(notTrusted.detail?.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(notTrusted.detail ?? "")")
+
+        let named = try await receiver(try await trusted.issue("named", for: .serverNamed("logs.example.internal")))
+        #expect(try await Self.failure(named.url, tls: client).description
+            == "TLS certificate of \(try Self.remote(named)) is not for 127.0.0.1 (tls.server_name sets the name to check)")
+
+        let mutual = try await receiver(try await trusted.issue("server", for: .server), clientCA: trusted.certificate)
+        #expect(try await Self.failure(mutual.url, tls: client).description
+            == "\(try Self.remote(mutual)) requires a client certificate: set tls.client_cert and tls.client_key")
+        let rogue = try await unknown.issue("rogue", for: .client)
+        var withRogue = client
+        withRogue.certificateChain = try NIOSSLCertificate.fromPEMFile(rogue.certificate).map { .certificate($0) }
+        withRogue.privateKey = .privateKey(try NIOSSLPrivateKey(file: rogue.key, format: .pem))
+        #expect(try await Self.failure(mutual.url, tls: withRogue).description
+            == "\(try Self.remote(mutual)) refused logshipd's client certificate (tls.client_cert): its CA is unknown there")
+
+        let old = try await receiver(try await trusted.issue("old", for: .server), tls12: true)
+        var strict = client
+        strict.minimumTLSVersion = .tlsv13
+        #expect(try await Self.failure(old.url, tls: strict).description
+            == "TLS handshake failed: \(try Self.remote(old)) and logshipd have no TLS version in common (tls.min_version is 1.3)")
+
+        let plain = try await TestReceiver()
+        let https = plain.url.replacingOccurrences(of: "http://", with: "https://")
+        #expect(try await Self.failure(https, tls: client).description
+            == "TLS handshake failed: \(try Self.remote(plain)) does not speak TLS (is the URL's https:// meant to be http://?)")
+        let http = mutual.url.replacingOccurrences(of: "https://", with: "http://")
+        #expect(try await Self.failure(http).description == "\(try Self.remote(mutual)) closed the connection before answering")
+    }
+}
+
+/// A loopback server that reads a request and resets the connection (`SO_LINGER` 0), as a crashing or
+/// overloaded remote's kernel does.
+final class ResettingServer: Sendable {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = listening >= 0 && withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listening, $0, length) == 0 && getsockname(listening, $0, &length) == 0
+            }
+        }
+        guard bound, listen(listening, 8) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if listening >= 0 { close(listening) }
+            throw WaitTimeout(description: "no listening socket: \(reason)")
+        }
+        descriptor = listening
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(listening, nil, nil)
+                guard connection >= 0 else { return }  // closed: the test is over
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                _ = read(connection, &buffer, buffer.count)
+                var reset = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(connection, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+                close(connection)
+            }
+        }
+    }
+
+    deinit {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        close(descriptor)
+    }
+}
