@@ -17,16 +17,16 @@ extension BatchDelivery {
         metadata["logship.batch.records"] = "\(batches.reduce(0) { $0 + $1.records.count })"
         metadata["logship.upload.error"] = "\(error)"
         metadata["logship.upload.retry_at"] = "\(Timestamp(pause.until).rfc3339)"
-        switch (cause, error.fault) {
-        case (.endpointRefused, .unclear):
-            logger.error(
-                "the remote refuses every part of the batch, not some records; delivery paused, nothing dead-lettered",
-                metadata: metadata)
-        case (.endpointRefused, _):
-            logger.error("the remote refuses the endpoint or the credentials; delivery paused", metadata: metadata)
-        case (.remoteUnavailable, _):
-            logger.warning("upload failed; delivery paused, will retry", metadata: metadata)
-        }
+        let (level, message): (Logger.Level, Logger.Message) =
+            switch (cause, error.fault) {
+            case (.endpointRefused, .unclear):
+                (.error, "the remote refuses every part of the batch, not some records; delivery paused, nothing dead-lettered")
+            case (.endpointRefused, _):
+                (.error, "the remote refuses the endpoint or the credentials; delivery paused")
+            case (.remoteUnavailable, _):
+                (.warning, "upload failed; delivery paused, will retry")
+            }
+        logger.log(level: repeatedPauses.level(for: error.description, level), message, metadata: metadata)
     }
 
     /// The pause a failure calls for: the remote's `Retry-After` up to ``retryAfterMaximum``, or the shared

@@ -39,6 +39,8 @@ public struct BatchDelivery: Sendable {
     /// The batch limits and the `Retry-After` cap, which a reload may change for every operation at once.
     private let reloadable: ReloadableLimits
     private let unclearRefusals = UnclearRefusals()
+    /// The last pause logged loudly, so that the same failure again is logged at debug level.
+    let repeatedPauses = RepeatedPauses()
 
     /// - Parameters:
     ///   - loops: The upload lanes, one per loop the uploader has a connection on.
@@ -195,6 +197,7 @@ public struct BatchDelivery: Sendable {
             return .refused(failure)
         }
         backoff.reset()
+        repeatedPauses.remoteAccepted()
         attempt.report.lastAcceptedAt = Date()
         // Not awaited: the slot is free for the next request while the spool commits the delete.
         try await spool.settle(batch, .delivered)
