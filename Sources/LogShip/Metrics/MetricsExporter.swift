@@ -51,7 +51,7 @@ final class MetricsExporter: Sendable {
             ("logshipd_requests_failed_total", "Upload requests the remote did not accept: retried plus rejected.", {
                 $0.failedRequests
             }),
-            ("logshipd_requests_retried_total", "Failed upload requests whose records went back whole (not their fault).", {
+            ("logshipd_requests_retried_total", "Failed upload requests whose records went back whole, not at fault.", {
                 $0.retriedRequests
             }),
             ("logshipd_requests_rejected_total", "Failed upload requests refused for the records they held (split).", {

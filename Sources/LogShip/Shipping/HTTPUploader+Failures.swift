@@ -42,7 +42,8 @@ extension HTTPUploader {
         case UploadClientError.timedOutConnecting, ChannelError.connectTimeout:
             return UploadError.timeout("\(after) connecting to \(remote) (upload.timeout)")
         case UploadClientError.timedOut(let status?):
-            return UploadError.timeout("\(after) waiting for the rest of \(remote)'s answer (HTTP \(status); upload.timeout)")
+            return UploadError.timeout(
+                "\(after) waiting for the rest of \(remote)'s answer (HTTP \(status); upload.timeout)")
         case UploadClientError.timedOut(nil):
             return UploadError.timeout("\(after) waiting for \(remote) to answer (upload.timeout)")
         case UploadClientError.connectionClosed(let responseStarted):

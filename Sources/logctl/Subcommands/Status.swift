@@ -42,7 +42,8 @@ struct Status: ParsableCommand {
         lines.append("delivered     \(status.delivered) record(s) in \(status.requests) request(s)")
         lines.append("failed        \(status.failedRequests) request(s): \(status.retriedRequests) retried whole, "
             + "\(status.rejectedRequests) rejected for their records")
-        lines.append("dead letters  \(status.deadLetters) record(s) held, \(status.deadLettered) dead-lettered since start")
+        lines.append(
+            "dead letters  \(status.deadLetters) record(s) held, \(status.deadLettered) dead-lettered since start")
         lines.append("received      \(status.received) (truncated \(status.truncated)); evicted \(status.evicted), refused \(status.refused)")
         lines.append("dropped       \(status.blank) blank frame(s); \(status.demoted) crash claim(s) over budget stored as errors")
         lines.append("spool         \(bytes(status.spoolBytes)) of \(bytes(status.spoolBudget))")

@@ -41,7 +41,8 @@ struct TLSTests {
         // A further attempt may hold the records claimed by now: held is pending plus claimed.
         #expect(refused.delivered == 0 && refused.deadLettered == 0 && (refused.pending["info"] ?? 0) + refused.claimed == 5)
         let remote = "127.0.0.1:\(try #require(receiver.receiver.address.port))"
-        let words = "TLS certificate of \(remote) not trusted by tls.ca_file \(trusted.certificate) (issued by another CA, or expired)"
+        let words = "TLS certificate of \(remote) not trusted by tls.ca_file \(trusted.certificate) "
+            + "(issued by another CA, or expired)"
         #expect(refused.lastError == words && !refused.lastErrorPast)
         #expect(refused.retriedRequests == refused.failedRequests && refused.rejectedRequests == 0)
         let table = try await run(Binaries.logctl, ["status", "--socket", "\(directory)/control.sock"]).standardOutput

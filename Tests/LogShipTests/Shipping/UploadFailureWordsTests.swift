@@ -92,7 +92,8 @@ struct UploadFailureWordsTests {
 
         let untrusted = try await receiver(try await unknown.issue("untrusted", for: .server))
         let notTrusted = try await Self.failure(untrusted.url, tls: client)
-        #expect(notTrusted.description == "TLS certificate of \(try Self.remote(untrusted)) not trusted by tls.ca_file ca.pem (issued by another CA, or expired)")
+        #expect(notTrusted.description == "TLS certificate of \(try Self.remote(untrusted)) not trusted by tls.ca_file ca.pem "
+            + "(issued by another CA, or expired)")
         #expect(notTrusted.detail?.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(notTrusted.detail ?? "")")
 
         let named = try await receiver(try await trusted.issue("named", for: .serverNamed("logs.example.internal")))
