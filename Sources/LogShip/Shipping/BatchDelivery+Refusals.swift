@@ -3,14 +3,18 @@ import Logging
 
 /// What becomes of a batch the remote refused: delivery paused, or its refused records dead-lettered.
 extension BatchDelivery {
-    /// Pauses all delivery for `error` and puts `batches` back until the pause ends.
+    /// Pauses all delivery for `error` and puts `batches` back.
+    ///
+    /// They go back ready: the shipper's pause holds every class until it ends (or a crash probe ends it), and
+    /// then what waited leaves most urgent class first. A retry time of the pause's end would hold back the
+    /// error records a pause put back behind info records that were never claimed.
     func pauseDelivery(
         for error: UploadError, cause: DeliveryPause.Cause, releasing batches: [Batch], _ attempt: inout Attempt
     ) async throws {
         let pause = pause(for: error, cause: cause)
         attempt.report.pause = pause
         for batch in batches {
-            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: pause.readyAgain(batch))) }
+            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
         }
         guard let first = batches.first else { return }
         var metadata = metadata(first)

@@ -163,9 +163,9 @@ public struct BatchDelivery: Sendable {
             try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
             return .notSent
         }
-        if let pause = attempt.report.pause {
-            // The remote stopped taking records: the rest waits with everything else.
-            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: pause.readyAgain(batch))) }
+        if attempt.report.pause != nil {
+            // The remote stopped taking records: the rest waits with everything else, behind the shipper's pause.
+            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
             return .notSent
         }
         attempt.report.counts.requests += 1
@@ -269,8 +269,7 @@ public struct BatchDelivery: Sendable {
             try await pauseDelivery(for: error, cause: .endpointRefused, releasing: released, &attempt)
         } else {
             for part in released {
-                let retryAt = attempt.report.pause?.readyAgain(part) ?? Date()
-                try await settle(on: attempt.lane) { try await spool.settle(part, .retry(at: retryAt)) }
+                try await settle(on: attempt.lane) { try await spool.settle(part, .retry(at: Date())) }
             }
         }
     }

@@ -30,10 +30,3 @@ public struct DeliveryPause: Hashable, Sendable {
     public var allowsCrashProbes: Bool { cause == .remoteUnavailable && !isAskedByRemote }
 }
 
-extension DeliveryPause {
-    /// When a batch put back because of this pause may be claimed again: crash records at once when the pause
-    /// allows probes, since the shipper then lets them probe the remote through it; the rest when it ends.
-    func readyAgain(_ batch: Batch) -> Date {
-        batch.priority == .crash && allowsCrashProbes ? Date() : until
-    }
-}

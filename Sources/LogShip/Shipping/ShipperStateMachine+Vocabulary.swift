@@ -74,8 +74,8 @@ extension ShipperStateMachine {
     ///
     /// A crash report is what an operator waits for when a remote comes back, so crash records do not wait out
     /// the backoff the rest waits out: while one waits, a crash operation alone is let through at least every
-    /// ``ShipperStateMachine/crashProbeInterval``. Delivered, it ends the shipper's pause; batches the pause put
-    /// back keep their retry time. Only while the pause allows it (``DeliveryPause/allowsCrashProbes``: not for a
+    /// ``ShipperStateMachine/crashProbeInterval``. Delivered, it ends the shipper's pause, and what waited leaves
+    /// most urgent class first. Only while the pause allows it (``DeliveryPause/allowsCrashProbes``: not for a
     /// refusing endpoint, nor a wait the remote asked for) and the crash class is not blocked.
     enum CrashProbe: Hashable, Sendable {
         /// No crash operation waits, or none has been waiting since the last probe.

@@ -164,8 +164,7 @@ struct ShipperStateMachine: Sendable {
             if case .delivered(.attempted(let report)) = end, report.pause == nil,
                 report.counts.delivered > 0 || report.counts.deadLettered > 0
             {
-                // The probe got through: the shipper's pause ends. (Batches the pause put back keep their retry
-                // time in the spool, so their classes still wait until then.)
+                // The probe got through: the shipper's pause ends, and what waited leaves in class order.
                 decisions.cancelTimers.append(timer)
                 remote = .accepting
                 updateQueueSuspension(&decisions)
