@@ -35,6 +35,7 @@ enum PeerComparison {
         Scenario(title: "1 batched (500/POST), 200 000 lines", lines: 200_000, batch: 500, receiverDelay: .zero),
         Scenario(title: "2 one line per POST, 30 000 lines", lines: 30_000, batch: 1, receiverDelay: .zero),
         Scenario(title: "3 receiver answers after 20 ms, 100 000 lines", lines: 100_000, batch: 500, receiverDelay: .milliseconds(20)),
+        Scenario(title: "4 batched (500/POST), 1 000 000 lines", lines: 1_000_000, batch: 500, receiverDelay: .zero),
     ]
     static let syslogNG = "/usr/sbin/syslog-ng"
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

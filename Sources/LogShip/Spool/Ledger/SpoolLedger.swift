@@ -49,6 +49,20 @@ struct SpoolLedger: Sendable {
         var delivering: Int
         /// While it takes none (down, refusing, paused): lines no claim will take soon are not worth holding.
         var stalled: Int
+
+        /// At most 1 MiB while stalled: it keeps the spool's memory flat however long the backlog grows.
+        static let largestStalled = 1 << 20
+
+        init(delivering: Int, stalled: Int) {
+            self.delivering = delivering
+            self.stalled = stalled
+        }
+
+        /// `bytes` while delivering (`spool.max_cache_bytes`), and no more than ``largestStalled`` of it while
+        /// stalled.
+        init(bytes: Int) {
+            self.init(delivering: bytes, stalled: Swift.min(bytes, Self.largestStalled))
+        }
     }
 
     /// How long after the last acknowledgement delivery still counts as going on.
