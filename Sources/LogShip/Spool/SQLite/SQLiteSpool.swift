@@ -28,8 +28,10 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
     static let acknowledgementLinger = Duration.milliseconds(5)
     /// How long claims wait after acknowledgements failed to commit (their records are pending again).
     static let claimPauseAfterFailedAcknowledgement: TimeInterval = 5
-    /// Lines kept in memory beyond the chunks delivery is working on (`spool.max_cache_bytes`' default).
-    public static let defaultCacheBytes = 16 << 20
+    /// `spool.max_cache_bytes` when the configuration does not set it: what delivery claims from memory rather
+    /// than reads back (``SpoolLedger/CacheBudget``). BENCHMARKS.md's Delivery cache section weighs it against
+    /// 1 and 16 MiB.
+    public static let defaultCacheBytes = 4 << 20
 
     public let path: String
     public let availability = Availability()
