@@ -92,8 +92,8 @@ enum PeerComparison {
         return outcome
     }
 
-    /// One run of one scenario (1-based) for one shipper, printed with the daemon's pid first so that a profiler
-    /// can attach: `logshipd-bench peer logshipd 2`.
+    /// One run of the scenario numbered `number` for one shipper, printed with the daemon's pid first so that a
+    /// profiler can attach: `logshipd-bench peer logshipd 2`; with `cacheBytes`, logshipd's delivery cache.
     static func runOnce(_ shipper: Shipper, scenario number: Int, cacheBytes: Int? = nil) async throws {
         let scenario = try PeerComparison.scenario(number)
         let run = try await measure(shipper, scenario, cacheBytes: cacheBytes) { pid in
@@ -224,7 +224,7 @@ enum PeerComparison {
 
             ## Against the targets
 
-            Scenarios 1–3 from the table above; 4–6 measured in the same run, logshipd alone (release binary, durable
+            Scenarios 1–3 and 7 from the table above; 4–6 measured in the same run, logshipd alone (release binary, durable
             spool), 4 and 5 \(TargetScenarios.runs) times each: median (min–max). Crash latency runs from `logctl send`
             returning (the record is committed) to the receiver reading the request's head. Targets from the issue
             that set them; ratios are the ones that count.
