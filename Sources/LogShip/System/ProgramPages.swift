@@ -19,7 +19,8 @@ public enum ProgramPages {
     public static func releaseStartupPages() {
         guard let smaps = try? String(contentsOfFile: "/proc/self/smaps", encoding: .utf8) else { return }
         for mapping in FileMapping.all(in: smaps) where mapping.isReadOnlyAndUnchanged {
-            _ = madvise(UnsafeMutableRawPointer(bitPattern: mapping.start), Int(mapping.end - mapping.start), MADV_DONTNEED)
+            let length = Int(mapping.end - mapping.start)
+            _ = madvise(UnsafeMutableRawPointer(bitPattern: mapping.start), length, MADV_DONTNEED)
         }
     }
 }
