@@ -23,6 +23,7 @@ enum Benchmark {
         print("")
         try await printJournalRates()
         try await reportFormats()
+        try await CacheBudgetComparison.report()
         try await printRestartMemory()
     }
 

@@ -13,7 +13,7 @@ struct BenchmarkCommand: AsyncParsableCommand {
             """,
         subcommands: [
             All.self, Peers.self, Peer.self, Target.self, Spool.self, CrashLatency.self, Journal.self, Formats.self,
-            DeliveryFormats.self, RestartMemory.self, IntakeCostCommand.self,
+            DeliveryFormats.self, CacheBudget.self, RestartMemory.self, IntakeCostCommand.self,
         ],
         defaultSubcommand: All.self)
 
@@ -36,10 +36,13 @@ struct BenchmarkCommand: AsyncParsableCommand {
         @Argument(help: "The shipper to run.")
         var shipper: PeerComparison.Shipper
 
-        @Argument(help: "The scenario, 1 to \(PeerComparison.scenarios.count).")
+        @Argument(help: "The scenario: \(PeerComparison.scenarios.map { "\($0.number)" }.joined(separator: ", ")).")
         var scenario: Int
 
-        func run() async throws { try await PeerComparison.runOnce(shipper, scenario: scenario) }
+        @Option(help: "logshipd's spool.max_cache_bytes in bytes; its default when not given.")
+        var cacheBytes: Int?
+
+        func run() async throws { try await PeerComparison.runOnce(shipper, scenario: scenario, cacheBytes: cacheBytes) }
     }
 
     struct Target: AsyncParsableCommand {
@@ -81,6 +84,13 @@ struct BenchmarkCommand: AsyncParsableCommand {
             commandName: "delivery-formats",
             abstract: "Each format's encoding cost and its delivery end to end beside NDJSON; writes BENCHMARKS.md's formats.")
         func run() async throws { try await Benchmark.reportFormats() }
+    }
+
+    struct CacheBudget: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "cache-budget",
+            abstract: "Scenarios 7, 2, 3 with delivery caches of 1, 4, 16 MiB; writes BENCHMARKS.md.")
+        func run() async throws { try await CacheBudgetComparison.report() }
     }
 
     struct RestartMemory: AsyncParsableCommand {

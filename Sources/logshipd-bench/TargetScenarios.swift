@@ -79,11 +79,12 @@ enum TargetScenarios {
             return Daemon(directory: directory, process: try await LogshipdProcess.start(directory: directory))
         }
 
-        /// Writes the benchmark's configuration in `directory` (sockets, durable spool with the packaged defaults,
-        /// quiet log, uploads in `format`); returns its path.
+        /// Writes the benchmark's configuration in `directory` (sockets, durable spool with the packaged defaults
+        /// or `cacheBytes` of delivery cache, quiet log, uploads in `format`); returns its path.
         @discardableResult
         static func configure(
-            directory: String, url: String, batch: Int, retryMax: String = "30s", format: UploadFormat = .ndjson
+            directory: String, url: String, batch: Int, retryMax: String = "30s", format: UploadFormat = .ndjson,
+            cacheBytes: Int? = nil
         ) throws -> String {
             let configuration = "\(directory)/logshipd.yaml"
             try """
@@ -100,6 +101,7 @@ enum TargetScenarios {
                   max_records: \(batch)
                 spool:
                   path: \(directory)/spool.db
+                \(cacheBytes.map { "  max_cache_bytes: \($0)" } ?? "")
                 log:
                   level: error
                 """.write(toFile: configuration, atomically: true, encoding: .utf8)

@@ -60,6 +60,8 @@ struct Logshipd: AsyncParsableCommand {
         } catch {
             Self.fail("logshipd: \(error)")
         }
+        // Started: what only starting ran need not stay resident.
+        ProgramPages.releaseStartupPages()
         try await daemon.run()
     }
 

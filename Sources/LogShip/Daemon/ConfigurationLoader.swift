@@ -21,7 +21,7 @@ public struct ConfigurationLoader: Sendable {
         "upload.retry_initial", "upload.retry_max", "upload.retry_after_max", "upload.shutdown_timeout",
         "upload.rate.bytes_per_second", "upload.rate.requests_per_second", "upload.rate.burst_seconds",
         "upload.rate.min_bytes_per_second", "upload.rate.exempt", "batch.max_records", "batch.max_bytes",
-        "spool.path", "spool.max_bytes", "spool.min_free_disk",
+        "spool.path", "spool.max_bytes", "spool.min_free_disk", "spool.max_cache_bytes",
         "journal.enabled", "journal.directory", "journal.start_at", "journal.units", "journal.exclude_units",
         "journal.min_priority", "journal.matches", "journal.fields", "journal.max_field_bytes",
         "auth.bearer_token_file", "auth.basic_user", "auth.basic_password_file", "metrics.listen",
@@ -244,6 +244,7 @@ public struct ConfigurationLoader: Sendable {
         // Up to a petabyte: far beyond any disk here, far inside what the room arithmetic can add up.
         values.read("spool.max_bytes", into: &configuration.spool.maxBytes, .byteCount(65_536...(1 << 50)))
         values.read("spool.min_free_disk", into: &configuration.spool.minFreeDisk, .byteCount(0...(1 << 50)))
+        values.read("spool.max_cache_bytes", into: &configuration.spool.maxCacheBytes, .byteCount(0...(1 << 30)))
 
         values.read("journal.enabled", into: &configuration.journal.enabled, .boolean)
         values.read("journal.directory", into: &configuration.journal.directory, .text)

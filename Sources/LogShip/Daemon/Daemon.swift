@@ -201,7 +201,7 @@ public final class Daemon: Sendable {
         }
         return try await SQLiteSpool.open(
             path: configuration.path, maximumBytes: configuration.maxBytes,
-            minimumFreeDiskBytes: configuration.minFreeDisk, logger: logger)
+            minimumFreeDiskBytes: configuration.minFreeDisk, cacheBytes: configuration.maxCacheBytes, logger: logger)
     }
 
     /// Runs until shutdown; returns once every service has stopped and the HTTP client is closed.

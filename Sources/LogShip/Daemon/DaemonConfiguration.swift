@@ -82,6 +82,9 @@ public struct DaemonConfiguration: Sendable {
         public var maxBytes = 1_073_741_824
         /// Disk space the durable spool leaves free; past it, records are evicted as if the budget were reached.
         public var minFreeDisk = 64 << 20
+        /// Lines of records the durable spool keeps in memory for delivery to claim without reading them back
+        /// (`spool.max_cache_bytes`; ``SQLiteSpool/defaultCacheBytes``).
+        public var maxCacheBytes = SQLiteSpool.defaultCacheBytes
     }
 
     public struct Journal: Sendable {

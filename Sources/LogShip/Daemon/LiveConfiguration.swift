@@ -83,7 +83,7 @@ final class LiveConfiguration: Sendable {
             ("upload.max_in_flight", { $0.upload.maxInFlight }),
             ("upload.shutdown_timeout", { $0.upload.shutdownTimeout }),
             ("spool.path", { $0.spool.path }), ("spool.max_bytes", { $0.spool.maxBytes }),
-            ("spool.min_free_disk", { $0.spool.minFreeDisk }),
+            ("spool.min_free_disk", { $0.spool.minFreeDisk }), ("spool.max_cache_bytes", { $0.spool.maxCacheBytes }),
             ("journal.enabled", { $0.journal.enabled }), ("journal.directory", { $0.journal.directory }),
             ("journal.start_at", { $0.journal.startAt }), ("journal.matches", { $0.journal.matches }),
             ("journal.fields", { $0.journal.fields }), ("journal.max_field_bytes", { $0.journal.maxFieldBytes }),

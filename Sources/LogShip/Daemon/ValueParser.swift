@@ -86,7 +86,8 @@ extension ValueParser<Int> {
 extension ValueParser<Double> {
     /// A number, with a fraction or not, within `range`.
     static func number(_ range: ClosedRange<Double>) -> ValueParser {
-        ValueParser(expected: "a number from \(range.lowerBound.formatted()) to \(range.upperBound.formatted())") {
+        let bounds = "\(ConfigurationText.number(range.lowerBound)) to \(ConfigurationText.number(range.upperBound))"
+        return ValueParser(expected: "a number from \(bounds)") {
             Double($0.trimmingCharacters(in: .whitespaces)).flatMap { $0.isFinite && range.contains($0) ? $0 : nil }
         }
     }
@@ -198,6 +199,12 @@ enum ConfigurationText {
             return "\(bytes / factor)\(suffix)"
         }
         return "\(bytes)"
+    }
+
+    /// `1000000.0` as `1000000`, `0.5` as `0.5`. Not `formatted()`: its locale-aware formatting loads ICU's data
+    /// and number formatters at start, which stay resident (about 1 MiB) for a message seldom shown.
+    static func number(_ number: Double) -> String {
+        number == number.rounded() && abs(number) < 1e15 ? "\(Int64(number))" : "\(number)"
     }
 
     /// `.seconds(90)` as `90s`, `.seconds(120)` as `2m`, `.milliseconds(1)` as `1ms`.

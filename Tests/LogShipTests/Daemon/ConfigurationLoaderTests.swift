@@ -42,6 +42,20 @@ struct ConfigurationLoaderTests {
         #expect(configuration.batch.maxRecords == 1000)
         #expect(configuration.batch.maxBytes == 1_048_576)
         #expect(configuration.spool.maxBytes == 1_073_741_824)
+        #expect(configuration.spool.maxCacheBytes == SQLiteSpool.defaultCacheBytes)
+    }
+
+    @Test("spool.max_cache_bytes: a size from the file or the environment, from 0 to 1 GiB; the documented budget by default")
+    func cacheBudget() async throws {
+        #expect(try await load(nil).spool.maxCacheBytes == 4 << 20)
+        #expect(try await load("spool:\n  max_cache_bytes: 512KiB\n").spool.maxCacheBytes == 512 << 10)
+        let overridden = try await load(
+            "spool:\n  max_cache_bytes: 512KiB\n", environment: ["LOGSHIPD_SPOOL_MAX_CACHE_BYTES": "0"])
+        #expect(overridden.spool.maxCacheBytes == 0, "0 keeps only the lines in use")
+        #expect(try await load("spool:\n  max_cache_bytes: 1GiB\n").spool.maxCacheBytes == 1 << 30)
+        var changed = DaemonConfiguration()
+        changed.spool.maxCacheBytes = 1 << 20
+        #expect(LiveConfiguration.restartOnlyChanges(from: DaemonConfiguration(), to: changed) == ["spool.max_cache_bytes"])
     }
 
     @Test("the crash budget's nested keys come from the file and the environment; an unknown nested key is named")
@@ -131,6 +145,9 @@ struct ConfigurationLoaderTests {
         ("upload:\n  shutdown_timeout: nan\n", "upload.shutdown_timeout: invalid value"),
         ("ingest:\n  max_record_bytes: 9223372036854775807\n", "ingest.max_record_bytes: invalid value"),
         ("spool:\n  max_bytes: 9999999999999G\n", "spool.max_bytes: invalid value"),
+        ("spool:\n  max_cache_bytes: 2GiB\n", "spool.max_cache_bytes: invalid value \"2GiB\" (expected a size from 0 to 1GiB"),
+        ("spool:\n  max_cache_bytes: lots\n", "spool.max_cache_bytes: invalid value \"lots\""),
+        ("spool:\n  max_cache_bytes: -1\n", "spool.max_cache_bytes: invalid value \"-1\""),
         ("ingest:\n  max_connections: 0\n", "ingest.max_connections: invalid value \"0\" (expected a whole number from 1"),
         ("ingest:\n  max_record_bytes: 512KiB\nspool:\n  max_bytes: 1MiB\n", "spool.max_bytes (1MiB) must hold at least four records of ingest.max_record_bytes (512KiB): at least 2MiB"),
         ("ingest:\n  max_record_bytes: 1MiB\n", "ingest.max_record_bytes: invalid value \"1MiB\" (expected a size from 256 to 512KiB"),

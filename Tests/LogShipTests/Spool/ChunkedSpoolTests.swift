@@ -10,7 +10,7 @@ import LogShipTestKit
 @Suite("SQLite spool chunks")
 struct ChunkedSpoolTests {
     func open(
-        _ path: String, cacheBudget: SpoolLedger.CacheBudget = SQLiteSpool.cacheBudget, maximumBytes: Int = 1 << 30
+        _ path: String, cacheBudget: SpoolLedger.CacheBudget = .init(bytes: SQLiteSpool.defaultCacheBytes), maximumBytes: Int = 1 << 30
     ) async throws -> SQLiteSpool {
         try await SQLiteSpool.open(
             path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: 0, cacheBudget: cacheBudget, logger: .test)

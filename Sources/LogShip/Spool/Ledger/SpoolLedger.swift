@@ -43,14 +43,6 @@ struct SpoolLedger: Sendable {
     /// Set when acknowledgements failed to commit: claims find nothing ready until then.
     var claimsWaitUntil: Date?
     var isClosed = false
-    /// Bytes of lines kept in memory beyond the chunks delivery works on and each class's newest chunk.
-    struct CacheBudget: Sendable {
-        /// While the remote takes records: a backlog this large is claimed from memory, not read back.
-        var delivering: Int
-        /// While it takes none (down, refusing, paused): lines no claim will take soon are not worth holding.
-        var stalled: Int
-    }
-
     /// How long after the last acknowledgement delivery still counts as going on.
     static let deliveringWindow: TimeInterval = 5
 

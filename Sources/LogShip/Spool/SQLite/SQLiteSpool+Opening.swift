@@ -20,12 +20,15 @@ extension SQLiteSpool {
     ///   - maximumBytes: The budget for stored records (`spool.max_bytes`).
     ///   - minimumFreeDiskBytes: Disk space the spool leaves free (`spool.min_free_disk`): room for the WAL and
     ///     for the deletes that settle deliveries, which need disk space too.
+    ///   - cacheBytes: Lines kept in memory for delivery to claim without reading them back
+    ///     (`spool.max_cache_bytes`, see ``SpoolLedger/CacheBudget``).
     public static func open(
-        path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, logger: Logger
+        path: String, maximumBytes: Int, minimumFreeDiskBytes: Int, cacheBytes: Int = defaultCacheBytes,
+        logger: Logger
     ) async throws -> SQLiteSpool {
         try await open(
             path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDiskBytes,
-            cacheBudget: Self.cacheBudget, logger: logger)
+            cacheBudget: SpoolLedger.CacheBudget(bytes: cacheBytes), logger: logger)
     }
 
     /// Opens the spool file at `path`, or, should it be damaged beyond opening (``SpoolFileDamage``), sets it

@@ -28,10 +28,10 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
     static let acknowledgementLinger = Duration.milliseconds(5)
     /// How long claims wait after acknowledgements failed to commit (their records are pending again).
     static let claimPauseAfterFailedAcknowledgement: TimeInterval = 5
-    /// Lines kept in memory beyond the chunks delivery is working on and each class's newest chunk. The batched
-    /// comparison spends 15% less CPU per line with 16 MiB than with 1 MiB while delivering (it reads back fewer
-    /// chunks); with the remote down, 1 MiB keeps the spool's memory flat however long the backlog grows.
-    static let cacheBudget = SpoolLedger.CacheBudget(delivering: 16 << 20, stalled: 1 << 20)
+    /// `spool.max_cache_bytes` when the configuration does not set it: what delivery claims from memory rather
+    /// than reads back (``SpoolLedger/CacheBudget``). BENCHMARKS.md's Delivery cache section weighs it against
+    /// 1 and 16 MiB.
+    public static let defaultCacheBytes = 4 << 20
 
     public let path: String
     public let availability = Availability()
