@@ -9,7 +9,6 @@ import Synchronization
 public final class TestReceiver: Sendable {
     public let receiver: LogReceiver
     private let log = RequestLog()
-    private let task: Task<Void, any Error>
 
     /// Starts a receiver on 127.0.0.1, on `port` or an ephemeral one, serving HTTPS when `tls` is given.
     public init(port: Int = 0, tls: TLSConfiguration? = nil, behavior: LogReceiver.Behavior = .init()) async throws {
@@ -18,11 +17,13 @@ public final class TestReceiver: Sendable {
             log.append($0)
         }
         let receiver = receiver
-        task = Task { try await receiver.run() }
+        // Runs until deinit stops the receiver.
+        Task { try await receiver.run() }
     }
 
     deinit {
-        task.cancel()
+        // Closed, not cancelled: see LogReceiver.stop().
+        receiver.stop()
     }
 
     public var url: String { receiver.url }

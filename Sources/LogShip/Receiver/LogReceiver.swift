@@ -100,6 +100,8 @@ public final class LogReceiver: Sendable {
     private let behavior: Behavior
     private let onRequest: @Sendable (Request) -> Void
     private let counters = Mutex(Statistics())
+    /// The connections being served, and whether ``stop()`` was called: what it closes.
+    private let serving = Mutex<(open: [ObjectIdentifier: any Channel], isStopping: Bool)>(([:], false))
     private let logger: Logger
 
     /// The address the receiver listens on (with the port chosen when 0 was asked for).
@@ -152,7 +154,7 @@ public final class LogReceiver: Sendable {
 
     public var statistics: Statistics { counters.withLock { $0 } }
 
-    /// Serves connections until the task is cancelled.
+    /// Serves connections until ``stop()`` is called (or the task is cancelled, when the process is ending).
     ///
     /// Accepting and each connection's exchange run on event loops, not the cooperative pool: a receiver sharing a
     /// process with busy tasks (the tests', or `logctl receive` under a load of its own) still answers at once.
@@ -170,8 +172,29 @@ public final class LogReceiver: Sendable {
         }
     }
 
+    /// Stops accepting and closes the connections being served; ``run()`` returns once each has ended.
+    ///
+    /// Closing, not cancelling: a connection accepted but not yet handed to ``run()``'s loop would be dropped
+    /// unfinished by a cancelled loop, which NIO traps on (`Deinited NIOAsyncWriter without calling finish()`);
+    /// a closed server channel still hands over every connection it accepted, and those are closed at once.
+    public func stop() {
+        let open = serving.withLock { serving in
+            serving.isStopping = true
+            return Array(serving.open.values)
+        }
+        server.channel.close(promise: nil)
+        for channel in open { channel.close(promise: nil) }
+    }
+
     private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {
         counters.withLock { $0.connections += 1 }
+        let id = ObjectIdentifier(connection.channel)
+        let isStopping = serving.withLock { serving in
+            if !serving.isStopping { serving.open[id] = connection.channel }
+            return serving.isStopping
+        }
+        if isStopping { connection.channel.close(promise: nil) }
+        defer { serving.withLock { _ = $0.open.removeValue(forKey: id) } }
         do {
             try await connection.executeThenClose { parts, writer in
                 var head: HTTPRequestHead?
