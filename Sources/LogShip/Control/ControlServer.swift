@@ -121,7 +121,10 @@ public struct ControlServer: Service {
             return await flush(request)
         case .throttle:
             if let refusal = refusal(of: request.command, to: peer) { return refusal }
-            return throttle(to: request.bytesPerSecond ?? 0, peer: peer)
+            guard let bytesPerSecond = request.bytesPerSecond else {
+                return .failure("throttle needs a budget in bytes per second, or 0 for none")
+            }
+            return throttle(to: bytesPerSecond, peer: peer)
         case .requeue, .purge:
             if let refusal = refusal(of: request.command, to: peer) { return refusal }
             guard let selection = Self.selection(request) else {

@@ -14,7 +14,7 @@ extension BatchDelivery {
     /// Claims the next batch of `priority` within what the budget holds now, or says how long to wait for it. A
     /// claim that finds nothing to send gives its grant back at once.
     func claimWithinBudget(_ priority: PriorityClass) async throws -> BudgetedClaim {
-        let grant: UploadRateLimiter.Grant
+        var grant: UploadRateLimiter.Grant
         switch throttle.admit(priority, within: limits) {
         case .wait(let wait):
             return .wait(until: Date().addingTimeInterval(wait.seconds))
@@ -23,7 +23,10 @@ extension BatchDelivery {
         }
         do {
             let claim = try await spool.claim(priority, limits: grant.limits)
-            if case .batch = claim { return .claimed(claim, grant) }
+            if case .batch(let batch, _) = claim {
+                throttle.shrink(&grant, toSpoolBytes: batch.spoolBytes)
+                return .claimed(claim, grant)
+            }
             throttle.settle(grant, UploadThrottle.Spending())
             return .claimed(claim, grant)
         } catch {
@@ -41,6 +44,8 @@ extension BatchDelivery {
         var metadata = metadata(batch)
         metadata["logship.upload.error"] = "\(error)"
         metadata["logship.upload.rate"] = "\(throttle.status.effectiveBytesPerSecond.map(ByteRateText.format) ?? "unlimited")"
-        logger.notice("the remote is overloaded; upload rate lowered, batch kept", metadata: metadata)
+        logger.log(
+            level: repeatedPauses.level(for: error.description, .notice),
+            "the remote is overloaded; upload rate lowered, batch kept", metadata: metadata)
     }
 }

@@ -20,9 +20,6 @@ struct OverloadControl: Hashable, Sendable {
 
     private var decrease: Decrease?
 
-    /// Whether the receiver's overload limits the rate at all just now.
-    var isActive: Bool { decrease != nil }
-
     /// The rate the receiver's overload allows at `now`, in bytes per second; `nil` when it allows any (no
     /// overload, or recovered). Never above `budget`, the configured rate if any.
     func limit(at now: ContinuousClock.Instant, budget: Double?) -> Double? {
@@ -33,7 +30,7 @@ struct OverloadControl: Hashable, Sendable {
         return recovered >= target ? budget : recovered
     }
 
-    /// Forgets an overload the rate has recovered from (a no-op otherwise), so that ``isActive`` says so.
+    /// Forgets an overload the rate has recovered from (a no-op otherwise).
     mutating func settle(at now: ContinuousClock.Instant, budget: Double?) {
         // `limit` gives back the budget itself once recovered, and something below it until then.
         guard decrease != nil, limit(at: now, budget: budget) == budget else { return }
@@ -52,7 +49,11 @@ struct OverloadControl: Hashable, Sendable {
         sentAt: ContinuousClock.Instant, now: ContinuousClock.Instant, rate: Double, budget: Double?, floor: Double
     ) -> Bool {
         if let decrease, sentAt < decrease.at { return true }
-        guard rate > floor else { return false }
+        guard rate > floor else {
+            // Refused at the floor: the caller pauses, and no second of the pause counts as healthy.
+            if decrease != nil { decrease?.at = now }
+            return false
+        }
         let target = budget ?? decrease?.target ?? rate
         decrease = Decrease(rate: max(floor, rate / 2), at: now, target: max(target, floor))
         return true

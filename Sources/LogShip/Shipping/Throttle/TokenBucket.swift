@@ -49,6 +49,12 @@ struct TokenBucket: Hashable, Sendable {
         return missing > 0 ? .seconds(missing / rate) : .zero
     }
 
+    /// Spends whatever the bucket holds, keeping a debt as it is.
+    mutating func empty(now: ContinuousClock.Instant) {
+        advance(to: now)
+        level = min(level, 0)
+    }
+
     /// Changes the rate and capacity from `now` on, keeping what the bucket holds (cut to the new capacity).
     mutating func change(rate: Double, capacity: Double, now: ContinuousClock.Instant) {
         precondition(rate > 0 && capacity >= 1)

@@ -6,12 +6,14 @@
 /// compressed bodies), and what was sent is debited exactly once it is known, so an estimate that was off moves
 /// one request, never the average.
 struct UploadRateLimiter: Sendable {
-    /// What one request may carry, at most, while a backlog waits: this long of the rate. Small requests keep
-    /// every window of a few seconds close to the budget; the burst still goes at once after a quiet spell.
+    /// How much of the rate a class waits for before it claims while a backlog waits: this long of it. Requests
+    /// of about that size keep every window of a few seconds close to the budget; after a quiet spell the
+    /// bucket holds more, and the burst goes at once.
     static let requestShare: Duration = .milliseconds(250)
-    /// How long a more urgent class's registered wait keeps a less urgent class back past its end: it should
-    /// have claimed by then; if it has not, it is no longer waiting.
-    static let urgentGrace: Duration = .milliseconds(100)
+    /// How long a more urgent class's registered wait keeps a less urgent class back past its end, so that
+    /// the urgent class's timer and operation can get there first; one that has not claimed by then is no
+    /// longer waiting.
+    static let urgentGrace: Duration = .milliseconds(50)
 
     /// A claim the limiter let through: the limits it may claim within, and what was set aside for it.
     struct Grant: Hashable, Sendable {
@@ -82,7 +84,7 @@ struct UploadRateLimiter: Sendable {
             if due + Self.urgentGrace < now {
                 waiting[urgent] = nil
             } else {
-                wait = max(wait, due - now + .milliseconds(1))
+                wait = max(wait, due + Self.urgentGrace - now)
             }
         }
         if let bytes {
@@ -110,6 +112,15 @@ struct UploadRateLimiter: Sendable {
             requests?.debit(1, now: now)
         }
         return .go(grant)
+    }
+
+    /// Gives back what a grant set aside beyond what its claim took, `spoolBytes` of the spool, so that the
+    /// other slot and the other classes need not wait for the request to end to use it.
+    mutating func shrink(_ grant: inout Grant, toSpoolBytes spoolBytes: Int, now: ContinuousClock.Instant) {
+        let needed = Double(spoolBytes) * wireBytesPerSpoolByte
+        guard grant.reservedBytes > needed else { return }
+        bytes?.credit(grant.reservedBytes - needed, now: now)
+        grant.reservedBytes = needed
     }
 
     /// What a granted claim came to: the requests sent, the body bytes of those the remote answered (as sent),
@@ -142,10 +153,14 @@ struct UploadRateLimiter: Sendable {
         // With no limit in force, the rate to halve is what went in the last second, this request included.
         let measured = recent.filter { now - $0.at <= .seconds(1) }
             .reduce(Double(requestSpoolBytes) * wireBytesPerSpoolByte) { $0 + $1.bytes }
+        // The floor is never above the budget in force, an operator's lower one included.
+        let floor = Double(min(budget.minimumBytesPerSecond, bytesPerSecond ?? .max))
         let handled = overload.overloaded(
             sentAt: sentAt, now: now, rate: effectiveBytesPerSecond(at: now) ?? measured,
-            budget: bytesPerSecond.map(Double.init), floor: Double(budget.minimumBytesPerSecond))
+            budget: bytesPerSecond.map(Double.init), floor: floor)
         refresh(now: now)
+        // What the bucket held was filled at the old rate: the next request waits for the new one.
+        bytes?.empty(now: now)
         return handled
     }
 

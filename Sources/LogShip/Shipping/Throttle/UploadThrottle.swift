@@ -15,6 +15,12 @@ public final class UploadThrottle: Sendable {
         limiter.withLock { $0.admit(priorityClass, within: limits, now: .now) }
     }
 
+    /// Gives back what `grant` set aside beyond its claim of `spoolBytes` (see
+    /// ``UploadRateLimiter/shrink(_:toSpoolBytes:now:)``).
+    func shrink(_ grant: inout UploadRateLimiter.Grant, toSpoolBytes spoolBytes: Int) {
+        limiter.withLock { $0.shrink(&grant, toSpoolBytes: spoolBytes, now: .now) }
+    }
+
     /// What a granted claim came to (see ``UploadRateLimiter/settle(_:requests:sentBytes:sentSpoolBytes:failedSpoolBytes:now:)``).
     func settle(_ grant: UploadRateLimiter.Grant, _ spending: Spending) {
         limiter.withLock {

@@ -89,6 +89,11 @@ struct UploadRateLimiterTests {
         #expect(grant(admission) != nil)
         admission = limiter.admit(.debug, within: limits, now: at(0.25) + chatterWait)
         #expect(wait(admission) != nil, "the error took them")
+        // The chatter's timer may fire a little after the error's wait ended, before the error claims: still held.
+        var late = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
+        _ = late.admit(.error, within: limits, now: at(0))
+        admission = late.admit(.debug, within: limits, now: at(0.28))
+        #expect(wait(admission) != nil, "30 ms after the error was due")
         // An urgent class that never came back does not hold the rest for ever.
         var stale = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
         _ = stale.admit(.error, within: limits, now: at(0))
@@ -106,6 +111,39 @@ struct UploadRateLimiterTests {
         limiter.settle(granted, requests: 3, sentBytes: 10, sentSpoolBytes: 10, failedSpoolBytes: 0, now: at(0.25))
         admission = limiter.admit(.info, within: limits, now: at(0.25))
         #expect(wait(admission) == .milliseconds(750), "isolation requests count too")
+    }
+
+    @Test("a grant keeps only what its claim took; the rest is free for the other slot at once")
+    func shrink() throws {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
+        var admission = limiter.admit(.info, within: limits, now: at(1))
+        var granted = try #require(grant(admission))
+        limiter.shrink(&granted, toSpoolBytes: 300, now: at(1))
+        #expect(granted.reservedBytes == 300)
+        admission = limiter.admit(.warning, within: limits, now: at(1))
+        #expect(grant(admission)?.limits.maxBytes == 700)
+    }
+
+    @Test("an overload empties the bucket: the next request waits for the lower rate, not one per round trip")
+    func overloadEmptiesTheBucket() {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
+        let handled = limiter.overloaded(sentAt: at(2), requestSpoolBytes: 1000, now: at(2.05))
+        #expect(handled)
+        let admission = limiter.admit(.info, within: limits, now: at(2.05))
+        #expect(wait(admission) == .milliseconds(250), "a quarter second at 50 000 B/s")
+    }
+
+    @Test("an operator's budget below the floor is the floor: it is not halved below itself, and a 429 pauses")
+    func floorFollowsAnOverride() {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 16_384), now: at(0))
+        limiter.setOverride(.bytesPerSecond(12_000), now: at(0))
+        let handled = limiter.overloaded(sentAt: at(0), requestSpoolBytes: 100, now: at(0.1))
+        #expect(!handled)
+        #expect(limiter.effectiveBytesPerSecond(at: at(0.1)) == 12_000)
+        limiter.setOverride(.bytesPerSecond(40_000), now: at(1))
+        let halved = limiter.overloaded(sentAt: at(1), requestSpoolBytes: 100, now: at(1.1))
+        #expect(halved)
+        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 20_000)
     }
 
     @Test("an unused grant gives its tokens back")
