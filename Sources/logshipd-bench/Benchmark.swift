@@ -24,6 +24,7 @@ enum Benchmark {
         try await printJournalRates()
         try await reportFormats()
         try await printRestartMemory()
+        try await ThrottlingReport.runAll()
     }
 
     /// Intake and delivery rates with the memory spool and the SQLite spool side by side.
