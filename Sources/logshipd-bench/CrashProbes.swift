@@ -21,7 +21,7 @@ final class CrashProbes: Sendable {
         }
     }
 
-    /// When each probe was sent: once its send returned (for logshipd, once the record is committed).
+    /// When each probe's send was called, and when it returned (for logshipd, once the record is committed).
     private let sent = SentTimes()
     private let task: Task<Void, Never>
 
@@ -36,7 +36,7 @@ final class CrashProbes: Sendable {
                 do {
                     try await offloaded { try send(Self.message(number)) }
                     let now = ContinuousClock.now
-                    sent.times.withLock { $0[number] = now }
+                    sent.times.withLock { $0[number] = (started, now) }
                 } catch {
                     print("  crash probe \(number) not sent: \(error)")
                 }
@@ -63,18 +63,21 @@ final class CrashProbes: Sendable {
     }
 
     /// How long each sent probe took to a request the receiver took, in milliseconds, in the order they were
-    /// sent; and how many never arrived in one.
-    func latencies(at receiver: RequestLogReceiver) -> (milliseconds: [Double], missing: Int) {
+    /// sent, from its send returning (or from the call, `fromCall`); and how many never arrived in one. Only the
+    /// probes sent from `since` on, when it is given.
+    func latencies(
+        at receiver: RequestLogReceiver, fromCall: Bool = false, since: ContinuousClock.Instant? = nil
+    ) -> (milliseconds: [Double], missing: Int) {
         let arrived = receiver.probeArrivals
         let sent = self.sent.times.withLock { $0 }
         var milliseconds: [Double] = []
         var missing = 0
-        for (number, at) in sent.sorted(by: { $0.key < $1.key }) {
+        for (number, times) in sent.sorted(by: { $0.key < $1.key }) where since.map({ times.called >= $0 }) ?? true {
             guard let arrival = arrived[number] else {
                 missing += 1
                 continue
             }
-            milliseconds.append((arrival - at).seconds * 1000)
+            milliseconds.append((arrival - (fromCall ? times.called : times.returned)).seconds * 1000)
         }
         return (milliseconds, missing)
     }
@@ -85,7 +88,7 @@ final class CrashProbes: Sendable {
     }
 
     private final class SentTimes: Sendable {
-        let times = Mutex<[Int: ContinuousClock.Instant]>([:])
+        let times = Mutex<[Int: (called: ContinuousClock.Instant, returned: ContinuousClock.Instant)]>([:])
     }
 
     /// The `fraction` percentile (0…1) of `values`, nearest rank; 0 when there are none.

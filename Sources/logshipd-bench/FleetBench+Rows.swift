@@ -35,6 +35,10 @@ extension FleetBench {
                        CrashProbes.percentile(outcome.crashMilliseconds, 0.5), CrashProbes.percentile(outcome.crashMilliseconds, 0.99),
                        outcome.crashMilliseconds.max() ?? 0, outcome.crashMilliseconds.count, outcome.crashMissing)
             }, target: "p99 < 1 s; \(met(p99 < 1000 && ours.crashMissing == 0))"),
+            row("the same, sent once that shipper had had a backlog request taken", { outcome in
+                String(format: "%.0f / %.0f ms (%d probes)", CrashProbes.percentile(outcome.crashInContactMilliseconds, 0.5),
+                       CrashProbes.percentile(outcome.crashInContactMilliseconds, 0.99), outcome.crashInContactMilliseconds.count)
+            }, target: "—"),
             row("outage as the shippers saw it (the last backlog spooled … the first line written)", { outcome in
                 String(format: "%.0f–%.0f s", outcome.outageSeen.lowerBound, outcome.outageSeen.upperBound)
             }, target: "30 s"),

@@ -78,7 +78,7 @@ final class RequestLogReceiver: Sendable {
     /// Every request so far, in the order they were judged.
     var requests: [Request] { log.state.withLock { $0.requests } }
 
-    /// Lines taken so far from requests without crash probes: the backlog's.
+    /// Lines taken so far that are not crash probes: the backlog's.
     var acceptedBacklogLines: Int { log.state.withLock { $0.acceptedBacklogLines } }
 
     /// When each crash probe first arrived in a request the receiver took.
@@ -140,7 +140,8 @@ final class RequestLogReceiver: Sendable {
                     accepted = Double(lines) <= state.tokens
                     if accepted { state.tokens -= Double(lines) }
                 }
-                if accepted && probes.isEmpty { state.acceptedBacklogLines += lines }
+                // A syslog-ng request carries its probe lines among backlog lines.
+                if accepted { state.acceptedBacklogLines += lines - probes.count }
                 for number in probes where accepted && state.probeArrivals[number] == nil {
                     state.probeArrivals[number] = now
                 }
