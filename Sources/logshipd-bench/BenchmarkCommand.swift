@@ -115,13 +115,16 @@ struct BenchmarkCommand: AsyncParsableCommand {
         @Option(help: "Seconds the receiver is down after the backlogs are in.")
         var outage = 30
 
+        @Flag(help: "Run logshipd's fleet alone, without syslog-ng's; BENCHMARKS.md is not written.")
+        var logshipdOnly = false
+
         func run() async throws {
             var setup = FleetBench.Setup()
             setup.senders = senders
             setup.backlog = backlog
             setup.retryMax = retryMax
             setup.outage = .seconds(outage)
-            try await ThrottlingReport.runFleet(setup)
+            try await ThrottlingReport.runFleet(setup, peer: !logshipdOnly)
         }
     }
 
