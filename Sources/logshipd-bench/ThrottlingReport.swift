@@ -28,16 +28,17 @@ enum ThrottlingReport {
             Written by `logshipd-bench throttle` (release build; `make bench` runs it too) on \(machine).
 
             The release logshipd with `upload.rate.bytes_per_second: \(ThrottleBench.budget)` (`burst_seconds: 1`), its
-            durable spool, batches of up to 1 000 records, two requests in flight. \(records) records of 320 bytes as uploaded
+            durable spool, batches of up to 1 000 records, two requests in flight. \(grouped(records)) records of 320 bytes as uploaded
             (NDJSON; about 80 bytes as written) go to its stream socket while uploads are paused (`logctl pause`),
             then uploads resume. The receiver (loopback, answering after 50 ms) notes when each request's body arrived
             and its size. A crash record is sent every 200 ms from the resume on, as `logctl send --priority crash` sends
-            it, timed from the send returning (the record is committed) to the arrival of its request. Windows run
-            from 1 s after the first request to the backlog's last request: after the pause the bucket held
-            `burst_seconds` of the budget, which the first request spends at once (the issue allows it; the opening row
-            shows it). A deviation is the window's bytes against the budget's share of the window. Requests are whole
-            (a quarter of a second of the budget each), so a window holds one request more or less depending on where
-            it starts.
+            it, timed from the send returning (the record is committed) to the arrival of its request. After the pause
+            the bucket held `burst_seconds` of the budget, which the first requests spend on top of the budget's share
+            (the issue allows it): each carries a full batch while the budget's pace would give it a quarter of a
+            second's worth, until the burst is spent. That opening is shown apart; the windows run from its end (the
+            first request no larger than the median) to the backlog's last request. A deviation is the window's bytes
+            against the budget's share of the window. Requests are whole (a quarter of a second of the budget each),
+            so a window holds one request more or less depending on where it starts: ±12.5% in 2 s, ±2.5% in 10 s.
 
             \(rows.joined(separator: "\n"))
             """)
@@ -61,9 +62,9 @@ enum ThrottlingReport {
             no byte budget (the receiver's 429s set each one's rate: AIMD from unlimited), `upload.retry_max:
             \(setup.retryMax)s` (a fleet's choice: with equal jitter each host's first request after the return comes within
             that long, inside the issue's ten seconds of convergence; the packaged 30 s spreads them over 30 s and
-            `logshipd-bench fleet --retry-max 30` shows it), batches of up to 1 000 records, two requests in flight. Each is written \(setup.backlog) records
+            `logshipd-bench fleet --retry-max 30` shows it), batches of up to 1 000 records, two requests in flight. Each is written \(grouped(setup.backlog)) records
             (the comparison's generator, about 120 bytes a line) while the receiver's port refuses connections; \(Int(setup.outage.seconds)) s after
-            the last backlog is spooled the receiver binds the port. It takes \(Int(setup.linesPerSecond)) lines a second: a
+            the last backlog is spooled the receiver binds the port. It takes \(grouped(Int(setup.linesPerSecond))) lines a second: a
             token bucket of lines holding a second's worth, each request judged whole, and one whose lines are not all
             in the bucket answered 429 without `Retry-After` (its lines do not count). The first shipper is sent a
             crash record every 200 ms from the return on (logshipd: through its control socket, timed from the send
@@ -74,7 +75,7 @@ enum ThrottlingReport {
 
             syslog-ng 3.38 beside it, the same way: \(setup.senders) instances of `bench/syslog-ng-http-throttle.conf`, `http()`
             with two workers and `throttle()` per worker at half of an instance's share (\(Int(setup.linesPerSecond) / setup.senders) lines/s each,
-            \(Int(setup.linesPerSecond)) in all), a disk buffer, and `time-reopen(\(setup.retryMax))` as logshipd's `retry_max`; it
+            \(grouped(Int(setup.linesPerSecond))) in all), a disk buffer, and `time-reopen(\(setup.retryMax))` as logshipd's `retry_max`; it
             takes a 429 like a refused connection (the batch stays queued, the worker waits `time-reopen()`), and its
             crash records are lines like any other.
 
@@ -89,6 +90,13 @@ enum ThrottlingReport {
                 The upload budget of issue 30 (`upload.rate.*`): points 6 (one host) and 5 (a fleet) of the issue. The
                 machine is shared and noisy: figures move from run to run; the ratios and the shapes hold better.
                 """, text)
+    }
+
+    /// `20 000`: digits in groups of three, as the issue writes them.
+    static func grouped(_ number: Int) -> String {
+        let digits = Array(String(number))
+        return stride(from: digits.count, to: 0, by: -3).reversed()
+            .map { String(digits[max(0, $0 - 3)..<$0]) }.joined(separator: " ")
     }
 
     /// The machine and the date, and how busy it was before the measurement started.
