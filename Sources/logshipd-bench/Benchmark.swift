@@ -25,6 +25,7 @@ enum Benchmark {
         try await reportFormats()
         try await CacheBudgetComparison.report()
         try await printRestartMemory()
+        try await ThrottlingReport.runAll()
     }
 
     /// Intake and delivery rates with the memory spool and the SQLite spool side by side.

@@ -13,7 +13,7 @@ struct BenchmarkCommand: AsyncParsableCommand {
             """,
         subcommands: [
             All.self, Peers.self, Peer.self, Target.self, Spool.self, CrashLatency.self, Journal.self, Formats.self,
-            DeliveryFormats.self, CacheBudget.self, RestartMemory.self, IntakeCostCommand.self,
+            DeliveryFormats.self, CacheBudget.self, RestartMemory.self, IntakeCostCommand.self, Throttle.self, Fleet.self,
         ],
         defaultSubcommand: All.self)
 
@@ -97,6 +97,45 @@ struct BenchmarkCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "restart-memory", abstract: "Resident memory at start, empty and with 100 000 pending.")
         func run() async throws { try await Benchmark.printRestartMemory() }
+    }
+
+    struct Throttle: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "One host, a 1 MB/s budget: a 100 MB backlog's windows and crash latency; writes BENCHMARKS.md's Throttling.")
+
+        @Option(help: "Backlog records (320 bytes each as uploaded); BENCHMARKS.md only at the default.")
+        var records = ThrottleBench.records
+
+        func run() async throws { try await ThrottlingReport.runOneHost(records: records) }
+    }
+
+    struct Fleet: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "50 daemons after a 30 s outage against a 20 000 lines/s receiver, beside syslog-ng; writes BENCHMARKS.md's Throttling.")
+
+        @Option(help: "Shippers; BENCHMARKS.md only at the default.")
+        var senders = 50
+
+        @Option(help: "Records each; BENCHMARKS.md only at the default.")
+        var backlog = 20_000
+
+        @Option(help: "Seconds: logshipd's upload.retry_max, syslog-ng's time-reopen().")
+        var retryMax = FleetBench.Setup().retryMax
+
+        @Option(help: "Seconds the receiver is down after the backlogs are in.")
+        var outage = 30
+
+        @Flag(help: "Run logshipd's fleet alone, without syslog-ng's; BENCHMARKS.md is not written.")
+        var logshipdOnly = false
+
+        func run() async throws {
+            var setup = FleetBench.Setup()
+            setup.senders = senders
+            setup.backlog = backlog
+            setup.retryMax = retryMax
+            setup.outage = .seconds(outage)
+            try await ThrottlingReport.runFleet(setup, peer: !logshipdOnly)
+        }
     }
 
     struct IntakeCostCommand: ParsableCommand {

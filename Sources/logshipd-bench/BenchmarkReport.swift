@@ -32,3 +32,18 @@ enum BenchmarkReport {
         print("  written to BENCHMARKS.md (\(title))")
     }
 }
+
+extension BenchmarkReport {
+    /// Writes `text` as the subsection `title` (`### `) of the section `section`, in place of the one so titled;
+    /// the subsections follow `order`, and `introduction` opens the section.
+    static func write(subsection title: String, of section: String, order: [String], introduction: String, _ text: String) throws {
+        let current = sections().first { $0.title == section }?.text ?? ""
+        var parts: [(title: String, text: String)] = current.components(separatedBy: "\n### ").dropFirst().map { part in
+            (String(part.prefix { $0 != "\n" }), "### " + part.trimmingCharacters(in: .newlines))
+        }
+        parts.removeAll { $0.title == title }
+        parts.append((title, "### \(title)\n\n" + text.trimmingCharacters(in: .newlines)))
+        parts.sort { (order.firstIndex(of: $0.title) ?? order.count) < (order.firstIndex(of: $1.title) ?? order.count) }
+        try write(section: section, introduction + "\n\n" + parts.map(\.text).joined(separator: "\n\n"))
+    }
+}

@@ -72,19 +72,20 @@ enum TargetScenarios {
         var stream: String { "\(directory)/ingest.sock" }
         var datagram: String { "\(directory)/ingest.dgram" }
 
-        static func start(url: String, batch: Int = 500, retryMax: String = "30s") async throws -> Daemon {
+        static func start(url: String, batch: Int = 500, retryMax: String = "30s", upload: [String] = []) async throws -> Daemon {
             let directory = try TemporaryDirectory.make()
-            try configure(directory: directory, url: url, batch: batch, retryMax: retryMax)
+            try configure(directory: directory, url: url, batch: batch, retryMax: retryMax, upload: upload)
             // Returns once the control socket exists: the daemon binds it after every ingest socket.
             return Daemon(directory: directory, process: try await LogshipdProcess.start(directory: directory))
         }
 
         /// Writes the benchmark's configuration in `directory` (sockets, durable spool with the packaged defaults
-        /// or `cacheBytes` of delivery cache, quiet log, uploads in `format`); returns its path.
+        /// or `cacheBytes` of delivery cache, quiet log, uploads in `format`, and the `upload` keys given, such as
+        /// `rate: {bytes_per_second: 1000000}`); returns its path.
         @discardableResult
         static func configure(
             directory: String, url: String, batch: Int, retryMax: String = "30s", format: UploadFormat = .ndjson,
-            cacheBytes: Int? = nil
+            cacheBytes: Int? = nil, upload: [String] = []
         ) throws -> String {
             let configuration = "\(directory)/logshipd.yaml"
             try """
@@ -97,7 +98,7 @@ enum TargetScenarios {
                   format: \(format.rawValue)
                   max_in_flight: 2
                   retry_max: \(retryMax)
-                batch:
+                \(upload.map { "  \($0)\n" }.joined())batch:
                   max_records: \(batch)
                 spool:
                   path: \(directory)/spool.db
@@ -116,6 +117,13 @@ enum TargetScenarios {
                 }
                 return status
             }
+        }
+
+        /// Sends `command` (`pause`, `resume`) as logctl does, and throws unless the daemon did it.
+        func control(_ command: ControlRequest.Command) async throws {
+            let path = "\(directory)/control.sock"
+            let response = try await offloaded { try ControlClient(path: path).send(ControlRequest(command: command)) }
+            guard response.ok else { throw WaitTimeout(description: "\(command): \(response.error ?? "refused")") }
         }
 
         func stop() async throws {

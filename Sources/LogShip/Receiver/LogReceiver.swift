@@ -85,15 +85,6 @@ public final class LogReceiver: Sendable {
         public var body: [UInt8]?
     }
 
-    /// Counts since start.
-    public struct Statistics: Hashable, Sendable {
-        public var requests = 0
-        public var inFlight = 0
-        public var maximumInFlight = 0
-        /// Connections accepted since start.
-        public var connections = 0
-    }
-
     private static let maximumBodyBytes = 256 << 20
 
     private let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
