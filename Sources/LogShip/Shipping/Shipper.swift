@@ -118,6 +118,9 @@ public final class Shipper: Service, Sendable {
         // Subscribed before reading what is pending, so that no commit falls between the two; a class announced
         // twice costs nothing.
         spool.availability.subscribe { [weak self] classes in self?.recordsAvailable(classes) }
+        throttle.observeChanges { [weak self] in
+            self.map { shipper in shipper.perform(shipper.state.withLock { $0.machine.budgetChanged(now: Date()) }) }
+        }
         recordsAvailable(await spool.pendingClasses())
         try? await gracefulShutdown()
         await drain()

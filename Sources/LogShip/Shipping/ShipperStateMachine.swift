@@ -240,6 +240,22 @@ struct ShipperStateMachine: Sendable {
         return decisions.actions
     }
 
+    /// The link's budget changed (a reload, `logctl throttle`): classes waiting for the old one are let go at
+    /// once, to be measured against the new one.
+    mutating func budgetChanged(now: Date) -> [Action] {
+        var decisions = Decisions()
+        guard phase == .running else { return decisions.actions }
+        for priorityClass in PriorityClass.mostUrgentFirst where classes[priorityClass]?.throttledSince != nil {
+            if let block = classes[priorityClass]?.block {
+                decisions.cancelTimers.append(block.timer)
+                classes[priorityClass]?.block = nil
+            }
+            endThrottledWait(priorityClass, now: now)
+            enqueueIfNeeded(priorityClass, &decisions)
+        }
+        return decisions.actions
+    }
+
     /// An operator paused (`logctl pause`) or resumed uploads; intake goes on meanwhile.
     mutating func setPausedByOperator(_ paused: Bool, now: Date) -> [Action] {
         var decisions = Decisions()

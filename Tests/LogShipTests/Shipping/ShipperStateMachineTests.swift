@@ -139,6 +139,21 @@ struct ShipperStateMachineTests {
         #expect(machine.timerFired(timer, now: t0 + 6).isEmpty, "a timer fires once")
     }
 
+    @Test("a class waiting for the budget is let go at once when the budget changes; its wait is counted")
+    func budgetChangeEndsTheWait() throws {
+        var machine = Machine()
+        let id = try #require(machine.recordsAvailable([.info], now: t0).enqueue.first?.id)
+        _ = machine.operationStarted(id, now: t0)
+        let finished = machine.operationFinished(id, .delivered(.throttled(until: t0 + 600)), now: t0)
+        let (timer, _) = try #require(finished.armTimers.first)
+        #expect(machine.recordsAvailable([.info], now: t0).enqueue.isEmpty, "waiting for the budget")
+        let changed = machine.budgetChanged(now: t0 + 2)
+        #expect(changed.cancelTimers == [timer])
+        #expect(changed.enqueue.map(\.priorityClass) == [.info])
+        #expect(machine.secondsThrottled(now: t0 + 10)[.info] == 2)
+        #expect(machine.budgetChanged(now: t0 + 3).isEmpty, "nothing waits any more")
+    }
+
     @Test("a pause suspends the queue, keeps the class's operation waiting, and declines one started meanwhile")
     func pauseAndResume() throws {
         var machine = Machine()

@@ -5,6 +5,8 @@ import Synchronization
 /// lock and tells it the time.
 public final class UploadThrottle: Sendable {
     private let limiter: Mutex<UploadRateLimiter>
+    /// Told after the budget changed (a reload, `logctl throttle`).
+    private let changeObservers = Mutex<[@Sendable () -> Void]>([])
 
     public init(budget: UploadRateBudget) {
         limiter = Mutex(UploadRateLimiter(budget: budget, now: .now))
@@ -39,11 +41,23 @@ public final class UploadThrottle: Sendable {
     /// A reload's budget, from now on; ends an operator's override.
     public func update(_ budget: UploadRateBudget) {
         limiter.withLock { $0.update(budget, now: .now) }
+        budgetChanged()
     }
 
     /// `logctl throttle`: a byte budget in place of the configured one, or none, until the next reload.
     public func setOverride(_ override: ThrottleOverride?) {
         limiter.withLock { $0.setOverride(override, now: .now) }
+        budgetChanged()
+    }
+
+    /// Calls `observer` after every change of the budget (the shipper, so that classes waiting for the old
+    /// budget are measured against the new one at once).
+    func observeChanges(_ observer: @escaping @Sendable () -> Void) {
+        changeObservers.withLock { $0.append(observer) }
+    }
+
+    private func budgetChanged() {
+        for observer in changeObservers.withLock({ $0 }) { observer() }
     }
 
     /// The configured budget as last loaded.
