@@ -66,14 +66,12 @@ final class CountingReceiver: Sendable {
 /// Counts one connection's lines (or records) and answers each request.
 private final class CountingHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
 
     private let lines: LineCount
     private let delay: TimeAmount
     private let counting: RecordCounting
     private var keepAlive = true
-    private var newlines = 0
-    private var lastByte: UInt8?
+    private var tally = LineTally()
     /// The body so far, for a format whose records are counted in the whole body.
     private var body = ByteBuffer()
 
@@ -87,49 +85,18 @@ private final class CountingHandler: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             keepAlive = head.isKeepAlive
-            newlines = 0
-            lastByte = nil
+            tally = LineTally()
             body.clear()
         case .body(var part):
             guard case .lines = counting else {
                 body.writeBuffer(&part)
                 return
             }
-            newlines += part.readableBytesView.count(of: UInt8(ascii: "\n"))
-            lastByte = part.readableBytesView.last ?? lastByte
+            tally.add(part.readableBytesView)
         case .end:
-            if case .lines = counting {
-                // The last line of a body need not end in a newline (syslog-ng's single-line bodies do not).
-                lines.add(newlines + (lastByte.map { $0 != UInt8(ascii: "\n") ? 1 : 0 } ?? 0))
-            } else {
-                lines.add(counting.count(body))
-            }
-            guard delay > .zero else {
-                answer(context: context)
-                return
-            }
-            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            context.eventLoop.scheduleTask(in: delay) { handler.value.answer(context: bound.value) }
+            if case .lines = counting { lines.add(tally.lines) } else { lines.add(counting.count(body)) }
+            answerEmpty(.ok, keepAlive: keepAlive, after: delay, context: context)
         }
-    }
-
-    private func answer(context: ChannelHandlerContext) {
-        var head = HTTPResponseHead(version: .http1_1, status: .ok)
-        head.headers.add(name: "Content-Length", value: "0")
-        if !keepAlive { head.headers.add(name: "Connection", value: "close") }
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        let keepAlive = self.keepAlive
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
-            if !keepAlive { channel.close(promise: nil) }
-        }
-    }
-}
-
-extension ByteBufferView {
-    /// How many of the view's bytes equal `byte`.
-    fileprivate func count(of byte: UInt8) -> Int {
-        withContiguousStorageIfAvailable { $0.count { $0 == byte } } ?? reduce(0) { $0 + ($1 == byte ? 1 : 0) }
     }
 }
 

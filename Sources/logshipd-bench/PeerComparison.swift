@@ -172,15 +172,20 @@ enum PeerComparison {
         ])
     }
 
-    /// Writes `lines` RFC 3164 lines of about 120 bytes over one stream connection, in 64 KiB writes, on a thread
-    /// of `pool`.
-    static func generate(lines: Int, to path: String, on pool: NIOThreadPool = .singleton) async throws {
+    /// Writes `lines` RFC 3164 lines over one stream connection, in 64 KiB writes, on a thread of `pool`: by
+    /// default access-log lines of about 120 bytes, or what `line` makes of each line's index.
+    static func generate(
+        lines: Int, to path: String, on pool: NIOThreadPool = .singleton,
+        line: @escaping @Sendable (Int) -> String = {
+            "<14>Nov 22 10:00:00 web-17 nginx[4242]: GET /api/v1/orders/\($0) 200 12ms user=u\($0 % 500) agent=curl/8.5.0\n"
+        }
+    ) async throws {
         try await pool.runIfActive {
             let client = try UnixClient(path: path, type: .stream)
             var chunk: [UInt8] = []
             chunk.reserveCapacity(70_000)
             for index in 0..<lines {
-                chunk += Array("<14>Nov 22 10:00:00 web-17 nginx[4242]: GET /api/v1/orders/\(index) 200 12ms user=u\(index % 500) agent=curl/8.5.0\n".utf8)
+                chunk += Array(line(index).utf8)
                 if chunk.count > 65_000 || index == lines - 1 {
                     try client.write(chunk)
                     chunk.removeAll(keepingCapacity: true)

@@ -117,16 +117,16 @@ final class RequestLogReceiver: Sendable {
             var requests: [Request] = []
             var acceptedBacklogLines = 0
             var probeArrivals: [Int: ContinuousClock.Instant] = [:]
-            var tokens: Double
-            var tokensAt = ContinuousClock.now
+            /// The line budget's bucket, full at the start.
+            var lines: TokenBucket?
         }
 
-        let budget: LineBudget?
         let state: Mutex<State>
 
         init(budget: LineBudget?) {
-            self.budget = budget
-            state = Mutex(State(tokens: budget?.burst ?? 0))
+            state = Mutex(State(lines: budget.map {
+                TokenBucket(rate: $0.perSecond, capacity: $0.burst, level: $0.burst, now: .now)
+            }))
         }
 
         /// Judges a request whose body has arrived, notes it, and returns whether it is taken.
@@ -134,11 +134,9 @@ final class RequestLogReceiver: Sendable {
             let now = ContinuousClock.now
             return state.withLock { state in
                 var accepted = true
-                if let budget {
-                    state.tokens = min(budget.burst, state.tokens + budget.perSecond * (now - state.tokensAt).seconds)
-                    state.tokensAt = now
-                    accepted = Double(lines) <= state.tokens
-                    if accepted { state.tokens -= Double(lines) }
+                if let bucket = state.lines {
+                    accepted = Double(lines) <= bucket.tokens(at: now)
+                    if accepted { state.lines?.debit(Double(lines), now: now) }
                 }
                 // A syslog-ng request carries its probe lines among backlog lines.
                 if accepted { state.acceptedBacklogLines += lines - probes.count }
@@ -156,7 +154,6 @@ final class RequestLogReceiver: Sendable {
 /// Reads one connection's requests, has the log judge each, and answers.
 private final class RequestLogHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
 
     private let log: RequestLogReceiver.Log
     private let delay: TimeAmount
@@ -164,8 +161,7 @@ private final class RequestLogHandler: ChannelInboundHandler {
     private var keepAlive = true
     private var sender = 0
     private var bytes = 0
-    private var newlines = 0
-    private var lastByte: UInt8?
+    private var tally = LineTally()
     /// The body so far, while it is searched for crash probes.
     private var body: [UInt8]?
 
@@ -181,42 +177,17 @@ private final class RequestLogHandler: ChannelInboundHandler {
             keepAlive = head.isKeepAlive
             sender = head.uri.split(separator: "/").last.flatMap { Int($0) } ?? 0
             bytes = 0
-            newlines = 0
-            lastByte = nil
+            tally = LineTally()
             body = probedSender == nil || probedSender == sender ? [] : nil
         case .body(let part):
             bytes += part.readableBytes
-            let view = part.readableBytesView
-            newlines += view.withContiguousStorageIfAvailable { $0.count { $0 == UInt8(ascii: "\n") } }
-                ?? view.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
-            lastByte = view.last ?? lastByte
-            body?.append(contentsOf: view)
+            tally.add(part.readableBytesView)
+            body?.append(contentsOf: part.readableBytesView)
         case .end:
-            // The last line of a body need not end in a newline (syslog-ng's do not).
-            let lines = newlines + (lastByte.map { $0 != UInt8(ascii: "\n") ? 1 : 0 } ?? 0)
             let accepted = log.judge(
-                sender: sender, bodyBytes: bytes, lines: lines, probes: body.map(CrashProbes.numbers(in:)) ?? [])
+                sender: sender, bodyBytes: bytes, lines: tally.lines, probes: body.map(CrashProbes.numbers(in:)) ?? [])
             body = nil
-            guard delay > .zero else {
-                answer(accepted ? .ok : .tooManyRequests, context: context)
-                return
-            }
-            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            context.eventLoop.scheduleTask(in: delay) {
-                handler.value.answer(accepted ? .ok : .tooManyRequests, context: bound.value)
-            }
-        }
-    }
-
-    private func answer(_ status: HTTPResponseStatus, context: ChannelHandlerContext) {
-        var head = HTTPResponseHead(version: .http1_1, status: status)
-        head.headers.add(name: "Content-Length", value: "0")
-        if !keepAlive { head.headers.add(name: "Connection", value: "close") }
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        let keepAlive = self.keepAlive
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
-            if !keepAlive { channel.close(promise: nil) }
+            answerEmpty(accepted ? .ok : .tooManyRequests, keepAlive: keepAlive, after: delay, context: context)
         }
     }
 }

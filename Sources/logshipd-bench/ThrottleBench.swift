@@ -54,7 +54,10 @@ enum ThrottleBench {
             upload: ["rate: {bytes_per_second: \(budget), burst_seconds: \(burstSeconds)}"])
         try await daemon.control(.pause)
         let writing = ContinuousClock.now
-        try await writeBacklog(records, to: daemon.stream)
+        // RFC 3164 lines of about 80 bytes, each a record of 320 bytes as uploaded.
+        try await PeerComparison.generate(lines: records, to: daemon.stream) {
+            "<14>Nov 22 10:00:00 web-17 app[4242]: backlog record \($0) of the throttle bench\n"
+        }
         try await eventually(within: .seconds(300)) { try await daemon.status().received >= records }
         let backlogWriteSeconds = (ContinuousClock.now - writing).seconds
         // A quiet spell of more than `burst_seconds` since the daemon started (its bucket starts empty): what an
@@ -102,23 +105,6 @@ enum ThrottleBench {
             crashMilliseconds: crash.milliseconds,
             crashFromCallMilliseconds: probes.latencies(at: receiver, fromCall: true).milliseconds, crashMissing: crash.missing,
             throttledSeconds: status.throttledSeconds["info"] ?? 0, backlogWriteSeconds: backlogWriteSeconds)
-    }
-
-    /// Writes `count` RFC 3164 lines of about 80 bytes over one stream connection in 64 KiB writes; each becomes a
-    /// record of 320 bytes as uploaded.
-    static func writeBacklog(_ count: Int, to path: String) async throws {
-        try await NIOThreadPool.singleton.runIfActive {
-            let client = try UnixClient(path: path, type: .stream)
-            var chunk: [UInt8] = []
-            chunk.reserveCapacity(70_000)
-            for index in 0..<count {
-                chunk += Array("<14>Nov 22 10:00:00 web-17 app[4242]: backlog record \(index) of the throttle bench\n".utf8)
-                if chunk.count > 65_000 || index == count - 1 {
-                    try client.write(chunk)
-                    chunk.removeAll(keepingCapacity: true)
-                }
-            }
-        }
     }
 
     /// The table's rows for BENCHMARKS.md, printed as they go there.

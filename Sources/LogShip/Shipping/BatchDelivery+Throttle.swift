@@ -27,10 +27,10 @@ extension BatchDelivery {
                 throttle.shrink(&grant, toSpoolBytes: batch.spoolBytes)
                 return .claimed(claim, grant)
             }
-            throttle.settle(grant, UploadThrottle.Spending())
+            throttle.settle(grant, UploadRateLimiter.Spending())
             return .claimed(claim, grant)
         } catch {
-            throttle.settle(grant, UploadThrottle.Spending())
+            throttle.settle(grant, UploadRateLimiter.Spending())
             throw error
         }
     }

@@ -138,7 +138,7 @@ public struct BatchDelivery: Sendable {
         /// Whether the operation was cancelled mid-request; what was not yet sent goes back ready at once.
         var isCancelled = false
         /// What the requests spent of the link's budget.
-        var spending = UploadThrottle.Spending()
+        var spending = UploadRateLimiter.Spending()
         /// When the last request was sent.
         var lastSentAt = ContinuousClock.now
     }

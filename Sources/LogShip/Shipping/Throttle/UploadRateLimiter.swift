@@ -123,21 +123,29 @@ struct UploadRateLimiter: Sendable {
         grant.reservedBytes = needed
     }
 
-    /// What a granted claim came to: the requests sent, the body bytes of those the remote answered (as sent),
-    /// the spooled bytes they carried, and the spooled bytes of those that failed without a known size.
-    mutating func settle(
-        _ grant: Grant, requests sentRequests: Int, sentBytes: Int, sentSpoolBytes: Int, failedSpoolBytes: Int,
-        now: ContinuousClock.Instant
-    ) {
+    /// What one claimed batch's requests spent.
+    struct Spending: Hashable, Sendable {
+        var requests = 0
+        /// Body bytes, as sent, of the requests the remote answered with success.
+        var sentBytes = 0
+        /// The spooled bytes those requests carried.
+        var sentSpoolBytes = 0
+        /// The spooled bytes of requests that failed, whose body size is estimated.
+        var failedSpoolBytes = 0
+    }
+
+    /// What a granted claim came to: its requests, and what they carried.
+    mutating func settle(_ grant: Grant, _ spending: Spending, now: ContinuousClock.Instant) {
         refresh(now: now)
-        if sentBytes > 0 && sentSpoolBytes > 0 {
+        if spending.sentBytes > 0 && spending.sentSpoolBytes > 0 {
             // Weighted towards the newest requests, so that a change of format or compression shows within a few.
-            wireBytesPerSpoolByte = 0.7 * wireBytesPerSpoolByte + 0.3 * Double(sentBytes) / Double(sentSpoolBytes)
+            wireBytesPerSpoolByte = 0.7 * wireBytesPerSpoolByte
+                + 0.3 * Double(spending.sentBytes) / Double(spending.sentSpoolBytes)
         }
-        let spent = Double(sentBytes) + Double(failedSpoolBytes) * wireBytesPerSpoolByte
+        let spent = Double(spending.sentBytes) + Double(spending.failedSpoolBytes) * wireBytesPerSpoolByte
         let owed = spent - grant.reservedBytes
         if owed >= 0 { bytes?.debit(owed, now: now) } else { bytes?.credit(-owed, now: now) }
-        let owedRequests = Double(sentRequests) - grant.reservedRequests
+        let owedRequests = Double(spending.requests) - grant.reservedRequests
         if owedRequests >= 0 { requests?.debit(owedRequests, now: now) } else { requests?.credit(-owedRequests, now: now) }
         if spent > 0 { recent.append((now, spent)) }
         recent.removeAll { now - $0.at > .seconds(1) }

@@ -23,13 +23,9 @@ public final class UploadThrottle: Sendable {
         limiter.withLock { $0.shrink(&grant, toSpoolBytes: spoolBytes, now: .now) }
     }
 
-    /// What a granted claim came to (see ``UploadRateLimiter/settle(_:requests:sentBytes:sentSpoolBytes:failedSpoolBytes:now:)``).
-    func settle(_ grant: UploadRateLimiter.Grant, _ spending: Spending) {
-        limiter.withLock {
-            $0.settle(
-                grant, requests: spending.requests, sentBytes: spending.sentBytes, sentSpoolBytes: spending.sentSpoolBytes,
-                failedSpoolBytes: spending.failedSpoolBytes, now: .now)
-        }
+    /// What a granted claim came to (see ``UploadRateLimiter/settle(_:_:now:)``).
+    func settle(_ grant: UploadRateLimiter.Grant, _ spending: UploadRateLimiter.Spending) {
+        limiter.withLock { $0.settle(grant, spending, now: .now) }
     }
 
     /// The receiver answered 429 or 503 without `Retry-After`; returns whether the rate answers it, or the caller
@@ -70,19 +66,8 @@ public final class UploadThrottle: Sendable {
                 budgetBytesPerSecond: limiter.bytesPerSecond, isOverridden: limiter.override != nil,
                 effectiveBytesPerSecond: limiter.effectiveBytesPerSecond(at: .now).map { Int($0.rounded()) },
                 isHeldDownByReceiver: limiter.isHeldDownByReceiver(at: .now),
-                requestsPerSecond: limiter.budget.requestsPerSecond, exempt: limiter.budget.exempt)
+                requestsPerSecond: limiter.budget.requestsPerSecond)
         }
-    }
-
-    /// What one claimed batch's requests spent.
-    struct Spending: Hashable, Sendable {
-        var requests = 0
-        /// Body bytes, as sent, of the requests the remote answered with success.
-        var sentBytes = 0
-        /// The spooled bytes those requests carried.
-        var sentSpoolBytes = 0
-        /// The spooled bytes of requests that failed, whose body size is estimated.
-        var failedSpoolBytes = 0
     }
 }
 
@@ -97,5 +82,4 @@ public struct UploadRateStatus: Hashable, Sendable {
     /// Whether a receiver's overload (429 or 503) holds the rate down.
     public var isHeldDownByReceiver: Bool
     public var requestsPerSecond: Double?
-    public var exempt: Set<PriorityClass>
 }

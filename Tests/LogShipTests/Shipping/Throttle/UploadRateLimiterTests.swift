@@ -35,7 +35,7 @@ struct UploadRateLimiterTests {
         let granted = try #require(grant(admission))
         #expect(granted.limits.maxBytes == 600)
         #expect(granted.limits.maxRecords == limits.maxRecords)
-        limiter.settle(granted, requests: 1, sentBytes: 600, sentSpoolBytes: 600, failedSpoolBytes: 0, now: at(0.6))
+        limiter.settle(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 600, sentSpoolBytes: 600), now: at(0.6))
         admission = limiter.admit(.info, within: limits, now: at(0.6))
         #expect(wait(admission) == .milliseconds(250))
     }
@@ -54,7 +54,7 @@ struct UploadRateLimiterTests {
         var admission = limiter.admit(.info, within: limits, now: at(1))
         let first = try #require(grant(admission))
         // The body weighed twice the spooled bytes (a JSON format, say): owed is the difference.
-        limiter.settle(first, requests: 1, sentBytes: 2000, sentSpoolBytes: 1000, failedSpoolBytes: 0, now: at(1))
+        limiter.settle(first, UploadRateLimiter.Spending(requests: 1, sentBytes: 2000, sentSpoolBytes: 1000), now: at(1))
         #expect(abs(limiter.wireBytesPerSpoolByte - 1.3) < 1e-9)
         admission = limiter.admit(.info, within: limits, now: at(1))
         #expect(wait(admission) == .milliseconds(1250), "the extra 1000 is a debt")
@@ -69,7 +69,7 @@ struct UploadRateLimiterTests {
         var admission = limiter.admit(.crash, within: limits, now: at(0))
         let crash = try #require(grant(admission))
         #expect(crash.limits == limits)
-        limiter.settle(crash, requests: 1, sentBytes: 3000, sentSpoolBytes: 3000, failedSpoolBytes: 0, now: at(0))
+        limiter.settle(crash, UploadRateLimiter.Spending(requests: 1, sentBytes: 3000, sentSpoolBytes: 3000), now: at(0))
         admission = limiter.admit(.info, within: limits, now: at(0))
         #expect(wait(admission) == .milliseconds(3250))
         admission = limiter.admit(.crash, within: limits, now: at(0))
@@ -108,7 +108,7 @@ struct UploadRateLimiterTests {
         #expect(wait(admission) == .milliseconds(250))
         admission = limiter.admit(.info, within: limits, now: at(0.25))
         let granted = try #require(grant(admission))
-        limiter.settle(granted, requests: 3, sentBytes: 10, sentSpoolBytes: 10, failedSpoolBytes: 0, now: at(0.25))
+        limiter.settle(granted, UploadRateLimiter.Spending(requests: 3, sentBytes: 10, sentSpoolBytes: 10), now: at(0.25))
         admission = limiter.admit(.info, within: limits, now: at(0.25))
         #expect(wait(admission) == .milliseconds(750), "isolation requests count too")
     }
@@ -151,7 +151,7 @@ struct UploadRateLimiterTests {
         var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
         var admission = limiter.admit(.info, within: limits, now: at(1))
         let granted = try #require(grant(admission))
-        limiter.settle(granted, requests: 0, sentBytes: 0, sentSpoolBytes: 0, failedSpoolBytes: 0, now: at(1))
+        limiter.settle(granted, UploadRateLimiter.Spending(), now: at(1))
         admission = limiter.admit(.info, within: limits, now: at(1))
         #expect(grant(admission)?.limits.maxBytes == 1000)
     }
@@ -167,7 +167,7 @@ struct UploadRateLimiterTests {
 
         var open = UploadRateLimiter(budget: UploadRateBudget(minimumBytesPerSecond: 1000), now: at(0))
         let granted = grant(open.admit(.info, within: limits, now: at(0)))!
-        open.settle(granted, requests: 1, sentBytes: 39_000, sentSpoolBytes: 39_000, failedSpoolBytes: 0, now: at(0.5))
+        open.settle(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 39_000, sentSpoolBytes: 39_000), now: at(0.5))
         admission = open.overloaded(sentAt: at(0.6), requestSpoolBytes: 1000, now: at(0.7))
         #expect(admission)
         #expect(open.effectiveBytesPerSecond(at: at(0.7)) == 20_000, "(39 000 + 1 000) / 2")
@@ -204,7 +204,7 @@ struct UploadRateLimiterTests {
                 // Records of 200 bytes: the claim holds whole records, at least one.
                 let bytes = max(200, grant.limits.maxBytes / 200 * 200)
                 sent.append(((now - start).seconds, bytes))
-                limiter.settle(grant, requests: 1, sentBytes: bytes, sentSpoolBytes: bytes, failedSpoolBytes: 0, now: now + latency)
+                limiter.settle(grant, UploadRateLimiter.Spending(requests: 1, sentBytes: bytes, sentSpoolBytes: bytes), now: now + latency)
                 slotFree[slot] = now + latency
             }
         }
