@@ -121,7 +121,8 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
         }
     }
 
-    /// Runs a settling write (acknowledge, dead letter, requeue, purge, quarantine), mapping SQLite errors.
+    /// Runs a settling write (acknowledge, dead letter, requeue, purge, quarantine), mapping SQLite's errors to
+    /// ``SpoolError``.
     ///
     /// With `synchronous = NORMAL`: the commit reaches the WAL in the page cache, which outlives a crash or
     /// `kill -9` of logshipd, but is not flushed to the disk until the next append's commit (FULL) or checkpoint.
@@ -129,6 +130,8 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
     /// the disk on every acknowledgement is what held one-record requests to the disk's flush rate.
     func settlingWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try checkOpen()
+        // SQLite's errors become SpoolError; any other is the body's own (a SpoolError, an unknown dead letter)
+        // and passes as it is.
         do {
             return try await database.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
@@ -137,10 +140,7 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             throw SpoolError.diskFull
-        } catch let error as UnknownDeadLetters {
-            // The caller's own refusal, not the storage's.
-            throw error
-        } catch {
+        } catch let error as DatabaseError {
             throw SpoolError.storage("\(error)")
         }
     }
