@@ -170,7 +170,9 @@ public final class HTTPUploader: Uploader {
     /// configured timeout.
     ///
     /// A 2xx answer whose body then stalls is a timeout (the batch is sent again: the exchange never completed);
-    /// any other status keeps its meaning, since the body only adds an excerpt to it.
+    /// any other status keeps its meaning, since the body only adds an excerpt to it. A batch the format cannot
+    /// write (a spooled line that is not a record's line) fails with ``UploadError/unencodable(_:)`` before anything
+    /// is sent.
     public func upload(_ payload: Payload) async throws -> Int {
         let prepared = self.prepared.withLock { $0 }
         let configuration = prepared.configuration
@@ -194,7 +196,7 @@ public final class HTTPUploader: Uploader {
         do {
             body = try prepared.encoder.encodeBuffer(payload.lines)
         } catch {
-            throw UploadError.transport("cannot encode the batch as \(configuration.format.rawValue): \(error)")
+            throw UploadError.unencodable("cannot encode the batch as \(configuration.format.rawValue): \(error)")
         }
         if let encoding = configuration.compression.contentEncoding {
             body = try configuration.compression.compress(body)

@@ -10,8 +10,8 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The endpoint or the credentials are wrong (3xx, 401, 403, 404, 405, 407, 410, 421, 426): no record is
         /// at fault and splitting cannot help; delivery pauses until the remote accepts again.
         case endpointRefused
-        /// The remote refuses something in the records (400, 413, 415, 422): split the batch until the refused
-        /// records are alone, and dead-letter those.
+        /// The remote refuses something in the records (400, 413, 415, 422), or a spooled line cannot be written
+        /// in the upload format: split the batch until the refused records are alone, and dead-letter those.
         case recordsRefused
         /// Any other 4xx: the records are at fault only if the remote takes some parts of the batch and not
         /// others; if it refuses every part, it is treated like ``endpointRefused``.
@@ -23,6 +23,7 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
         case transport(String)
         case timeout(String)
         case credentials(String)
+        case unencodable(String)
     }
 
     private let code: Code
@@ -60,6 +61,10 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
     /// No complete response within the request timeout; `reason` says how far the exchange had come.
     public static func timeout(_ reason: String) -> UploadError { UploadError(.timeout(reason)) }
 
+    /// The batch could not be written in the upload format (a spooled line that is not a record's line), so
+    /// nothing was sent: the records are at fault, as if the remote had refused them.
+    public static func unencodable(_ reason: String) -> UploadError { UploadError(.unencodable(reason)) }
+
     /// The HTTP status, when the remote answered.
     public var status: Int? {
         if case .status(let status) = code { return status }
@@ -75,6 +80,8 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
             return .remoteUnavailable
         case .credentials:
             return .endpointRefused
+        case .unencodable:
+            return .recordsRefused
         case .status(let status):
             switch status {
             case 408, 429, 500...599: return .remoteUnavailable
@@ -93,6 +100,7 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
             responseExcerpt.isEmpty ? "HTTP \(status)" : "HTTP \(status): \(responseExcerpt)"
         case .transport(let reason), .timeout(let reason): reason
         case .credentials(let reason): "credentials: \(reason)"
+        case .unencodable(let reason): reason
         }
     }
 }
