@@ -60,8 +60,13 @@ struct Logshipd: AsyncParsableCommand {
         } catch {
             Self.fail("logshipd: \(error)")
         }
-        // Started: what only starting ran need not stay resident.
-        ProgramPages.releaseStartupPages()
+        // What only starting ran need not stay resident: given back once the services have started, which they do
+        // within moments of `run()`; a second is ample even on a loaded machine.
+        let startupPagesRelease = Task.detached(priority: .background) {
+            try await Task.sleep(for: .seconds(1))
+            ProgramPages.releaseStartupPages()
+        }
+        defer { startupPagesRelease.cancel() }
         try await daemon.run()
     }
 

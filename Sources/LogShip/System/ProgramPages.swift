@@ -8,20 +8,104 @@ import Glibc
 ///
 /// The kernel maps each file page a process touches together with its neighbours (fault-around, 64 KiB), and
 /// counts them in its resident memory for as long as it runs. Starting runs much that nothing runs again (reading
-/// the configuration, migrating the spool, binding sockets); what runs afterwards faults its own pages back in,
-/// from the page cache. README's Memory paragraph has what it saves.
+/// the configuration, migrating the spool, binding sockets, starting the services); what runs afterwards faults
+/// its own pages back in, from the page cache. README's Memory paragraph has what it saves.
 public enum ProgramPages {
-    /// Drops this process's mappings of the pages of every private file mapping it cannot write and has no copy
-    /// of its own in: code, read-only data, unwind tables. Not the pages the loader relocated (RELRO) nor anything
-    /// writable: `MADV_DONTNEED` would throw those copies away.
+    /// Drops this process's mappings of the pages of program files that are still as the file has them: code,
+    /// read-only data, unwind tables, and the executable's `.rodata`. Never a page the process has its own copy
+    /// of (relocated by the loader, or written): `MADV_DONTNEED` would throw that copy away.
+    ///
+    /// Which pages are still the file's comes from `/proc/self/pagemap`, page by page, so that a read-only mapping
+    /// holding some relocated pages (the loader's RELRO) gives back the rest. Without it, only read-only mappings
+    /// with no copy at all are released.
+    ///
+    /// `.rodata` sits in a writable segment: the Swift compiler marks its constant data writable where it holds
+    /// addresses for the loader to fill in, and the linker merges every `.rodata` into one section. Its pages are
+    /// written only by the loader, before `main`, so a page still the file's stays so.
     ///
     /// Safe while other threads run: a page they need again is read from the page cache as on first use.
     public static func releaseStartupPages() {
         guard let smaps = try? String(contentsOfFile: "/proc/self/smaps", encoding: .utf8) else { return }
-        for mapping in FileMapping.all(in: smaps) where mapping.isReadOnlyAndUnchanged {
-            let length = Int(mapping.end - mapping.start)
-            _ = madvise(UnsafeMutableRawPointer(bitPattern: mapping.start), length, MADV_DONTNEED)
+        let mappings = FileMapping.all(in: smaps)
+        guard let pageMap = PageMap() else {
+            for mapping in mappings where mapping.isReadOnlyAndUnchanged { release(mapping.start..<mapping.end) }
+            return
         }
+        for mapping in mappings where mapping.permissions.hasSuffix("p") && !mapping.permissions.contains("w") {
+            releaseFilePages(in: mapping.start..<mapping.end, pageMap)
+        }
+        if let constants = executableSection(".rodata", in: mappings) {
+            // Its whole pages only: the pages it shares with its neighbours hold data that is written.
+            let page = PageMap.pageSize
+            let (lower, upper) = ((constants.lowerBound + page - 1) / page * page, constants.upperBound / page * page)
+            if lower < upper { releaseFilePages(in: lower..<upper, pageMap) }
+        }
+    }
+
+    /// Where the executable's section `name` is in this process's memory, from the ELF headers of
+    /// `/proc/self/exe` and where `mappings` put the start of that file.
+    static func executableSection(_ name: String, in mappings: [FileMapping]) -> Range<UInt>? {
+        guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
+            let fileStart = mappings.first(where: { $0.path == executable && $0.offset == 0 }),
+            let sections = ExecutableSections(path: "/proc/self/exe"),
+            let section = sections.sections[name]
+        else { return nil }
+        let bias = fileStart.start &- sections.fileStartAddress
+        return (section.lowerBound &+ bias)..<(section.upperBound &+ bias)
+    }
+
+    /// Releases the runs of pages in `range` that are in memory and still the file's.
+    private static func releaseFilePages(in range: Range<UInt>, _ pageMap: borrowing PageMap) {
+        guard let entries = pageMap.entries(for: range) else { return }
+        var runStart: UInt?
+        for (index, entry) in entries.enumerated() {
+            let address = range.lowerBound + UInt(index) * PageMap.pageSize
+            if entry.isPresentFilePage {
+                if runStart == nil { runStart = address }
+            } else if let start = runStart {
+                release(start..<address)
+                runStart = nil
+            }
+        }
+        if let start = runStart { release(start..<range.upperBound) }
+    }
+
+    private static func release(_ range: Range<UInt>) {
+        _ = madvise(UnsafeMutableRawPointer(bitPattern: range.lowerBound), Int(range.upperBound - range.lowerBound), MADV_DONTNEED)
+    }
+}
+
+/// This process's page table as `/proc/self/pagemap` shows it: a 64-bit entry per virtual page.
+struct PageMap: ~Copyable {
+    static let pageSize = UInt(sysconf(Int32(_SC_PAGESIZE)))
+
+    /// One page's entry.
+    struct Entry {
+        var bits: UInt64
+
+        /// In memory (bit 63) and the file's page, not a copy of the process's own (bit 61, "file page or shared
+        /// anonymous": in a private file mapping, the file's).
+        var isPresentFilePage: Bool { bits >> 63 == 1 && (bits >> 61) & 1 == 1 }
+    }
+
+    private let descriptor: Int32
+
+    init?() {
+        descriptor = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+    }
+
+    deinit { close(descriptor) }
+
+    /// The entries of the pages of `range` (page-aligned), or `nil` if they cannot be read.
+    func entries(for range: Range<UInt>) -> [Entry]? {
+        let count = Int((range.upperBound - range.lowerBound) / Self.pageSize)
+        var bits = [UInt64](repeating: 0, count: count)
+        let bytes = count * MemoryLayout<UInt64>.size
+        let read = bits.withUnsafeMutableBytes {
+            pread(descriptor, $0.baseAddress, bytes, off_t(range.lowerBound / Self.pageSize) * 8)
+        }
+        return read == bytes ? bits.map(Entry.init) : nil
     }
 }
 
@@ -31,6 +115,9 @@ struct FileMapping: Equatable {
     var end: UInt
     /// `r-xp`, `r--p`, `rw-p`, …: readable, writable, executable, private or shared.
     var permissions: Substring
+    /// Where in the file it starts.
+    var offset: UInt = 0
+    var path = ""
     /// Bytes of it that are the process's own copies (written, or relocated by the loader), in memory and in
     /// swap; `nil` while unknown.
     var anonymousBytes: Int?
@@ -58,9 +145,12 @@ struct FileMapping: Equatable {
             current = nil
             let bounds = fields.first?.split(separator: "-") ?? []
             guard fields.count >= 6, fields[5].hasPrefix("/"), bounds.count == 2,
-                let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16)
+                let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16),
+                let offset = UInt(fields[2], radix: 16)
             else { continue }
-            current = FileMapping(start: start, end: end, permissions: fields[1])
+            current = FileMapping(
+                start: start, end: end, permissions: fields[1], offset: offset,
+                path: fields[5...].joined(separator: " "))
         }
         if let current { mappings.append(current) }
         return mappings

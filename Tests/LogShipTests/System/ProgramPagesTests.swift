@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import LogShipTestKit
 @testable import LogShip
 
 @Suite("Program pages")
@@ -54,5 +55,48 @@ struct ProgramPagesTests {
         #expect(after < before, "RssFile \(before) kB before, \(after) kB after")
         let encoded = try JSONEncoder().encode(["runs": "on"])
         #expect(String(decoding: encoded, as: UTF8.self) == #"{"runs":"on"}"#)
+    }
+}
+
+/// Written by the tests below, so that its page is the process's own copy.
+nonisolated(unsafe) private var writtenGlobal = 0
+
+@Suite("Program pages: the executable's constants")
+struct ExecutableConstantsTests {
+    static let literal: StaticString = "program pages: a constant the compiler places in .rodata"
+
+    func mappings() throws -> [FileMapping] {
+        FileMapping.all(in: try String(contentsOfFile: "/proc/self/smaps", encoding: .utf8))
+    }
+
+    @Test("the executable's .rodata is found where its string literals are, and not where its globals are")
+    func located() throws {
+        writtenGlobal += 1
+        let constants = try #require(ProgramPages.executableSection(".rodata", in: try mappings()))
+        let literal = UInt(bitPattern: Self.literal.utf8Start)
+        #expect(constants.contains(literal), "\(constants) holds the literal at \(literal)")
+        let global = withUnsafePointer(to: &writtenGlobal) { UInt(bitPattern: $0) }
+        #expect(!constants.contains(global), "\(constants) does not hold the global at \(global)")
+        let code = try #require(ProgramPages.executableSection(".text", in: try mappings()))
+        #expect(!code.overlaps(constants))
+    }
+
+    @Test("released, the constants read as before, and what the process wrote stays written")
+    func readAfterRelease() throws {
+        writtenGlobal = 41
+        let before = String(describing: Self.literal)
+        ProgramPages.releaseStartupPages()
+        #expect(String(describing: Self.literal) == before)
+        writtenGlobal += 1
+        #expect(writtenGlobal == 42)
+    }
+
+    @Test("a file that is not an ELF executable has no sections")
+    func notELF() throws {
+        let directory = try TemporaryDirectory.make()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Data("#!/bin/sh\necho not ELF\n".utf8).write(to: URL(fileURLWithPath: "\(directory)/script"))
+        #expect(ExecutableSections(path: "\(directory)/script") == nil)
+        #expect(ExecutableSections(path: "\(directory)/missing") == nil)
     }
 }
