@@ -60,10 +60,12 @@ struct Logshipd: AsyncParsableCommand {
         } catch {
             Self.fail("logshipd: \(error)")
         }
-        // What only starting ran need not stay resident: given back once the services have started, which they do
-        // within moments of `run()`; a second is ample even on a loaded machine.
+        // What only starting ran need not stay resident: given back now, and again once the services have started,
+        // which they do within moments of `run()`. Late, the second release drops nothing more; early, the pages
+        // a service still starts with fault back in from the page cache.
+        ProgramPages.releaseStartupPages()
         let startupPagesRelease = Task.detached(priority: .background) {
-            try await Task.sleep(for: .seconds(1))
+            try await Task.sleep(for: .milliseconds(250))
             ProgramPages.releaseStartupPages()
         }
         defer { startupPagesRelease.cancel() }
