@@ -66,7 +66,7 @@ public final class UploadThrottle: Sendable {
                 budgetBytesPerSecond: limiter.bytesPerSecond, isOverridden: limiter.override != nil,
                 effectiveBytesPerSecond: limiter.effectiveBytesPerSecond(at: .now).map { Int($0.rounded()) },
                 isHeldDownByReceiver: limiter.isHeldDownByReceiver(at: .now),
-                requestsPerSecond: limiter.budget.requestsPerSecond)
+                requestsPerSecond: limiter.requestsPerSecond)
         }
     }
 }

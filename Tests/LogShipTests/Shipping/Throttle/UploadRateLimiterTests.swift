@@ -113,6 +113,22 @@ struct UploadRateLimiterTests {
         #expect(wait(admission) == .milliseconds(750), "isolation requests count too")
     }
 
+    @Test("logctl throttle off lifts the request budget too, until a reload; a byte budget set by an operator keeps it")
+    func offLiftsRequestBudget() throws {
+        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, requestsPerSecond: 1), now: at(0))
+        limiter.setOverride(.bytesPerSecond(200_000), now: at(0))
+        #expect(limiter.requestsPerSecond == 1)
+        limiter.setOverride(.off, now: at(0))
+        #expect(limiter.requestsPerSecond == nil)
+        for _ in 0..<3 {
+            let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(0))), "no request budget")
+            limiter.settle(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 100, sentSpoolBytes: 100), now: at(0))
+        }
+        limiter.update(UploadRateBudget(requestsPerSecond: 1), now: at(1))
+        #expect(limiter.requestsPerSecond == 1)
+        #expect(wait(limiter.admit(.info, within: limits, now: at(1))) != nil, "the reloaded request budget starts empty")
+    }
+
     @Test("a grant keeps only what its claim took; the rest is free for the other slot at once")
     func shrink() throws {
         var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
