@@ -61,14 +61,13 @@ struct Logshipd: AsyncParsableCommand {
             Self.fail("logshipd: \(error)")
         }
         // What only starting ran need not stay resident: given back now, and again once the services have started,
-        // which they do within moments of `run()`. Late, the second release drops nothing more; early, the pages
-        // a service still starts with fault back in from the page cache.
+        // which they do within moments of `run()`: a quarter second later, on a thread of its own (reading /proc and
+        // madvise block, and the cooperative pool is for tasks). Pages the daemon still uses fault back in.
         ProgramPages.releaseStartupPages()
-        let startupPagesRelease = Task.detached(priority: .background) {
-            try await Task.sleep(for: .milliseconds(250))
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.25)
             ProgramPages.releaseStartupPages()
         }
-        defer { startupPagesRelease.cancel() }
         try await daemon.run()
     }
 

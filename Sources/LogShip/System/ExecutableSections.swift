@@ -18,9 +18,9 @@ struct ExecutableSections {
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         func read(_ count: Int, at offset: UInt64) -> [UInt8]? {
-            guard count > 0, count < 16 << 20 else { return nil }
+            guard count > 0, count < 16 << 20, let offset = off_t(exactly: offset) else { return nil }
             var bytes = [UInt8](repeating: 0, count: count)
-            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
+            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, offset) }
             return got == count ? bytes : nil
         }
         // e_ident: "\u{7f}ELF", ELFCLASS64, ELFDATA2LSB.
@@ -44,18 +44,21 @@ struct ExecutableSections {
         fileStartAddress = UInt(segments.loadInteger(UInt64.self, at: fileStart + 16))
 
         let namesHeader = namesIndex * sectionHeaders.size
-        guard let names = read(Int(table.loadInteger(UInt64.self, at: namesHeader + 32)),
-                               at: table.loadInteger(UInt64.self, at: namesHeader + 24))
+        guard let namesSize = Int(exactly: table.loadInteger(UInt64.self, at: namesHeader + 32)),
+            let names = read(namesSize, at: table.loadInteger(UInt64.self, at: namesHeader + 24))
         else { return nil }
         sections = [:]
         for index in 0..<sectionHeaders.count {
             let entry = index * sectionHeaders.size
+            // Sections the loader maps (SHF_ALLOC), whose bounds fit an address.
             let nameStart = Int(table.loadInteger(UInt32.self, at: entry))
+            let isMapped = table.loadInteger(UInt64.self, at: entry + 8) & 0x2 != 0
             let address = UInt(table.loadInteger(UInt64.self, at: entry + 16))
             let size = UInt(table.loadInteger(UInt64.self, at: entry + 32))
-            guard address != 0, nameStart < names.count else { continue }
+            guard isMapped, nameStart < names.count, case (let end, false) = address.addingReportingOverflow(size)
+            else { continue }
             let nameEnd = names[nameStart...].firstIndex(of: 0) ?? names.endIndex
-            sections[String(decoding: names[nameStart..<nameEnd], as: UTF8.self)] = address..<(address + size)
+            sections[String(decoding: names[nameStart..<nameEnd], as: UTF8.self)] = address..<end
         }
     }
 }

@@ -20,8 +20,9 @@ public enum ProgramPages {
     /// with no copy at all are released.
     ///
     /// `.rodata` sits in a writable segment: the Swift compiler marks its constant data writable where it holds
-    /// addresses for the loader to fill in, and the linker merges every `.rodata` into one section. Its pages are
-    /// written only by the loader, before `main`, so a page still the file's stays so.
+    /// addresses for the loader to fill in, and the linker merges every `.rodata` into one section. Only the loader
+    /// writes it, before `main`; its whole pages are made read-only before they are looked at, so that no write can
+    /// come between the look and the release (a stray one would crash rather than be lost).
     ///
     /// Safe while other threads run: a page they need again is read from the page cache as on first use.
     public static func releaseStartupPages() {
@@ -34,24 +35,41 @@ public enum ProgramPages {
         for mapping in mappings where mapping.permissions.hasSuffix("p") && !mapping.permissions.contains("w") {
             releaseFilePages(in: mapping.start..<mapping.end, pageMap)
         }
-        if let constants = executableSection(".rodata", in: mappings) {
-            // Its whole pages only: the pages it shares with its neighbours hold data that is written.
-            let page = PageMap.pageSize
-            let (lower, upper) = ((constants.lowerBound + page - 1) / page * page, constants.upperBound / page * page)
-            if lower < upper { releaseFilePages(in: lower..<upper, pageMap) }
+        if let constants = executableConstantPages(in: mappings),
+            mprotect(UnsafeMutableRawPointer(bitPattern: constants.lowerBound), Int(constants.upperBound - constants.lowerBound),
+                     PROT_READ) == 0
+        {
+            releaseFilePages(in: constants, pageMap)
         }
+    }
+
+    /// The path of this process's executable.
+    private static let executablePath = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+
+    /// The whole pages of the executable's `.rodata` (the pages it shares with its neighbours hold data that is
+    /// written), when they lie within one mapping of the executable.
+    static func executableConstantPages(in mappings: [FileMapping]) -> Range<UInt>? {
+        let page = PageMap.pageSize
+        guard let constants = executableSection(".rodata", in: mappings),
+            case (let rounded, false) = constants.lowerBound.addingReportingOverflow(page - 1)
+        else { return nil }
+        let (start, end) = (rounded / page * page, constants.upperBound / page * page)
+        guard start < end, mappings.contains(where: { $0.path == executablePath && $0.start <= start && end <= $0.end })
+        else { return nil }
+        return start..<end
     }
 
     /// Where the executable's section `name` is in this process's memory, from the ELF headers of
     /// `/proc/self/exe` and where `mappings` put the start of that file.
     static func executableSection(_ name: String, in mappings: [FileMapping]) -> Range<UInt>? {
-        guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
-            let fileStart = mappings.first(where: { $0.path == executable && $0.offset == 0 }),
+        guard let executablePath,
+            let fileStart = mappings.first(where: { $0.path == executablePath && $0.offset == 0 }),
             let sections = ExecutableSections(path: "/proc/self/exe"),
             let section = sections.sections[name]
         else { return nil }
         let bias = fileStart.start &- sections.fileStartAddress
-        return (section.lowerBound &+ bias)..<(section.upperBound &+ bias)
+        let (lower, upper) = (section.lowerBound &+ bias, section.upperBound &+ bias)
+        return lower <= upper ? lower..<upper : nil
     }
 
     /// Releases the runs of pages in `range` that are in memory and still the file's.
