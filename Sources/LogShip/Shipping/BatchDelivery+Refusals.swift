@@ -56,7 +56,7 @@ extension BatchDelivery {
             isAskedByRemote: isAskedByRemote)
     }
 
-    /// Dead-letters the lone records the remote refused for what they hold.
+    /// Dead-letters the lone records the remote refused for what they hold, and the lines no request could carry.
     func deadLetterRefused(_ attempt: inout Attempt) async throws {
         for (batch, error) in attempt.refused {
             try await settle(on: attempt.lane) {
@@ -66,7 +66,11 @@ extension BatchDelivery {
             attempt.report.counts.deadLettered += batch.records.count
             var metadata = metadata(batch)
             metadata["logship.upload.error"] = "\(error)"
-            logger.error("remote refused a record; moved to dead letters", metadata: metadata)
+            logger.error(
+                error.isUnencodable
+                    ? "a spooled line cannot be written in the upload format; moved to dead letters"
+                    : "remote refused a record; moved to dead letters",
+                metadata: metadata)
         }
     }
 }

@@ -168,22 +168,33 @@ public struct BatchDelivery: Sendable {
             try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
             return .notSent
         }
+        let spoolBytes = batch.spoolBytes
+        let started = ContinuousClock.now
+        attempt.lastSentAt = started
+        let sent: Result<Int, any Error>
+        do {
+            sent = .success(try await uploader.upload(
+                Payload(lines: batch.records.map(\.line), batchNumber: batch.number, lane: attempt.lane?.index ?? 0)))
+        } catch {
+            sent = .failure(error)
+        }
+        if case .failure(let failure as UploadError) = sent, failure.isUnencodable {
+            // Nothing went out: no request and nothing spent; the records are refused as a remote refuses them.
+            return .refused(failure)
+        }
         attempt.report.counts.requests += 1
         attempt.spending.requests += 1
-        let spoolBytes = batch.spoolBytes
-        do {
-            let started = ContinuousClock.now
-            attempt.lastSentAt = started
-            defer { observeRequest?(ContinuousClock.now - started) }
-            attempt.spending.sentBytes += try await uploader.upload(
-                Payload(lines: batch.records.map(\.line), batchNumber: batch.number, lane: attempt.lane?.index ?? 0))
+        observeRequest?(ContinuousClock.now - started)
+        switch sent {
+        case .success(let bodyBytes):
+            attempt.spending.sentBytes += bodyBytes
             attempt.spending.sentSpoolBytes += spoolBytes
-        } catch is CancellationError {
+        case .failure(is CancellationError):
             attempt.isCancelled = true
             try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
             return .notSent
-        } catch {
+        case .failure(let error):
             let failure = error as? UploadError ?? .transport("\(error)")
             attempt.report.counts.failedRequests += 1
             // A request the remote answered was sent whole; one that never connected spent nothing.
@@ -220,7 +231,7 @@ public struct BatchDelivery: Sendable {
         case .unclear where !attempt.acceptedAny:
             try await probe(batch, refusedWith: error, &attempt)
         case .recordsRefused, .unclear:
-            attempt.report.counts.rejectedRequests += 1
+            if !error.isUnencodable { attempt.report.counts.rejectedRequests += 1 }
             guard batch.records.count > 1 else {
                 attempt.refused.append((batch, error))
                 return

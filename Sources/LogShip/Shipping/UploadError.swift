@@ -71,6 +71,12 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
         return nil
     }
 
+    /// Whether the batch could not be written in the upload format, so that nothing was sent.
+    public var isUnencodable: Bool {
+        if case .unencodable = code { return true }
+        return false
+    }
+
     /// Whether the remote said it is overloaded (429 or 503): busy rather than down, so a lower rate may do.
     public var isOverload: Bool { status == 429 || status == 503 }
 

@@ -32,7 +32,10 @@ struct UnencodableRecordTests {
         #expect(status.pausedUntil == nil, "the remote is not at fault: delivery does not pause")
         #expect(status.pending.values.reduce(0, +) == 0 && status.claimed == 0, "nothing is left to retry")
         #expect(receiver.records.map(\.message).sorted() == (0..<12).filter { $0 != 5 }.map { "good \($0)" }.sorted())
+        #expect(receiver.records.count == 11, "each written record sent once")
         #expect(receiver.requests.allSatisfy { $0.status == 200 }, "only what could be written was sent")
+        #expect(status.requests == receiver.requests.count, "what could not be written is no request")
+        #expect(status.failedRequests == 0 && status.rejectedRequests == 0)
         try await daemon.stop(keepDirectory: true)
 
         let reopened = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 1 << 20, logger: .test)
