@@ -8,7 +8,8 @@ struct Throttle: ParsableCommand {
         discussion: """
             Examples: logctl throttle 256KiB/s; logctl throttle 1MiB; logctl throttle off. Crash records (the classes \
             of upload.rate.exempt) still go at once, and what they send is still spent from the budget. A reload \
-            (SIGHUP) or a restart goes back to upload.rate.bytes_per_second. Needs root or logshipd's own user.
+            (SIGHUP) or a restart goes back to upload.rate.bytes_per_second. Off lifts upload.rate.requests_per_second \
+            too. Needs root or logshipd's own user.
             """)
 
     @OptionGroup var control: ControlSocketOptions

@@ -33,6 +33,6 @@ public struct UploadRateBudget: Hashable, Sendable {
 public enum ThrottleOverride: Hashable, Sendable {
     /// This many request body bytes per second.
     case bytesPerSecond(Int)
-    /// No byte budget.
+    /// No budget at all: neither bytes nor `requests_per_second`.
     case off
 }

@@ -1,5 +1,3 @@
-import DequeModule
-
 /// The decisions of ``UploadThrottle``, without a clock or a lock: whether a class may claim now and how much,
 /// what the requests spent, how fast an overloaded receiver lets us go.
 ///
@@ -39,10 +37,8 @@ struct UploadRateLimiter: Sendable {
     private var overload = OverloadControl()
     /// Request body bytes per spooled byte, over the last requests.
     private(set) var wireBytesPerSpoolByte = 1.0
-    /// What was spent within the last second, oldest first: the rate to halve when an overload meets no limit.
-    /// Expired entries leave from the front, so that a settle costs the same at 60 000 requests a second as at
-    /// one (an array filtered whole on every settle made one-line requests cost 9× their CPU).
-    private var recent = Deque<(at: ContinuousClock.Instant, bytes: Double)>()
+    /// What was spent within the last second: the rate to halve when an overload meets no limit.
+    private var recent = RecentSpending()
     /// Classes told to wait, and when they should come back: a less urgent class does not take the tokens they
     /// wait for.
     private var waiting: [PriorityClass: ContinuousClock.Instant] = [:]
@@ -157,12 +153,7 @@ struct UploadRateLimiter: Sendable {
         if owed >= 0 { bytes?.debit(owed, now: now) } else { bytes?.credit(-owed, now: now) }
         let owedRequests = Double(spending.requests) - grant.reservedRequests
         if owedRequests >= 0 { requests?.debit(owedRequests, now: now) } else { requests?.credit(-owedRequests, now: now) }
-        if spent > 0 { recent.append((now, spent)) }
-        forgetSpendingBefore(now - .seconds(1))
-    }
-
-    private mutating func forgetSpendingBefore(_ instant: ContinuousClock.Instant) {
-        while let oldest = recent.first, oldest.at < instant { recent.removeFirst() }
+        if spent > 0 { recent.add(spent, at: now) }
     }
 
     // MARK: The receiver's overload
@@ -173,8 +164,7 @@ struct UploadRateLimiter: Sendable {
     mutating func overloaded(sentAt: ContinuousClock.Instant, requestSpoolBytes: Int, now: ContinuousClock.Instant) -> Bool {
         refresh(now: now)
         // With no limit in force, the rate to halve is what went in the last second, this request included.
-        forgetSpendingBefore(now - .seconds(1))
-        let measured = recent.reduce(Double(requestSpoolBytes) * wireBytesPerSpoolByte) { $0 + $1.bytes }
+        let measured = recent.total(at: now) + Double(requestSpoolBytes) * wireBytesPerSpoolByte
         // The floor is never above the budget in force, an operator's lower one included.
         let floor = Double(min(budget.minimumBytesPerSecond, bytesPerSecond ?? .max))
         let handled = overload.overloaded(

@@ -40,7 +40,8 @@ public final class UploadThrottle: Sendable {
         budgetChanged()
     }
 
-    /// `logctl throttle`: a byte budget in place of the configured one, or none, until the next reload.
+    /// `logctl throttle`: a byte budget in place of the configured one, or none at all (`off` lifts the request
+    /// budget too), until the next reload.
     public func setOverride(_ override: ThrottleOverride?) {
         limiter.withLock { $0.setOverride(override, now: .now) }
         budgetChanged()
