@@ -168,9 +168,7 @@ public struct BatchDelivery: Sendable {
             try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
             return .notSent
         }
-        let spoolBytes = batch.spoolBytes
-        let started = ContinuousClock.now
-        attempt.lastSentAt = started
+        attempt.lastSentAt = ContinuousClock.now
         let sent: Result<Int, any Error>
         do {
             sent = .success(try await uploader.upload(
@@ -184,11 +182,11 @@ public struct BatchDelivery: Sendable {
         }
         attempt.report.counts.requests += 1
         attempt.spending.requests += 1
-        observeRequest?(ContinuousClock.now - started)
+        observeRequest?(ContinuousClock.now - attempt.lastSentAt)
         switch sent {
         case .success(let bodyBytes):
             attempt.spending.sentBytes += bodyBytes
-            attempt.spending.sentSpoolBytes += spoolBytes
+            attempt.spending.sentSpoolBytes += batch.spoolBytes
         case .failure(is CancellationError):
             attempt.isCancelled = true
             try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
@@ -198,7 +196,7 @@ public struct BatchDelivery: Sendable {
             let failure = error as? UploadError ?? .transport("\(error)")
             attempt.report.counts.failedRequests += 1
             // A request the remote answered was sent whole; one that never connected spent nothing.
-            if failure.status != nil { attempt.spending.failedSpoolBytes += spoolBytes }
+            if failure.status != nil { attempt.spending.failedSpoolBytes += batch.spoolBytes }
             attempt.report.lastError = LastError(reason: failure.description, at: Date())
             // The library's own words only here: what the failure's description says is enough above debug.
             var metadata = metadata(batch)

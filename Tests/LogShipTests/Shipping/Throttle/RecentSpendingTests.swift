@@ -2,14 +2,10 @@ import Testing
 
 @testable import LogShip
 
-/// The last second's spending, with a manual clock.
-struct RecentSpendingTests {
-    let start = ContinuousClock.now
-
-    func at(_ seconds: Double) -> ContinuousClock.Instant { start + .seconds(seconds) }
-
+/// The limiter's account of the last second's spending, with its manual clock.
+extension UploadRateLimiterTests {
     @Test("what was spent in the last second, to the tenth; older spending drops out")
-    func window() {
+    func recentSpendingWindow() {
         var recent = RecentSpending()
         recent.add(100, at: at(0))
         recent.add(20, at: at(0.05))
@@ -25,7 +21,7 @@ struct RecentSpendingTests {
     }
 
     @Test("sixty thousand requests in a second are summed whole")
-    func manyRequests() {
+    func recentSpendingOfManyRequests() {
         var recent = RecentSpending()
         for index in 0..<60_000 { recent.add(2, at: at(Double(index) / 60_000)) }
         #expect(recent.total(at: at(0.99)) == 120_000)
