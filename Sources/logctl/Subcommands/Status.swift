@@ -65,6 +65,8 @@ struct Status: ParsableCommand {
                 "remote        paused until \(text(pausedUntil)): \(text(status.pauseCause ?? "remote failed")) (\(text(status.lastFailure ?? "?")))")
         } else if let lastFailure = status.lastFailure {
             lines.append("remote        retrying after \(text(lastFailure))")
+        } else if status.rateHeldDownByReceiver {
+            lines.append("remote        accepting, slowed down: it answered 429/503 to more (see upload rate)")
         } else {
             lines.append("remote        accepting")
         }

@@ -97,6 +97,11 @@ struct ThrottleIntegrationTests {
         #expect(Double(effective) <= min(Double(budget), Double(budget) / 8 + Double(budget) / 20 * seconds), "\(effective) B/s after \(seconds) s")
         #expect(status.rateHeldDownByReceiver || seconds >= 17, "\(status)")
         #expect(status.pausedUntil == nil && status.lastFailure == nil, "no pause: \(status.pausedUntil ?? "")")
+        let shown = try await run(Binaries.logctl, ["status", "--socket", daemon.controlPath]).standardOutput
+        let remote = shown.split(separator: "\n").first { $0.hasPrefix("remote ") }.map(String.init) ?? ""
+        if try await daemon.status().rateHeldDownByReceiver {
+            #expect(remote.hasSuffix("accepting, slowed down: it answered 429/503 to more (see upload rate)"), "\(shown)")
+        }
         #expect(receiver.requests.filter { $0.status == 429 }.count == 3)
         try await eventually(within: .seconds(60)) { try await daemon.status().rateHeldDownByReceiver == false }
         #expect(try await daemon.status().rateEffective == budget)
