@@ -5,7 +5,7 @@ extension Benchmark {
     /// What each format costs to encode and to deliver; both tables are printed and go to BENCHMARKS.md.
     static func reportFormats() async throws {
         // A shared machine's other work moves the figures: say how busy it was.
-        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
+        let load = BenchmarkReport.loadAverage()
         let encoding = try printFormatCosts()
         let delivery = try await FormatDelivery.run()
         try BenchmarkReport.write(section: "Upload formats", """

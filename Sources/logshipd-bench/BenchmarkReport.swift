@@ -4,6 +4,18 @@ import Foundation
 enum BenchmarkReport {
     static var url: URL { PeerComparison.packageRoot.appendingPathComponent("BENCHMARKS.md") }
 
+    /// The first figure of /proc/loadavg: how busy the shared machine was before a measurement.
+    static func loadAverage() -> String {
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "?"
+    }
+
+    /// The processor's model name from /proc/cpuinfo.
+    static func cpuModel() -> String {
+        let cpuInfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        return cpuInfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+            .map { $0.split(separator: ":", maxSplits: 1).last!.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
+    }
+
     /// The file's `## ` sections as they are, in order: each its title and its text, title line included.
     static func sections() -> [(title: String, text: String)] {
         guard let file = try? String(contentsOf: url, encoding: .utf8) else { return [] }

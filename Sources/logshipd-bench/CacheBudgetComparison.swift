@@ -13,7 +13,7 @@ enum CacheBudgetComparison {
 
     /// Measures every scenario with every budget, prints the table and writes it to BENCHMARKS.md.
     static func report() async throws {
-        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
+        let load = BenchmarkReport.loadAverage()
         var table = [
             "| scenario | spool.max_cache_bytes | lines/s | µs CPU/line | peak RSS MiB |",
             "|---|---|---|---|---|",

@@ -32,12 +32,10 @@ enum FleetBench {
     }
 
     struct Outcome {
-        var shipper: String
         var setup: Setup
         /// From the return to the last backlog line taken; `nil` when the backlog did not drain within the bound.
         var drainSeconds: Double?
         var taken: Int
-        var requests: Int
         var refusedAfterConvergence: (refused: Int, of: Int)
         var refused: (refused: Int, of: Int)
         /// Per shipper, seconds from the return to its first request, and to its first taken backlog request.
@@ -115,7 +113,7 @@ enum FleetBench {
         await probes.waitForArrivals(at: receiver, within: .seconds(5))
         await receiver.shutdown()
         receiver.dump("fleet-\(shipper).csv", from: returned)
-        var outcome = analyse(receiver.requests, setup: setup, shipper: shipper, returned: returned, drained: drained)
+        var outcome = analyse(receiver.requests, setup: setup, returned: returned, drained: drained)
         (outcome.crashMilliseconds, outcome.crashMissing) = probes.latencies(at: receiver)
         let contact = receiver.requests.first { $0.sender == 0 && $0.accepted && $0.lines > $0.probes.count }?.arrivedAt
         outcome.crashInContactMilliseconds = contact.map { probes.latencies(at: receiver, since: $0).milliseconds } ?? []
@@ -125,7 +123,7 @@ enum FleetBench {
 
     /// The figures of one drain, from what the receiver noted.
     static func analyse(
-        _ requests: [RequestLogReceiver.Request], setup: Setup, shipper: String, returned: ContinuousClock.Instant,
+        _ requests: [RequestLogReceiver.Request], setup: Setup, returned: ContinuousClock.Instant,
         drained: Bool
     ) -> Outcome {
         let backlog = requests.filter { $0.lines > $0.probes.count }
@@ -141,8 +139,8 @@ enum FleetBench {
             if request.accepted && firstTaken[request.sender] == nil { firstTaken[request.sender] = seconds }
         }
         return Outcome(
-            shipper: shipper, setup: setup, drainSeconds: drained ? (end - returned).seconds : nil,
-            taken: taken.reduce(0) { $0 + $1.lines - $1.probes.count }, requests: requests.count,
+            setup: setup, drainSeconds: drained ? (end - returned).seconds : nil,
+            taken: taken.reduce(0) { $0 + $1.lines - $1.probes.count },
             refusedAfterConvergence: (late.count { !$0.accepted }, late.count),
             refused: (requests.count { !$0.accepted }, requests.count),
             firstTried: firstTried.values.sorted(), firstTaken: firstTaken.values.sorted(),

@@ -205,9 +205,7 @@ enum PeerComparison {
 
     /// BENCHMARKS.md: both tables, the machine and the date; the file's other sections are kept.
     static func write(_ table: [String], targets: [TargetScenarios.Row]) throws {
-        let cpuInfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuInfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-            .map { $0.split(separator: ":", maxSplits: 1).last!.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
+        let model = BenchmarkReport.cpuModel()
         let date = ISO8601DateFormatter().string(from: Date())
         let text = """
             # Benchmarks

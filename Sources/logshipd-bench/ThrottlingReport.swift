@@ -101,10 +101,7 @@ enum ThrottlingReport {
 
     /// The machine and the date, and how busy it was before the measurement started.
     static func machine() -> String {
-        let cpuInfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuInfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-            .map { $0.split(separator: ":", maxSplits: 1).last!.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
-        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first ?? "?"
+        let (model, load) = (BenchmarkReport.cpuModel(), BenchmarkReport.loadAverage())
         return "\(ISO8601DateFormatter().string(from: Date())), \(ProcessInfo.processInfo.activeProcessorCount) cores, "
             + "\(model), \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, load average \(load) before it started"
     }

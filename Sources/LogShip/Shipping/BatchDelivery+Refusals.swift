@@ -14,7 +14,7 @@ extension BatchDelivery {
         let pause = pause(for: error, cause: cause)
         attempt.report.pause = pause
         for batch in batches {
-            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
+            try await putBack(batch, attempt)
         }
         guard let first = batches.first else { return }
         var metadata = metadata(first)
@@ -54,6 +54,11 @@ extension BatchDelivery {
         return DeliveryPause(
             until: Date().addingTimeInterval(delay), cause: cause, reason: error.description,
             isAskedByRemote: isAskedByRemote)
+    }
+
+    /// Puts `batch` back, ready at once (a pause or the budget holds it back, not a retry time).
+    func putBack(_ batch: Batch, _ attempt: Attempt) async throws {
+        try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
     }
 
     /// Dead-letters the lone records the remote refused for what they hold, and the lines no request could carry.

@@ -25,9 +25,9 @@ extension BatchDelivery {
             let claim = try await spool.claim(priority, limits: grant.limits)
             if case .batch(let batch, _) = claim {
                 throttle.shrink(&grant, toSpoolBytes: batch.spoolBytes)
-                return .claimed(claim, grant)
+            } else {
+                throttle.settle(grant, UploadRateLimiter.Spending())
             }
-            throttle.settle(grant, UploadRateLimiter.Spending())
             return .claimed(claim, grant)
         } catch {
             throttle.settle(grant, UploadRateLimiter.Spending())
@@ -39,7 +39,7 @@ extension BatchDelivery {
     /// lower now: `batch` goes back ready, to wait for that rate rather than for a pause.
     func slowDown(for error: UploadError, releasing batch: Batch, _ attempt: inout Attempt) async throws {
         attempt.report.counts.retriedRequests += 1
-        try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
+        try await putBack(batch, attempt)
         attempt.report.overload = error.description
         var metadata = metadata(batch)
         metadata["logship.upload.error"] = "\(error)"

@@ -160,12 +160,12 @@ public struct BatchDelivery: Sendable {
     /// sends nothing and puts the records back.
     private func send(_ batch: Batch, _ attempt: inout Attempt) async throws -> SendResult {
         if attempt.isCancelled {
-            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
+            try await putBack(batch, attempt)
             return .notSent
         }
         if attempt.report.pause != nil {
             // The remote stopped taking records: the rest waits with everything else, behind the shipper's pause.
-            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
+            try await putBack(batch, attempt)
             return .notSent
         }
         attempt.lastSentAt = ContinuousClock.now
@@ -189,7 +189,7 @@ public struct BatchDelivery: Sendable {
             attempt.spending.sentSpoolBytes += batch.spoolBytes
         case .failure(is CancellationError):
             attempt.isCancelled = true
-            try await settle(on: attempt.lane) { try await spool.settle(batch, .retry(at: Date())) }
+            try await putBack(batch, attempt)
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
             return .notSent
         case .failure(let error):
@@ -278,7 +278,7 @@ public struct BatchDelivery: Sendable {
             try await pauseDelivery(for: error, cause: .endpointRefused, releasing: released, &attempt)
         } else {
             for part in released {
-                try await settle(on: attempt.lane) { try await spool.settle(part, .retry(at: Date())) }
+                try await putBack(part, attempt)
             }
         }
     }

@@ -232,9 +232,7 @@ struct ShipperStateMachine: Sendable {
                 decisions.armTimers.append((timer, block.until))
                 return decisions.actions
             }
-            classes[priorityClass]?.block = nil
-            endThrottledWait(priorityClass, now: now)
-            enqueueIfNeeded(priorityClass, &decisions)
+            letGo(priorityClass, now: now, &decisions)
         }
         armCrashProbeIfNeeded(now: now, &decisions)
         return decisions.actions
@@ -246,14 +244,17 @@ struct ShipperStateMachine: Sendable {
         var decisions = Decisions()
         guard phase == .running else { return decisions.actions }
         for priorityClass in PriorityClass.mostUrgentFirst where classes[priorityClass]?.throttledSince != nil {
-            if let block = classes[priorityClass]?.block {
-                decisions.cancelTimers.append(block.timer)
-                classes[priorityClass]?.block = nil
-            }
-            endThrottledWait(priorityClass, now: now)
-            enqueueIfNeeded(priorityClass, &decisions)
+            if let block = classes[priorityClass]?.block { decisions.cancelTimers.append(block.timer) }
+            letGo(priorityClass, now: now, &decisions)
         }
         return decisions.actions
+    }
+
+    /// Ends the block of `priorityClass` (a retry time or a wait for the budget) and queues it if it has work.
+    private mutating func letGo(_ priorityClass: PriorityClass, now: Date, _ decisions: inout Decisions) {
+        classes[priorityClass]?.block = nil
+        endThrottledWait(priorityClass, now: now)
+        enqueueIfNeeded(priorityClass, &decisions)
     }
 
     /// An operator paused (`logctl pause`) or resumed uploads; intake goes on meanwhile.

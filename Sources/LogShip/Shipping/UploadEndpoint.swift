@@ -29,8 +29,13 @@ struct UploadEndpoint: Sendable {
         port = components.port ?? (usesTLS ? 443 : 80)
         let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         target = components.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
-        let name = self.host.utf8.contains(UInt8(ascii: ":")) ? "[\(self.host)]" : self.host
+        let name = Self.bracketed(self.host)
         hostHeader = port == (usesTLS ? 443 : 80) ? name : "\(name):\(port)"
+    }
+
+    /// An IPv6 address in brackets, as URLs and `Host` write it; any other host as it is.
+    private static func bracketed(_ host: String) -> String {
+        host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
     }
 
     private static func unbracketed(_ host: String) -> String {
@@ -39,7 +44,7 @@ struct UploadEndpoint: Sendable {
 
     /// `host:port` connected to, as failures name the remote: `127.0.0.1:8514`, `[::1]:443`.
     var remote: String {
-        connectHost.utf8.contains(UInt8(ascii: ":")) ? "[\(connectHost)]:\(port)" : "\(connectHost):\(port)"
+        "\(Self.bracketed(connectHost)):\(port)"
     }
 
     /// The name TLS sends (SNI) and checks the certificate against; `nil` for an IP address, which the

@@ -26,13 +26,17 @@ public enum ProgramPages {
     ///
     /// Safe while other threads run: a page they need again is read from the page cache as on first use.
     public static func releaseStartupPages() {
-        guard let smaps = try? String(contentsOfFile: "/proc/self/smaps", encoding: .utf8) else { return }
-        let mappings = FileMapping.all(in: smaps)
-        guard let pageMap = PageMap() else {
-            for mapping in mappings where mapping.isReadOnlyAndUnchanged { release(mapping.start..<mapping.end) }
+        // The pagemap says which pages are still the file's; /proc/self/maps then needs no more than where the
+        // mappings are (smaps, which walks every page table to count, only for the fallback).
+        guard let pageMap = PageMap(), let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else {
+            guard let smaps = try? String(contentsOfFile: "/proc/self/smaps", encoding: .utf8) else { return }
+            for mapping in FileMapping.all(in: smaps) where mapping.isReadOnlyAndUnchanged {
+                release(mapping.start..<mapping.end)
+            }
             return
         }
-        for mapping in mappings where mapping.permissions.hasSuffix("p") && !mapping.permissions.contains("w") {
+        let mappings = FileMapping.all(in: maps)
+        for mapping in mappings where mapping.isPrivateReadOnly {
             releaseFilePages(in: mapping.start..<mapping.end, pageMap)
         }
         if let constants = executableConstantPages(in: mappings),
@@ -127,7 +131,7 @@ struct PageMap: ~Copyable {
     }
 }
 
-/// One mapping of a file as `/proc/self/smaps` describes it.
+/// One mapping of a file as `/proc/self/smaps` describes it (or `/proc/self/maps`, which leaves out the counts).
 struct FileMapping: Equatable {
     var start: UInt
     var end: UInt
@@ -143,7 +147,12 @@ struct FileMapping: Equatable {
 
     /// Private, not writable, and every page of it as the file has it.
     var isReadOnlyAndUnchanged: Bool {
-        permissions.hasSuffix("p") && !permissions.contains("w") && anonymousBytes == 0 && swappedBytes == 0
+        isPrivateReadOnly && anonymousBytes == 0 && swappedBytes == 0
+    }
+
+    /// Private and not writable: what the process has of the file there changes only if the loader relocated it.
+    var isPrivateReadOnly: Bool {
+        permissions.hasSuffix("p") && !permissions.contains("w")
     }
 
     /// The mappings of files in `smaps`: each a header line (`start-end perms offset dev inode path`) followed by

@@ -10,16 +10,12 @@ extension SpoolLedger {
         /// At most 1 MiB while stalled: the spool's memory stays flat however long the backlog grows while the
         /// remote is away.
         static let largestStalled = 1 << 20
+    }
+}
 
-        init(delivering: Int, stalled: Int) {
-            self.delivering = delivering
-            self.stalled = stalled
-        }
-
-        /// `bytes` while delivering (`spool.max_cache_bytes`), and no more than ``largestStalled`` of it while
-        /// stalled.
-        init(bytes: Int) {
-            self.init(delivering: bytes, stalled: Swift.min(bytes, Self.largestStalled))
-        }
+extension SpoolLedger.CacheBudget {
+    /// `bytes` while delivering (`spool.max_cache_bytes`), and no more than ``largestStalled`` of it while stalled.
+    init(bytes: Int) {
+        self.init(delivering: bytes, stalled: Swift.min(bytes, Self.largestStalled))
     }
 }
