@@ -55,7 +55,7 @@ final class LiveConfiguration: Sendable {
         var url = configuration.upload.url
         var connectHost: String?
         if !configuration.tls.serverName.isEmpty, var components = URLComponents(string: url) {
-            connectHost = components.host
+            connectHost = components.encodedHost
             components.host = configuration.tls.serverName
             url = components.string ?? url
         }

@@ -28,12 +28,9 @@ extension ValueParser<String> {
         return text
     }
 
-    /// An `http://` or `https://` URL with a host.
+    /// An `http://` or `https://` URL with a host: one uploads can go to (``UploadEndpoint``).
     static let httpURL = ValueParser(expected: "an http:// or https:// URL with a host") { text in
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            url.host?.isEmpty == false
-        else { return nil }
-        return text
+        UploadEndpoint(url: text) == nil ? nil : text
     }
 }
 

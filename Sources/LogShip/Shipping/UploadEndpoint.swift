@@ -5,7 +5,11 @@ import NIOSSL
 
 /// Where uploads go: the parts of the configured URL a connection and a request need.
 struct UploadEndpoint: Sendable {
-    /// The host the URL names: the request's `Host` and, unless it is an IP address, the TLS server name.
+    /// The host the URL names, as DNS, `Host` and TLS write it (an internationalised name in its `xn--` form): the
+    /// request's `Host` and, unless it is an IP address, the TLS server name.
+    ///
+    /// Read as `encodedHost`: `host` decodes such a name back to Unicode, which no header or handshake takes, and
+    /// loads ICU's normalisation data (1.9 MiB resident) to decode even a plain name.
     let host: String
     /// The host to connect to: the URL's, or the one `tls.server_name` moved it to.
     let connectHost: String
@@ -20,7 +24,7 @@ struct UploadEndpoint: Sendable {
     /// - Parameter connectHost: Where to connect instead of the URL's host (with `tls.server_name`).
     init?(url: String, connectHost: String? = nil) {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+            scheme == "http" || scheme == "https", let host = components.encodedHost, !host.isEmpty
         else { return nil }
         usesTLS = scheme == "https"
         // URLComponents keeps the brackets of an IPv6 literal; the address is what connects and what TLS checks.

@@ -29,6 +29,15 @@ struct UploadEndpointTests {
         #expect(four.connectHost == "127.0.0.1" && four.hostHeader == "127.0.0.1" && four.serverName == nil)
     }
 
+    @Test("an internationalised host name is connected to, sent and checked in its ASCII form")
+    func internationalisedName() throws {
+        for url in ["https://bücher.example:8443/ingest", "https://xn--bcher-kva.example:8443/ingest"] {
+            let endpoint = try #require(UploadEndpoint(url: url))
+            #expect(endpoint.connectHost == "xn--bcher-kva.example", "\(url)")
+            #expect(endpoint.hostHeader == "xn--bcher-kva.example:8443" && endpoint.serverName == "xn--bcher-kva.example")
+        }
+    }
+
     @Test("anything but an http(s) URL with a host is refused", arguments: ["ftp://x/", "http:///path", "logs.example", ""])
     func refused(url: String) {
         #expect(UploadEndpoint(url: url) == nil)
