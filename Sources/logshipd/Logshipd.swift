@@ -56,13 +56,17 @@ struct Logshipd: AsyncParsableCommand {
             daemon = try await Daemon.start(
                 configuration: configuration, logger: logger,
                 serviceManager: SystemdNotifier.fromEnvironment().map { ($0, SystemdNotifier.watchdogInterval()) },
-                reloading: ({ try await ConfigurationLoader().load(path: path) }, logLevel))
+                reloading: ({ try await ConfigurationLoader().load(path: path) }, logLevel),
+                afterFirstDelivery: { Thread.detachNewThread { ProgramPages.releaseStartupPages() } })
         } catch {
             Self.fail("logshipd: \(error)")
         }
-        // What only starting ran need not stay resident: given back now, and again once the services have started,
-        // which they do within moments of `run()`: a quarter second later, on a thread of its own (reading /proc and
-        // madvise block, and the cooperative pool is for tasks). Pages the daemon still uses fault back in.
+        // What only starting ran need not stay resident: given back now, again once the services have started,
+        // which they do within moments of `run()` (a quarter second later), and once the first records are
+        // delivered (above): the first delivery runs much that later ones do not (the runtime's lookups of the
+        // types it meets, lazy globals, the first connection), and a daemon started with a backlog, or with
+        // producers waiting, delivers before the quarter second is up. On threads of their own: reading /proc and
+        // madvise block, and the cooperative pool is for tasks. Pages the daemon still uses fault back in.
         ProgramPages.releaseStartupPages()
         Thread.detachNewThread {
             Thread.sleep(forTimeInterval: 0.25)

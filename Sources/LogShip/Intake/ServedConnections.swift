@@ -27,19 +27,11 @@ final class ServedConnections: Sendable {
 
     /// Waits until no connection is served any more, at most `timeout`; returns whether none is.
     func waitUntilEmpty(within timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { race in
-            race.addTask {
-                await self.emptied()
-                return !Task.isCancelled
-            }
-            race.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await race.next() ?? false
-            race.cancelAll()
-            return first || state.withLock { $0.channels.isEmpty }
+        let emptied = await wait(within: timeout) {
+            await self.emptied()
+            return !Task.isCancelled
         }
+        return emptied || state.withLock { $0.channels.isEmpty }
     }
 
     /// Stops reading every connection served: what each has already read is still handed on, then its input

@@ -23,6 +23,8 @@ public final class Shipper: Service, Sendable {
         var nextArming: UInt64 = 0
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterID: UInt64 = 0
+        /// Called when the remote first accepts records, then dropped.
+        var afterFirstDelivery: (@Sendable () -> Void)?
     }
 
     private let queue = OperationQueue()
@@ -45,6 +47,7 @@ public final class Shipper: Service, Sendable {
     ///   - shutdownTimeout: How long requests in flight may take to finish after shutdown begins.
     ///   - stuckAfter: How long an operation may spend on one batch before the shipping path counts as wedged
     ///     (``isMoving``); every request is bounded by `upload.timeout`, so a few times that.
+    ///   - afterFirstDelivery: Called once, when the remote first accepts records.
     init(
         spool: any Spool,
         delivery: BatchDelivery,
@@ -52,10 +55,11 @@ public final class Shipper: Service, Sendable {
         maxInFlight: Int,
         shutdownTimeout: Duration,
         stuckAfter: Duration,
+        afterFirstDelivery: (@Sendable () -> Void)? = nil,
         logger: Logger
     ) {
         precondition(maxInFlight > 0)
-        state = Mutex(State(machine: ShipperStateMachine(slots: maxInFlight)))
+        state = Mutex(State(machine: ShipperStateMachine(slots: maxInFlight), afterFirstDelivery: afterFirstDelivery))
         queue.maxConcurrentOperationCount = maxInFlight
         queue.name = "logshipd.upload"
         self.spool = spool
@@ -222,16 +226,7 @@ public final class Shipper: Service, Sendable {
 
     /// Waits until no operation is running, at most `timeout`; returns whether that happened.
     private func waitUntilIdle(within timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await self.idle() }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
+        await wait(within: timeout) { await self.idle() }
     }
 
     /// Returns true once no operation is running, or false if the task is cancelled first.
@@ -269,7 +264,12 @@ extension Shipper: LogOperationOwner {
     }
 
     func operation(_ id: ShipperStateMachine.OperationID, delivered report: DeliveryReport) -> Bool {
-        state.withLock { $0.machine.operationDelivered(id, report, now: Date()) }
+        let (proceed, first) = state.withLock { state in
+            (state.machine.operationDelivered(id, report, now: Date()),
+             report.counts.delivered > 0 ? state.afterFirstDelivery.take() : nil)
+        }
+        first?()
+        return proceed
     }
 
     func operation(_ id: ShipperStateMachine.OperationID, finished result: Result<DeliveryOutcome, any Error>) {

@@ -1,5 +1,6 @@
 import Foundation
 import LogShip
+import Synchronization
 import Testing
 import LogShipTestKit
 
@@ -133,6 +134,27 @@ struct ShippingIntegrationTests {
         }
         let requests = daemon.receiver.requests
         #expect(requests.contains { $0.status == 500 }, "some requests failed and were retried")
+        try await daemon.stop()
+    }
+
+    @Test("the remote's first acceptance is announced once, and a refusal before it is not")
+    func firstDeliveryAnnounced() async throws {
+        // The first request is refused and its retry held: the moment looked at is "refused once, nothing accepted".
+        let gate = Gate()
+        let receiver = try await TestReceiver(behavior: .init(
+            decide: { sequence, _ in sequence == 0 ? 500 : nil },
+            hold: { sequence in if sequence == 1 { await gate.wait() } }))
+        let announcements = Mutex(0)
+        let daemon = try await TestDaemon.start(
+            receiver: receiver, afterFirstDelivery: { announcements.withLock { $0 += 1 } })
+        try await daemon.send(count: 3, priority: "info", prefix: "first")
+        try await receiver.waitUntil { requests in requests.count == 2 }
+        #expect(announcements.withLock { $0 } == 0, "a refused request delivered nothing")
+        gate.open()
+        try await waitUntil { announcements.withLock { $0 } == 1 }
+        try await daemon.send(count: 50, priority: "info", prefix: "more")
+        try await receiver.waitUntil { requests in requests.filter { $0.status == 200 }.flatMap(\.records).count == 53 }
+        #expect(announcements.withLock { $0 } == 1, "announced once, not for every delivery")
         try await daemon.stop()
     }
 }
