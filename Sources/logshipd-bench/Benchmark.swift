@@ -23,7 +23,8 @@ enum Benchmark {
         print("")
         try await printJournalRates()
         try await reportFormats()
-        try await CacheBudgetComparison.report()
+        try await MemoryTrade.deliveryCache.report()
+        try await MemoryTrade.allocatorArenas.report()
         try await printRestartMemory()
         try await ThrottlingReport.runAll()
     }

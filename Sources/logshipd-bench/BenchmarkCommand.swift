@@ -13,7 +13,8 @@ struct BenchmarkCommand: AsyncParsableCommand {
             """,
         subcommands: [
             All.self, Peers.self, Peer.self, Target.self, Spool.self, CrashLatency.self, Journal.self, Formats.self,
-            DeliveryFormats.self, CacheBudget.self, RestartMemory.self, IntakeCostCommand.self, Throttle.self, Fleet.self,
+            DeliveryFormats.self, CacheBudget.self, Arenas.self, RestartMemory.self, IntakeCostCommand.self, Throttle.self,
+            Fleet.self,
         ],
         defaultSubcommand: All.self)
 
@@ -42,7 +43,9 @@ struct BenchmarkCommand: AsyncParsableCommand {
         @Option(help: "logshipd's spool.max_cache_bytes in bytes; its default when not given.")
         var cacheBytes: Int?
 
-        func run() async throws { try await PeerComparison.runOnce(shipper, scenario: scenario, cacheBytes: cacheBytes) }
+        func run() async throws {
+            try await PeerComparison.runOnce(shipper, scenario: scenario, settings: .init(cacheBytes: cacheBytes))
+        }
     }
 
     struct Target: AsyncParsableCommand {
@@ -90,7 +93,13 @@ struct BenchmarkCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "cache-budget",
             abstract: "Scenarios 7, 2, 3 with delivery caches of 1, 4, 16 MiB; writes BENCHMARKS.md.")
-        func run() async throws { try await CacheBudgetComparison.report() }
+        func run() async throws { try await MemoryTrade.deliveryCache.report() }
+    }
+
+    struct Arenas: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Scenarios 7, 2, 3 with 1, 2 and 8 malloc arenas; writes BENCHMARKS.md.")
+        func run() async throws { try await MemoryTrade.allocatorArenas.report() }
     }
 
     struct RestartMemory: AsyncParsableCommand {

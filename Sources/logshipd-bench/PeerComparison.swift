@@ -93,10 +93,10 @@ enum PeerComparison {
     }
 
     /// One run of the scenario numbered `number` for one shipper, printed with the daemon's pid first so that a
-    /// profiler can attach: `logshipd-bench peer logshipd 2`; with `cacheBytes`, logshipd's delivery cache.
-    static func runOnce(_ shipper: Shipper, scenario number: Int, cacheBytes: Int? = nil) async throws {
+    /// profiler can attach: `logshipd-bench peer logshipd 2`; logshipd with `settings`.
+    static func runOnce(_ shipper: Shipper, scenario number: Int, settings: LogshipdSettings = .init()) async throws {
         let scenario = try PeerComparison.scenario(number)
-        let run = try await measure(shipper, scenario, cacheBytes: cacheBytes) { pid in
+        let run = try await measure(shipper, scenario, settings: settings) { pid in
             print("pid \(pid)")
             fflush(nil)
         }
@@ -118,9 +118,9 @@ enum PeerComparison {
     /// Starts `shipper` against a fresh receiver, writes the scenario's lines to its stream socket, and times
     /// until the receiver has counted them all.
     ///
-    /// - Parameter cacheBytes: logshipd's `spool.max_cache_bytes`; its default when `nil`.
+    /// - Parameter settings: What logshipd runs with beyond the comparison's configuration.
     static func measure(
-        _ shipper: Shipper, _ scenario: Scenario, cacheBytes: Int? = nil, started: (pid_t) -> Void = { _ in }
+        _ shipper: Shipper, _ scenario: Scenario, settings: LogshipdSettings = .init(), started: (pid_t) -> Void = { _ in }
     ) async throws -> Run {
         let directory = try TemporaryDirectory.make()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -128,7 +128,7 @@ enum PeerComparison {
         let stream = "\(directory)/ingest.sock"
         let process = switch shipper {
         case .logshipd:
-            try startLogshipd(directory: directory, url: receiver.url, batch: scenario.batch, cacheBytes: cacheBytes)
+            try startLogshipd(directory: directory, url: receiver.url, batch: scenario.batch, settings: settings)
         case .syslogNG: try startSyslogNG(directory: directory, url: receiver.url, batch: scenario.batch)
         }
         try await waitUntil(within: .seconds(60)) { acceptsStreamConnections(stream) }
@@ -148,12 +148,21 @@ enum PeerComparison {
             cpuMicrosecondsPerLine: cpu / Double(scenario.lines) * 1_000_000, peakRSSMiB: peak)
     }
 
+    /// What logshipd runs with beyond the comparison's configuration, for a table of a setting's trade
+    /// (``MemoryTrade``).
+    struct LogshipdSettings {
+        /// `spool.max_cache_bytes`; its default when `nil`.
+        var cacheBytes: Int?
+        /// Variables added to its environment.
+        var environment: [String: String] = [:]
+    }
+
     static func startLogshipd(
-        directory: String, url: String, batch: Int, format: UploadFormat = .ndjson, cacheBytes: Int? = nil
+        directory: String, url: String, batch: Int, format: UploadFormat = .ndjson, settings: LogshipdSettings = .init()
     ) throws -> ChildProcess {
         let configuration = try TargetScenarios.Daemon.configure(
-            directory: directory, url: url, batch: batch, format: format, cacheBytes: cacheBytes)
-        return try ChildProcess(Binaries.logshipd, ["--config", configuration])
+            directory: directory, url: url, batch: batch, format: format, cacheBytes: settings.cacheBytes)
+        return try ChildProcess(Binaries.logshipd, ["--config", configuration], environment: settings.environment)
     }
 
     static func startSyslogNG(directory: String, url: String, batch: Int) throws -> ChildProcess {

@@ -6,19 +6,14 @@ import Glibc
 /// How the daemon asks glibc's allocator to hold memory: a long-running process with a few busy threads, whose
 /// records pass through large short-lived buffers (a read, a chunk of lines, a request body).
 public enum MallocTuning {
-    /// At most eight arenas (glibc allows eight per core), and blocks of 256 KiB and more mapped apart (returned to
-    /// the system when freed) instead of a threshold that glibc raises as it goes.
+    /// At most ``arenas`` arenas, and blocks of 256 KiB and more mapped apart (returned to the system when freed)
+    /// instead of a threshold that glibc raises as it goes.
     ///
-    /// The arena count trades memory for contention. Records pass through about six threads (event loops, the
-    /// cooperative pool, the spool's writer, the datagram reader), and with fewer arenas than that they queue on
-    /// arena locks: with two, `perf` showed 4% of the daemon's CPU waking lock waiters. The intake scenario
-    /// (`logshipd-bench target 4` run alone on a 2-core VM, interleaved) took a median of 245 000 lines/s with
-    /// eight (204 000–286 000 over 8 runs) against 208 000 with two (180 000–238 000 over 6); four gave 235 000,
-    /// sixteen (glibc's default there) 260 000. The batched delivery scenario (`peer logshipd 1`) took 5.4–5.7 µs
-    /// CPU per line against 6.1–6.5. The price is memory held in more arenas: 48.9–53.1 MiB peak with 1 000 000
-    /// records pending (`target 6`, 10 runs, `make bench`'s included) against 46.0–47.8 with two, which put the
-    /// peak above issue 11's 48 MiB target; it was chosen for the cost per record. Those runs loaded the Swift
-    /// runtime as shared libraries; the release builds of `make` link it in, and measured 43.9–48.0 MiB.
+    /// The arena count trades memory for contention: each thread that allocates gets an arena of its own up to the
+    /// limit, and each arena keeps its own high-water mark of what passed through its thread. Records pass through
+    /// about six threads. BENCHMARKS.md's "Allocator arenas" (`logshipd-bench arenas`) has both sides: with eight
+    /// the batched comparison's peak went anywhere from 25 to 32 MiB, two kept it within 22–26 for a few percent
+    /// of its lines/s and none of intake's.
     ///
     /// A threshold of 64 or 128 KiB saves a little more memory but maps and unmaps the buffers of every request:
     /// 20% more CPU per line in the batched comparison; at 256 KiB it costs nothing measurable.
@@ -26,9 +21,12 @@ public enum MallocTuning {
     /// Settings an operator gives in the environment (`MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`) are kept.
     public static func applyForDaemon() {
         let environment = ProcessEnvironment()
-        if environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, 8) }
+        if environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, Int32(arenas)) }
         if environment["MALLOC_MMAP_THRESHOLD_"] == nil { _ = mallopt(M_MMAP_THRESHOLD, Int32(mapThreshold)) }
     }
+
+    /// The most arenas glibc keeps, unless the environment says otherwise.
+    public static let arenas = 2
 
     /// The size from which glibc maps a block apart instead of taking it from an arena: buffers made often (a
     /// spool chunk's lines) are kept below it.
