@@ -199,7 +199,8 @@ enum ConfigurationText {
     }
 
     /// `1000000.0` as `1000000`, `0.5` as `0.5`. Not `formatted()`: its locale-aware formatting loads ICU's data
-    /// and number formatters at start, which stay resident (about 1 MiB) for a message seldom shown.
+    /// and number formatters at start, which stay resident for a message seldom shown (BENCHMARKS.md, Measured
+    /// choices).
     static func number(_ number: Double) -> String {
         number == number.rounded() && abs(number) < 1e15 ? "\(Int64(number))" : "\(number)"
     }

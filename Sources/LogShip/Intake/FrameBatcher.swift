@@ -18,10 +18,7 @@ struct FrameRead: Sendable {
 ///
 /// The size is a trade of memory for speed: every record of a hand-over, and of those waiting behind it, is held
 /// until the spool has committed it. A cycle of ordinary lines (about 2 200 of 120 bytes) is three hand-overs
-/// of at most 1 024. Measured with `logshipd-bench peer logshipd 7` (a million lines, batches of 500; release build, 2 cores,
-/// 5 interleaved runs, medians): 4 096 frames peaked at 32.2 MiB resident and 812 000 lines/s, 2 048 at 32.2 MiB,
-/// 1 024 at 28.8 MiB and 733 000 lines/s (−10%, still 3.6× syslog-ng's); 512 (3 runs) at 27.8 MiB. Intake alone
-/// (`logshipd-bench target 4`, 3 runs each) took 860 000 lines/s with 1 024 against 898 000 with 4 096.
+/// of at most 1 024; larger hand-overs were faster and held more (BENCHMARKS.md, Measured choices).
 ///
 /// Frames decoded at end of input (a last line without a newline) arrive without a read completing, so they are
 /// passed on when the input closes or the channel ends.

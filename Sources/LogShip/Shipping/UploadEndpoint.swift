@@ -9,7 +9,7 @@ struct UploadEndpoint: Sendable {
     /// request's `Host` and, unless it is an IP address, the TLS server name.
     ///
     /// Read as `encodedHost`: `host` decodes such a name back to Unicode, which no header or handshake takes, and
-    /// loads ICU's normalisation data (1.9 MiB resident) to decode even a plain name.
+    /// loads ICU's normalisation data to decode even a plain name (BENCHMARKS.md, Measured choices).
     let host: String
     /// The host to connect to: the URL's, or the one `tls.server_name` moved it to.
     let connectHost: String

@@ -11,12 +11,10 @@ public enum MallocTuning {
     ///
     /// The arena count trades memory for contention: each thread that allocates gets an arena of its own up to the
     /// limit, and each arena keeps its own high-water mark of what passed through its thread. Records pass through
-    /// about six threads. BENCHMARKS.md's "Allocator arenas" (`logshipd-bench arenas`) has both sides: with eight
-    /// the batched comparison's peak went anywhere from 25 to 32 MiB, two kept it within 22–26 for a few percent
-    /// of its lines/s and none of intake's.
+    /// about six threads. BENCHMARKS.md's "Allocator arenas" (`logshipd-bench arenas`) has both sides.
     ///
-    /// A threshold of 64 or 128 KiB saves a little more memory but maps and unmaps the buffers of every request:
-    /// 20% more CPU per line in the batched comparison; at 256 KiB it costs nothing measurable.
+    /// A lower threshold saves a little more memory but maps and unmaps the buffers of every request (BENCHMARKS.md,
+    /// Measured choices).
     ///
     /// Settings an operator gives in the environment (`MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`) are kept.
     public static func applyForDaemon() {
@@ -41,9 +39,8 @@ public enum MallocTuning {
     /// interval; called when the spool has emptied.
     ///
     /// glibc returns only the top of each arena by itself, so the memory a drained backlog went through stays
-    /// resident: measured after 1 000 000 records were delivered (`logshipd-bench target 6`), 69 MiB resident, of
-    /// which 34 MiB anonymous; after `malloc_trim(0)`, 43 MiB and 8.6 MiB. Runs in a background task: trimming
-    /// walks every arena under its lock.
+    /// resident (BENCHMARKS.md, Measured choices). Runs in a background task: trimming walks every arena under its
+    /// lock.
     static func releaseFreeMemory() {
         freeMemoryRelease.request()
     }

@@ -12,7 +12,7 @@ public struct EncodedRecord: Hashable, Sendable {
     /// (``demotingCrashClaim()``); `nil` for every other record, which is only ever stored as its line.
     public var crashClaim: LogRecord? { claim?.record }
     /// Boxed: a record inline would make every encoded record large and costly to copy, for the few that claim
-    /// crash (measured: 10–20% more CPU per socket line in the batched delivery benchmark).
+    /// crash (BENCHMARKS.md, Measured choices).
     private var claim: CrashClaim?
 
     public init(priority: PriorityClass, line: [UInt8], truncated: Bool, sender: UInt32? = nil) {

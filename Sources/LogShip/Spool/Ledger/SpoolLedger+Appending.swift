@@ -21,9 +21,8 @@ extension SpoolLedger {
 
     /// The largest blob a new chunk gets; a larger commit is split. Small enough that the chunks kept in memory
     /// for delivery stay a few MiB, large enough that a busy commit writes a few rows; and, with room for the
-    /// array's header, below the size from which glibc maps a block apart (``MallocTuning/mapThreshold``). At
-    /// 256 KiB every chunk written was mapped, faulted in page by page and unmapped: intake alone
-    /// (`logshipd-bench target 4`, 6 alternated runs) took a median of 242 680 lines/s against 278 602 at 224 KiB.
+    /// array's header, below the size from which glibc maps a block apart (``MallocTuning/mapThreshold``): above
+    /// it every chunk written is mapped, faulted in page by page and unmapped (BENCHMARKS.md, Measured choices).
     static let maximumChunkBytes = MallocTuning.mapThreshold - (32 << 10)
     /// A class's newest chunk smaller than this takes the class's next records instead of a new chunk being
     /// written, so that records arriving one at a time do not make a chunk each.

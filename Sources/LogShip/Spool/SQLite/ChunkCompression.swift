@@ -6,17 +6,16 @@ import Synchronization
 /// Chunks are compressed with zstd (level 1) before they are written. Intake into the durable spool is
 /// bound by the disk, not the CPU: every commit waits for the WAL to reach it, and every byte is written twice
 /// (the WAL, then the database file at a checkpoint). NDJSON lines carry the same keys and much the same values
-/// line after line: this machine's system logs as NDJSON chunks compress 27 to 30 times, at 1.3 GB/s, about a
-/// tenth of one core at 400 000 lines/s. Intake alone became about 1.5 times as fast, and the batched delivery
-/// comparison too, with less CPU per line (fewer bytes through the kernel).
+/// line after line, so they compress many times over for little CPU, and fewer bytes go through the kernel
+/// (BENCHMARKS.md, Measured choices).
 enum ChunkCompression: Int, Sendable {
     /// The lines as they are, each followed by a newline.
     case none = 0
     /// One zstd frame of those bytes.
     case zstd = 1
 
-    /// zstd's level. On a chunk of system logs (`zstd -b`): level 1 compressed 30 times at 1.3 GB/s, level 3 29
-    /// times at 0.8 GB/s, and `--fast=3` 22 times at 1.5 GB/s.
+    /// zstd's level: on system logs, higher levels gain little ratio for much speed, and negative ones lose ratio
+    /// (BENCHMARKS.md, Measured choices).
     static let level: Int32 = 1
 
     /// The form to store `lines` in: compressed, unless that would not make them smaller.

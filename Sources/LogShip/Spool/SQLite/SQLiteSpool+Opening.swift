@@ -4,10 +4,9 @@ import Logging
 
 extension SQLiteSpool {
     /// SQLite's page size for a new spool file (an existing file keeps its own). Chunk blobs fill overflow pages,
-    /// and SQLite writes each WAL frame, and copies it at a checkpoint, with a system call of its own: 4 KiB pages
-    /// cost an intake of 220 000 socket lines about 49 000 `pwrite`s and 16 000 `pread`s. With 32 KiB pages,
-    /// intake alone and the batched comparison were 13–17% faster (medians of alternated runs); one record per
-    /// request about 6% slower, each acknowledgement rewriting larger pages; 16 and 64 KiB gained less.
+    /// and SQLite writes each WAL frame, and copies it at a checkpoint, with a system call of its own: larger pages
+    /// make fewer calls, at the price of larger rewrites for each acknowledgement (BENCHMARKS.md, Measured
+    /// choices).
     static let newFilePageSize = 32 << 10
 
     /// Opens (or creates) the spool at `path`, creating its directory. A file that cannot be opened as a database
@@ -85,8 +84,7 @@ extension SQLiteSpool {
         configuration.writeTargetQueue = writerExecutor.queue
         // Checkpoint the WAL before it outgrows half the free-space margin (up to 32 MiB: a
         // chunk is often delivered and deleted before the checkpoint, and a longer WAL copies fewer of them
-        // into the database file; 1 000 pages cost the batched comparison a fifth more CPU per line), and
-        // shrink it back after.
+        // into the database file; BENCHMARKS.md, Measured choices), and shrink it back after.
         let walLimit = max(minimumFreeDiskBytes / 2, 64 << 10)
         configuration.prepareDatabase { db in
             // Before anything is written: no effect on a file that already has pages.
@@ -94,9 +92,8 @@ extension SQLiteSpool {
             // Chunks are written once and read once, in overflow pages streamed through: a page cache larger
             // than the b-tree's inner pages holds nothing worth keeping (SQLite's default is 2 MiB a connection).
             // SQLite takes a connection's cache in one allocation at its first read, so its size is resident per
-            // connection used: 256 KiB (8 pages) against 512 lowered the peak of `logshipd-bench peer logshipd 7`
-            // by 1.3 MiB (5 interleaved runs, medians) at the same lines/s and CPU, and cost intake (`target 4`)
-            // and a backlog read back (`peer logshipd 3`) nothing measurable.
+            // connection used: 256 KiB (8 pages) held less than 512 at no cost measured (BENCHMARKS.md, Measured
+            // choices).
             try db.execute(sql: "PRAGMA cache_size = -256")
             let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(max(16, min(8000, walLimit / pageSize)))")
