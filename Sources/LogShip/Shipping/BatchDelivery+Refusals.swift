@@ -9,7 +9,7 @@ extension BatchDelivery {
     /// then what waited leaves most urgent class first. A retry time of the pause's end would hold back the
     /// error records a pause put back behind info records that were never claimed.
     func pauseDelivery(
-        for error: UploadError, cause: DeliveryPause.Cause, releasing batches: [Batch], _ attempt: inout Attempt
+        for error: UploadError, cause: DeliveryPause.Cause, puttingBack batches: [Batch], _ attempt: inout Attempt
     ) async throws {
         let pause = pause(for: error, cause: cause)
         attempt.report.pause = pause

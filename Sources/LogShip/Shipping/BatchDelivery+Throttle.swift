@@ -37,7 +37,7 @@ extension BatchDelivery {
 
     /// The receiver is busy, not down (429 or 503 without `Retry-After`), and the rate it lets us send at is
     /// lower now: `batch` goes back ready, to wait for that rate rather than for a pause.
-    func slowDown(for error: UploadError, releasing batch: Batch, _ attempt: inout Attempt) async throws {
+    func slowDown(for error: UploadError, puttingBack batch: Batch, _ attempt: inout Attempt) async throws {
         attempt.report.counts.retriedRequests += 1
         try await putBack(batch, attempt)
         attempt.report.overload = error.description

@@ -220,12 +220,12 @@ public struct BatchDelivery: Sendable {
         switch error.fault {
         case .remoteUnavailable where error.isOverload && error.retryAfter == nil
             && throttle.overloaded(sentAt: attempt.lastSentAt, requestSpoolBytes: batch.spoolBytes):
-            try await slowDown(for: error, releasing: batch, &attempt)
+            try await slowDown(for: error, puttingBack: batch, &attempt)
         case .remoteUnavailable, .endpointRefused:
             attempt.report.counts.retriedRequests += 1
             try await pauseDelivery(
                 for: error, cause: error.fault == .endpointRefused ? .endpointRefused : .remoteUnavailable,
-                releasing: [batch], &attempt)
+                puttingBack: [batch], &attempt)
         case .unclear where !attempt.acceptedAny:
             try await probe(batch, refusedWith: error, &attempt)
         case .recordsRefused, .unclear:
@@ -272,12 +272,12 @@ public struct BatchDelivery: Sendable {
         // Nothing taken: the refusals were the endpoint's, and the refused records go back (a lone record's batch
         // was not split).
         attempt.report.counts.retriedRequests += 1 + refusedParts.count
-        let released = batch.records.count > 1 ? refusedParts.map(\.batch) : [batch]
+        let goingBack = batch.records.count > 1 ? refusedParts.map(\.batch) : [batch]
         if attempt.report.pause == nil && !attempt.isCancelled {
             unclearRefusals.remember(batch)
-            try await pauseDelivery(for: error, cause: .endpointRefused, releasing: released, &attempt)
+            try await pauseDelivery(for: error, cause: .endpointRefused, puttingBack: goingBack, &attempt)
         } else {
-            for part in released {
+            for part in goingBack {
                 try await putBack(part, attempt)
             }
         }
