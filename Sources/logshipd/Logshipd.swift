@@ -57,16 +57,17 @@ struct Logshipd: AsyncParsableCommand {
                 configuration: configuration, logger: logger,
                 serviceManager: SystemdNotifier.fromEnvironment().map { ($0, SystemdNotifier.watchdogInterval()) },
                 reloading: ({ try await ConfigurationLoader().load(path: path) }, logLevel),
-                afterFirstDelivery: { Thread.detachNewThread { ProgramPages.releaseStartupPages() } })
+                afterEarlyDelivery: { Thread.detachNewThread { ProgramPages.releaseStartupPages() } })
         } catch {
             Self.fail("logshipd: \(error)")
         }
         // What only starting ran need not stay resident: given back now, again once the services have started,
-        // which they do within moments of `run()` (a quarter second later), and once the first records are
-        // delivered (above): the first delivery runs much that later ones do not (the runtime's lookups of the
-        // types it meets, lazy globals, the first connection), and a daemon started with a backlog, or with
-        // producers waiting, delivers before the quarter second is up. On threads of their own: reading /proc and
-        // madvise block, and the cooperative pool is for tasks. Pages the daemon still uses fault back in.
+        // which they do within moments of `run()` (a quarter second later), and after the 1st, 10th and 100th
+        // request delivered (above): the first deliveries run much that later ones do not (the runtime's lookups
+        // of the types they meet, lazy globals, the first connection, the first acknowledgements committed), and
+        // a daemon started with a backlog, or with producers waiting, delivers before the quarter second is up.
+        // On threads of their own: reading /proc and madvise block, and the cooperative pool is for tasks. Pages
+        // the daemon still uses fault back in.
         ProgramPages.releaseStartupPages()
         Thread.detachNewThread {
             Thread.sleep(forTimeInterval: 0.25)

@@ -64,9 +64,9 @@ public final class Daemon: Sendable {
     ///   - uploader: What carries batches to the remote instead of HTTP: a test's, to stand in for a remote.
     ///   - reloading: How to read the configuration again on SIGHUP, and the log level a reload sets; `nil`
     ///     leaves SIGHUP alone.
-    ///   - afterFirstDelivery: Called once, on the thread that settled it, when the remote has first accepted
-    ///     records: by then every part of the daemon has run at least once (logshipd gives back what only that
-    ///     first time ran, ``ProgramPages``).
+    ///   - afterEarlyDelivery: Called on the thread that settled it after the 1st, 10th and 100th request whose
+    ///     records the remote accepted: by then every part of the daemon has run once, then ten and a hundred
+    ///     times (logshipd gives back what only those first times ran, ``ProgramPages``).
     /// - Throws: ``SpoolError`` when the spool cannot be opened, ``IngestError`` when a socket cannot be bound.
     /// - Important: `shutdownSignals`, and SIGHUP with `reloading`, are trapped from before the first socket is
     ///   bound: from then on they no longer take their default action, and one that comes before ``run()`` waits
@@ -79,7 +79,7 @@ public final class Daemon: Sendable {
         serviceManager: (notifier: any ServiceManagerNotifier, watchdogInterval: Duration?)? = nil,
         uploader: (any Uploader)? = nil,
         reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil,
-        afterFirstDelivery: (@Sendable () -> Void)? = nil
+        afterEarlyDelivery: (@Sendable () -> Void)? = nil
     ) async throws -> Daemon {
         for notice in configuration.notices { logger.warning("configuration: \(notice)") }
         checkOpenFileLimit(configuration.ingest, logger: logger)
@@ -117,7 +117,7 @@ public final class Daemon: Sendable {
             shutdownTimeout: configuration.upload.shutdownTimeout,
             // Every request is bounded by upload.timeout; settling adds a disk write or two.
             stuckAfter: configuration.upload.timeout * 3 + .seconds(5),
-            afterFirstDelivery: afterFirstDelivery,
+            afterEarlyDelivery: afterEarlyDelivery,
             logger: logger)
         let intake = RecordIntake(spool: spool, crashBudget: CrashBudget.Settings(configuration.intake))
 

@@ -23,8 +23,7 @@ public final class Shipper: Service, Sendable {
         var nextArming: UInt64 = 0
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterID: UInt64 = 0
-        /// Called when the remote first accepts records, then dropped.
-        var afterFirstDelivery: (@Sendable () -> Void)?
+        var earlyDeliveries: EarlyDeliveries
     }
 
     private let queue = OperationQueue()
@@ -47,7 +46,7 @@ public final class Shipper: Service, Sendable {
     ///   - shutdownTimeout: How long requests in flight may take to finish after shutdown begins.
     ///   - stuckAfter: How long an operation may spend on one batch before the shipping path counts as wedged
     ///     (``isMoving``); every request is bounded by `upload.timeout`, so a few times that.
-    ///   - afterFirstDelivery: Called once, when the remote first accepts records.
+    ///   - afterEarlyDelivery: Called after the first requests the remote accepted (``EarlyDeliveries``).
     init(
         spool: any Spool,
         delivery: BatchDelivery,
@@ -55,11 +54,12 @@ public final class Shipper: Service, Sendable {
         maxInFlight: Int,
         shutdownTimeout: Duration,
         stuckAfter: Duration,
-        afterFirstDelivery: (@Sendable () -> Void)? = nil,
+        afterEarlyDelivery: (@Sendable () -> Void)? = nil,
         logger: Logger
     ) {
         precondition(maxInFlight > 0)
-        state = Mutex(State(machine: ShipperStateMachine(slots: maxInFlight), afterFirstDelivery: afterFirstDelivery))
+        let early = EarlyDeliveries(call: afterEarlyDelivery)
+        state = Mutex(State(machine: ShipperStateMachine(slots: maxInFlight), earlyDeliveries: early))
         queue.maxConcurrentOperationCount = maxInFlight
         queue.name = "logshipd.upload"
         self.spool = spool
@@ -264,11 +264,11 @@ extension Shipper: LogOperationOwner {
     }
 
     func operation(_ id: ShipperStateMachine.OperationID, delivered report: DeliveryReport) -> Bool {
-        let (proceed, first) = state.withLock { state in
+        let (proceed, early) = state.withLock { state in
             (state.machine.operationDelivered(id, report, now: Date()),
-             report.counts.delivered > 0 ? state.afterFirstDelivery.take() : nil)
+             report.counts.delivered > 0 ? state.earlyDeliveries.countAccepted() : nil)
         }
-        first?()
+        early?()
         return proceed
     }
 
