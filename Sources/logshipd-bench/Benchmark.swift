@@ -23,8 +23,7 @@ enum Benchmark {
         print("")
         try await printJournalRates()
         try await reportFormats()
-        try await MemoryTrade.deliveryCache.report()
-        try await MemoryTrade.allocatorArenas.report()
+        for trade in [MemoryTrade.deliveryCache, .allocatorArenas] { try await trade.report() }
         try await printRestartMemory()
         try await ThrottlingReport.runAll()
     }
