@@ -13,8 +13,8 @@ struct BenchmarkCommand: AsyncParsableCommand {
             """,
         subcommands: [
             All.self, Peers.self, Peer.self, Target.self, Spool.self, CrashLatency.self, Journal.self, Formats.self,
-            DeliveryFormats.self, CacheBudget.self, Arenas.self, RestartMemory.self, IntakeCostCommand.self, Throttle.self,
-            Fleet.self,
+            DeliveryFormats.self, CacheBudget.self, Arenas.self, RestartMemory.self, IntakeCostCommand.self,
+            Throttle.self, Fleet.self,
         ],
         defaultSubcommand: All.self)
 

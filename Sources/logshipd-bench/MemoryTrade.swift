@@ -67,11 +67,13 @@ struct MemoryTrade {
             var results = [[PeerComparison.Run]](repeating: [], count: variants.count)
             for _ in 0..<Self.runs {
                 for (index, variant) in variants.enumerated() {
-                    results[index].append(try await PeerComparison.measure(.logshipd, scenario, settings: variant.settings))
+                    let run = try await PeerComparison.measure(.logshipd, scenario, settings: variant.settings)
+                    results[index].append(run)
                 }
             }
             for (variant, runs) in zip(variants, results) {
-                let row = "| \(scenario.title) | \(variant.name) | \(PeerComparison.summary(runs.map(\.linesPerSecond))) | "
+                let row = "| \(scenario.title) | \(variant.name) | "
+                    + "\(PeerComparison.summary(runs.map(\.linesPerSecond))) | "
                     + "\(PeerComparison.summary(runs.map(\.cpuMicrosecondsPerLine), decimals: 2)) | "
                     + "\(PeerComparison.summary(runs.map(\.peakRSSMiB), decimals: 1)) |"
                 print("  " + row)

@@ -120,7 +120,8 @@ enum PeerComparison {
     ///
     /// - Parameter settings: What logshipd runs with beyond the comparison's configuration.
     static func measure(
-        _ shipper: Shipper, _ scenario: Scenario, settings: LogshipdSettings = .init(), started: (pid_t) -> Void = { _ in }
+        _ shipper: Shipper, _ scenario: Scenario, settings: LogshipdSettings = .init(),
+        started: (pid_t) -> Void = { _ in }
     ) async throws -> Run {
         let directory = try TemporaryDirectory.make()
         defer { try? FileManager.default.removeItem(atPath: directory) }

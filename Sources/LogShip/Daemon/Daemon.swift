@@ -51,8 +51,9 @@ public final class Daemon: Sendable {
 
     /// The threads every daemon in this process uploads on: loops of their own, not
     /// `MultiThreadedEventLoopGroup.singleton`'s, where the ingest sockets decode frames. A busy input then never
-    /// holds up reading a response or writing the next request (BENCHMARKS.md, Measured choices). A daemon uses one loop per request it may have in flight, up to one per core
-    /// (``UploadLoops``). Like the singleton, the group lives as long as the process and is never shut down.
+    /// holds up reading a response or writing the next request (BENCHMARKS.md, Measured choices). A daemon uses one
+    /// loop per request it may have in flight, up to one per core (``UploadLoops``). Like the singleton, the group
+    /// lives as long as the process and is never shut down.
     private static let uploadGroup = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
 
     /// Opens the spool, builds the shipper and binds the sockets.
