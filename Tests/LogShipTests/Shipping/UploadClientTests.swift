@@ -62,10 +62,13 @@ struct UploadClientTests {
     @Test("upload.headers reach the remote and win over the format's Content-Type; Host and Content-Length stay the client's")
     func configuredHeaders() async throws {
         let receiver = try await TestReceiver()
+        // A timeout a loaded machine cannot reach: with the default 10 s, a CI run beside two CPU hogs and the
+        // fuzzing suite timed out waiting for the loopback receiver's answer.
         let uploader = try HTTPUploader(
             configuration: .init(
                 url: receiver.url,
-                headers: [("X-Env", "staging"), ("Content-Type", "application/json"), ("Host", "elsewhere"), ("Content-Length", "1")]),
+                headers: [("X-Env", "staging"), ("Content-Type", "application/json"), ("Host", "elsewhere"), ("Content-Length", "1")],
+                timeout: .seconds(120)),
             eventLoops: [MultiThreadedEventLoopGroup.singleton.next()])
         defer { uploader.shutdown() }
         try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 7))

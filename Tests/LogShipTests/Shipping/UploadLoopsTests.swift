@@ -29,7 +29,9 @@ struct UploadLoopsTests {
         let receiver = try await TestReceiver()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let loops = UploadLoops(Array(group.makeIterator()))
-        let uploader = try HTTPUploader(configuration: .init(url: receiver.url), eventLoops: loops.eventLoops)
+        // Not the default 10 s: a loaded machine can answer later than that (see UploadClientTests).
+        let uploader = try HTTPUploader(
+            configuration: .init(url: receiver.url, timeout: .seconds(120)), eventLoops: loops.eventLoops)
         var connections: [Int] = []
         for (index, lane) in [0, 0, 1, 1, 0].enumerated() {
             let line = UploadClientTests.line("m\(index)")
