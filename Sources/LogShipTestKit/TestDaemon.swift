@@ -42,7 +42,7 @@ public final class TestDaemon: Sendable {
 
     /// Starts a daemon posting to `receiver`; `configure` may point it elsewhere.
     ///
-    /// - Parameter afterEarlyDelivery: Handed to `Daemon.start`: called after the first requests the remote accepted.
+    /// - Parameter afterEarlyDelivery: Handed to `Daemon.start`: called after the first batches the remote accepted.
     public static func start(
         receiver: TestReceiver,
         directory: String? = nil,

@@ -85,7 +85,8 @@ struct MemoryTrade {
             Written by `logshipd-bench \(command)` (release build; `make bench` runs it too) on \(date),
             \(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(load) before it started.
 
-            \(explanation) logshipd alone (the same generator, receiver and configuration as beside syslog-ng) with
+            \(explanation)
+            logshipd alone (the same generator, receiver and configuration as beside syslog-ng) with
             \(setting) below, at and above its default, \(Self.runs) runs with the values interleaved, median
             (min–max).
 

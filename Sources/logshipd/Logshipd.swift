@@ -63,7 +63,7 @@ struct Logshipd: AsyncParsableCommand {
         }
         // What only starting ran need not stay resident: given back now, again once the services have started,
         // which they do within moments of `run()` (a quarter second later), and after the 1st, 10th and 100th
-        // request delivered (above): the first deliveries run much that later ones do not (the runtime's lookups
+        // batch delivered (above): the first deliveries run much that later ones do not (the runtime's lookups
         // of the types they meet, lazy globals, the first connection, the first acknowledgements committed), and
         // a daemon started with a backlog, or with producers waiting, delivers before the quarter second is up.
         // On threads of their own: reading /proc and madvise block, and the cooperative pool is for tasks. Pages

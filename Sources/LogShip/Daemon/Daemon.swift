@@ -65,9 +65,9 @@ public final class Daemon: Sendable {
     ///   - uploader: What carries batches to the remote instead of HTTP: a test's, to stand in for a remote.
     ///   - reloading: How to read the configuration again on SIGHUP, and the log level a reload sets; `nil`
     ///     leaves SIGHUP alone.
-    ///   - afterEarlyDelivery: Called on the thread that settled it after the 1st, 10th and 100th request whose
-    ///     records the remote accepted: by then every part of the daemon has run once, then ten and a hundred
-    ///     times (logshipd gives back what only those first times ran, ``ProgramPages``).
+    ///   - afterEarlyDelivery: Called after the 1st, 10th and 100th batch the remote accepted records of
+    ///     (``EarlyDeliveries``), on the delivering task's upload loop: it must return at once. logshipd gives back
+    ///     then what only the first deliveries ran (``ProgramPages``).
     /// - Throws: ``SpoolError`` when the spool cannot be opened, ``IngestError`` when a socket cannot be bound.
     /// - Important: `shutdownSignals`, and SIGHUP with `reloading`, are trapped from before the first socket is
     ///   bound: from then on they no longer take their default action, and one that comes before ``run()`` waits

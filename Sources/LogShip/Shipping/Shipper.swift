@@ -46,7 +46,7 @@ public final class Shipper: Service, Sendable {
     ///   - shutdownTimeout: How long requests in flight may take to finish after shutdown begins.
     ///   - stuckAfter: How long an operation may spend on one batch before the shipping path counts as wedged
     ///     (``isMoving``); every request is bounded by `upload.timeout`, so a few times that.
-    ///   - afterEarlyDelivery: Called after the first requests the remote accepted (``EarlyDeliveries``).
+    ///   - afterEarlyDelivery: Called after the first batches the remote accepted (``EarlyDeliveries``).
     init(
         spool: any Spool,
         delivery: BatchDelivery,

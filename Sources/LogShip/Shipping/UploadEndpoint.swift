@@ -42,8 +42,12 @@ struct UploadEndpoint: Sendable {
         host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
     }
 
+    /// An IPv6 literal without its brackets, its zone (`%25eth0` in a URL) decoded as the resolver takes it
+    /// (`%eth0`); any other host as it is.
     private static func unbracketed(_ host: String) -> String {
-        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        guard host.hasPrefix("[") && host.hasSuffix("]") else { return host }
+        let address = String(host.dropFirst().dropLast())
+        return address.removingPercentEncoding ?? address
     }
 
     /// `host:port` connected to, as failures name the remote: `127.0.0.1:8514`, `[::1]:443`.

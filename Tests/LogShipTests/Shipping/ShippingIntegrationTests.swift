@@ -156,7 +156,7 @@ struct ShippingIntegrationTests {
         // One record a request: 120 more requests pass the 10th and the 100th.
         try await daemon.send(count: 120, priority: "info", prefix: "more")
         try await receiver.waitUntil { requests in
-            requests.filter { $0.status == 200 }.flatMap(\.records).count == 121
+            requests.filter { $0.status == 200 }.flatMap(\.records).count >= 121
         }
         #expect(announcements.withLock { $0 } == 3, "announced at the 1st, 10th and 100th, not for every delivery")
         try await daemon.stop()

@@ -67,7 +67,10 @@ struct UploadClientTests {
         let uploader = try HTTPUploader(
             configuration: .init(
                 url: receiver.url,
-                headers: [("X-Env", "staging"), ("Content-Type", "application/json"), ("Host", "elsewhere"), ("Content-Length", "1")],
+                headers: [
+                    ("X-Env", "staging"), ("Content-Type", "application/json"), ("Host", "elsewhere"),
+                    ("Content-Length", "1"),
+                ],
                 timeout: .seconds(120)),
             eventLoops: [MultiThreadedEventLoopGroup.singleton.next()])
         defer { uploader.shutdown() }

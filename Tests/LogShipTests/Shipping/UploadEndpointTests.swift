@@ -25,6 +25,9 @@ struct UploadEndpointTests {
         #expect(six.hostHeader == "[2001:db8::1]:8443")
         #expect(six.serverName == nil, "an address is not sent as a TLS server name")
 
+        let zoned = try #require(UploadEndpoint(url: "http://[fe80::1%25eth0]:8514/"))
+        #expect(zoned.connectHost == "fe80::1%eth0", "a link-local address's zone, as the resolver takes it")
+
         let four = try #require(UploadEndpoint(url: "http://127.0.0.1/"))
         #expect(four.connectHost == "127.0.0.1" && four.hostHeader == "127.0.0.1" && four.serverName == nil)
     }

@@ -14,8 +14,8 @@ enum ChunkCompression: Int, Sendable {
     /// One zstd frame of those bytes.
     case zstd = 1
 
-    /// zstd's level: on system logs, higher levels gain little ratio for much speed, and negative ones lose ratio
-    /// (BENCHMARKS.md, Measured choices).
+    /// zstd's level: on system logs, level 3 compressed no better and more slowly, the fast levels a little faster
+    /// and a quarter less (BENCHMARKS.md, Measured choices).
     static let level: Int32 = 1
 
     /// The form to store `lines` in: compressed, unless that would not make them smaller.

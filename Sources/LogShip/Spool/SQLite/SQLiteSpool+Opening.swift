@@ -82,7 +82,7 @@ extension SQLiteSpool {
         // writes (SerialQueueTaskExecutor). Only the writer: the readers keep their own queues.
         let writerExecutor = SerialQueueTaskExecutor(DispatchQueue(label: "logshipd.spool.writer"))
         configuration.writeTargetQueue = writerExecutor.queue
-        // Checkpoint the WAL before it outgrows half the free-space margin (up to 32 MiB: a
+        // Checkpoint the WAL before it outgrows half the free-space margin (32 MiB at the default margin: a
         // chunk is often delivered and deleted before the checkpoint, and a longer WAL copies fewer of them
         // into the database file; BENCHMARKS.md, Measured choices), and shrink it back after.
         let walLimit = max(minimumFreeDiskBytes / 2, 64 << 10)
