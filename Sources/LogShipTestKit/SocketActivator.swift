@@ -31,7 +31,9 @@ public final class SocketActivator: @unchecked Sendable {
     }
 
     /// Writes `logshipd.yaml` in `directory` for a daemon on these sockets, posting to `url`, with its durable
-    /// spool in `directory`; returns its path.
+    /// spool in `directory`; returns its path. Requests and the stop wait up to ten minutes for the test's receiver:
+    /// with the defaults, a loaded machine timed a request out (or cut it off at the stop) after the receiver had it,
+    /// and the records it carried arrived twice.
     public func configure(directory: String, url: String) throws -> String {
         let configuration = "\(directory)/logshipd.yaml"
         try """
@@ -41,6 +43,8 @@ public final class SocketActivator: @unchecked Sendable {
               control: \(controlPath)
             upload:
               url: \(url)
+              timeout: 10m
+              shutdown_timeout: 10m
             spool:
               path: \(directory)/spool.db
               min_free_disk: 0

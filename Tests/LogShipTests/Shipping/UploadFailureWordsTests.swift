@@ -38,8 +38,10 @@ struct UploadFailureWordsTests {
         let gate = Gate()
         defer { gate.open() }
         let receiver = try await TestReceiver(behavior: .init(hold: { _ in await gate.wait() }))
-        let error = try await Self.failure(receiver.url, timeout: .seconds(1))
-        #expect(error.description == "timed out after 1s waiting for \(try Self.remote(receiver)) to answer (upload.timeout)")
+        // Long enough to connect and send on a loaded machine (1 s was not, beside two CPU hogs); the answer never
+        // comes, so the timeout is what ends the call.
+        let error = try await Self.failure(receiver.url, timeout: .seconds(5))
+        #expect(error.description == "timed out after 5s waiting for \(try Self.remote(receiver)) to answer (upload.timeout)")
         #expect(error.fault == .remoteUnavailable)
     }
 
