@@ -29,7 +29,7 @@ struct UploadClientTests {
         let headers = HTTPHeaders([("Content-Type", "application/x-ndjson")])
         var body = ByteBuffer(bytes: Self.line(message))
         body.writeString("\n")
-        return try await client.post(headers: headers, body: body, timeout: .seconds(30), excerptLimit: 64)
+        return try await client.post(headers: headers, body: body, timeout: .seconds(120), excerptLimit: 64)
     }
 
     @Test("requests share a kept-alive connection; the answer's status and the start of its body come back")
