@@ -57,7 +57,7 @@ struct Logshipd: AsyncParsableCommand {
                 configuration: configuration, logger: logger,
                 serviceManager: SystemdNotifier.fromEnvironment().map { ($0, SystemdNotifier.watchdogInterval()) },
                 reloading: ({ try await ConfigurationLoader().load(path: path) }, logLevel),
-                afterEarlyDelivery: { Thread.detachNewThread { ProgramPages.releaseStartupPages() } })
+                afterEarlyDelivery: { ProgramPages.releaseStartupPagesInBackground() })
         } catch {
             Self.fail("logshipd: \(error)")
         }
@@ -66,13 +66,9 @@ struct Logshipd: AsyncParsableCommand {
         // batch delivered (above): the first deliveries run much that later ones do not (the runtime's lookups
         // of the types they meet, lazy globals, the first connection, the first acknowledgements committed), and
         // a daemon started with a backlog, or with producers waiting, delivers before the quarter second is up.
-        // On threads of their own: reading /proc and madvise block, and the cooperative pool is for tasks. Pages
-        // the daemon still uses fault back in.
+        // Pages the daemon still uses fault back in.
         ProgramPages.releaseStartupPages()
-        Thread.detachNewThread {
-            Thread.sleep(forTimeInterval: 0.25)
-            ProgramPages.releaseStartupPages()
-        }
+        ProgramPages.releaseStartupPagesInBackground(after: .milliseconds(250))
         try await daemon.run()
     }
 

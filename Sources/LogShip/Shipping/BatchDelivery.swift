@@ -173,12 +173,11 @@ public struct BatchDelivery: Sendable {
         do {
             sent = .success(try await uploader.upload(
                 Payload(lines: batch.records.map(\.line), batchNumber: batch.number, lane: attempt.lane?.index ?? 0)))
-        } catch {
-            sent = .failure(error)
-        }
-        if case .failure(let failure as UploadError) = sent, failure.isUnencodable {
+        } catch let failure as UploadError where failure.isUnencodable {
             // Nothing went out: no request and nothing spent; the records are refused as a remote refuses them.
             return .refused(failure)
+        } catch {
+            sent = .failure(error)
         }
         attempt.report.counts.requests += 1
         attempt.spending.requests += 1

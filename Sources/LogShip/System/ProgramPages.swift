@@ -47,6 +47,15 @@ public enum ProgramPages {
         }
     }
 
+    /// ``releaseStartupPages()`` on a thread of its own, after `delay`: reading /proc and `madvise` block, and the
+    /// caller may be an upload loop or the cooperative pool, which are for tasks.
+    public static func releaseStartupPagesInBackground(after delay: Duration = .zero) {
+        Thread.detachNewThread {
+            if delay > .zero { Thread.sleep(forTimeInterval: delay.seconds) }
+            releaseStartupPages()
+        }
+    }
+
     /// The path of this process's executable.
     private static let executablePath = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
 
