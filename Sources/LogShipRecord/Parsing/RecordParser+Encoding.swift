@@ -98,7 +98,7 @@ extension RecordParser {
             let message = SyslogParser.parseRFC3164(content, receivedAt: receivedAt)
         else { return nil }
         let keepsHostname: Bool
-        if let sent = message.hostname, !hostname.utf8.elementsEqual(sent) {
+        if let sent = message.hostname, !hostname.utf8.elementsEqual(content[sent]) {
             // `parse` compares strings, and Unicode finds some non-ASCII names equal to ASCII ones.
             guard hostname.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
             keepsHostname = true
@@ -107,8 +107,8 @@ extension RecordParser {
         }
         let priority = PriorityClass(severity: message.severity)
         let line = frame.bytes.withUnsafeBufferPointer { bytes in
-            func text(_ slice: ArraySlice<UInt8>) -> UnsafeBufferPointer<UInt8> {
-                UnsafeBufferPointer(rebasing: bytes[slice.startIndex..<slice.endIndex])
+            func text(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> {
+                UnsafeBufferPointer(rebasing: bytes[range])
             }
             let fields = SyslogHeaderFields(
                 facility: SyslogMessage.facilityNames[message.facility],

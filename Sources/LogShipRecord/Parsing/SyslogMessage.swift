@@ -44,10 +44,12 @@ struct SyslogMessage: Hashable, Sendable {
 }
 
 extension SyslogMessage {
-    init(_ parsed: RFC3164Message) {
+    /// The message `parsed` found in `bytes`.
+    init(_ parsed: RFC3164Message, in bytes: ArraySlice<UInt8>) {
+        func text(_ range: Range<Int>) -> String { SyslogParser.text(bytes[range]) }
         self.init(
             severity: parsed.severity, facility: parsed.facility, timestamp: parsed.timestamp,
-            hostname: parsed.hostname.map(SyslogParser.text), identifier: parsed.identifier.map(SyslogParser.text),
-            processID: parsed.processID.map(SyslogParser.text), message: SyslogParser.text(parsed.message))
+            hostname: parsed.hostname.map(text), identifier: parsed.identifier.map(text),
+            processID: parsed.processID.map(text), message: text(parsed.message))
     }
 }

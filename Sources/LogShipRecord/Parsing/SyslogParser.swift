@@ -14,7 +14,7 @@ enum SyslogParser {
         }
         scanner.seek(to: afterPriority)
         if let message = parseRFC3164(&scanner, severity: severity, facility: priority >> 3, receivedAt: receivedAt) {
-            return SyslogMessage(message)
+            return SyslogMessage(message, in: bytes)
         }
         scanner.seek(to: afterPriority)
         // No header after the PRI: the sd-daemon form (`<3>text`, one digit 0-7, no facility), or a client that
@@ -157,13 +157,16 @@ enum SyslogParser {
 
         let timestamp = inferYear(month: month, day: day, hour: hour, minute: minute, second: second,
                                   receivedAt: receivedAt)
-        var message = RFC3164Message(severity: severity, facility: facility, timestamp: timestamp, message: [])
+        let end = scanner.bytes.endIndex
+        var message = RFC3164Message(severity: severity, facility: facility, timestamp: timestamp, message: end..<end)
 
         let headerStart = scanner.index
-        if let first = scanner.token() {
-            if let tag = parseTag(first) {
+        if let first = scanner.tokenRange() {
+            if let tag = parseTag(first, in: scanner.bytes) {
                 (message.identifier, message.processID) = tag
-            } else if scanner.skip(UInt8(ascii: " ")), let second = scanner.token(), let tag = parseTag(second) {
+            } else if scanner.skip(UInt8(ascii: " ")), let second = scanner.tokenRange(),
+                let tag = parseTag(second, in: scanner.bytes)
+            {
                 message.hostname = first
                 (message.identifier, message.processID) = tag
             } else {
@@ -171,20 +174,20 @@ enum SyslogParser {
             }
         }
         _ = scanner.skip(UInt8(ascii: " "))
-        message.message = scanner.remaining
+        message.message = min(scanner.index, end)..<end
         return message
     }
 
-    /// `TAG:` or `TAG[PID]:`; `nil` if `token` is not a tag.
+    /// `TAG:` or `TAG[PID]:`; `nil` if the token at `token` in `bytes` is not a tag.
     private static func parseTag(
-        _ token: ArraySlice<UInt8>
-    ) -> (identifier: ArraySlice<UInt8>, processID: ArraySlice<UInt8>?)? {
-        guard token.last == UInt8(ascii: ":") else { return nil }
-        let body = token.dropLast()
-        if let open = body.firstIndex(of: UInt8(ascii: "[")) {
-            guard body.last == UInt8(ascii: "]"), open > body.startIndex else { return nil }
-            let processID = body[(open + 1)..<(body.endIndex - 1)]
-            return (body[..<open], processID.isEmpty ? nil : processID)
+        _ token: Range<Int>, in bytes: ArraySlice<UInt8>
+    ) -> (identifier: Range<Int>, processID: Range<Int>?)? {
+        guard let colon = token.last, bytes[colon] == UInt8(ascii: ":") else { return nil }
+        let body = token.lowerBound..<colon
+        if let open = body.first(where: { bytes[$0] == UInt8(ascii: "[") }) {
+            guard bytes[colon - 1] == UInt8(ascii: "]"), open > body.lowerBound else { return nil }
+            let processID = (open + 1)..<(colon - 1)
+            return (body.lowerBound..<open, processID.isEmpty ? nil : processID)
         }
         guard !body.isEmpty else { return nil }
         return (body, nil)
@@ -228,17 +231,20 @@ enum SyslogParser {
     }
 }
 
-/// An RFC 3164 message's header and text, as slices of the bytes it was parsed from: what
+/// An RFC 3164 message's header and text, as where they are in the bytes it was parsed from: what
 /// ``RecordParser/encode(_:source:peer:receivedAt:)`` writes into NDJSON without making strings.
+///
+/// Indices rather than slices: a slice holds its array, and every copy of the message retained it four times and
+/// released it as often (BENCHMARKS.md's Measured choices has what that cost).
 struct RFC3164Message {
     var severity: Severity
     var facility: Int
     /// `nil` for a date that exists in none of the years tried (`Feb 30`).
     var timestamp: Timestamp?
-    var hostname: ArraySlice<UInt8>?
-    var identifier: ArraySlice<UInt8>?
-    var processID: ArraySlice<UInt8>?
-    var message: ArraySlice<UInt8>
+    var hostname: Range<Int>?
+    var identifier: Range<Int>?
+    var processID: Range<Int>?
+    var message: Range<Int>
 }
 
 extension ByteScanner {

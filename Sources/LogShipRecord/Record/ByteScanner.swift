@@ -68,9 +68,14 @@ struct ByteScanner {
 
     /// Consumes bytes up to (not including) the next space or the end; `nil` when that token is empty.
     mutating func token() -> ArraySlice<UInt8>? {
+        tokenRange().map { bytes[$0] }
+    }
+
+    /// ``token()``'s indices in ``bytes``, for a caller that keeps where the token is rather than a slice of it.
+    mutating func tokenRange() -> Range<Int>? {
         let start = index
         while let byte = peek(), byte != UInt8(ascii: " ") { index += 1 }
-        return index > start ? bytes[start..<index] : nil
+        return index > start ? start..<index : nil
     }
 
     mutating func seek(to newIndex: Int) {
