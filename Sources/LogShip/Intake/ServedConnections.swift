@@ -7,12 +7,20 @@ final class ServedConnections: Sendable {
         var channels: [ObjectIdentifier: any Channel] = [:]
         var emptyWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter = 0
+        /// Whether ``closeAll()`` was called: a connection inserted afterwards is refused.
+        var isClosing = false
     }
 
     private let state = Mutex(State())
 
-    func insert(_ channel: any Channel) {
-        state.withLock { $0.channels[ObjectIdentifier(channel)] = channel }
+    /// Serves `channel` from now on; `false` once ``closeAll()`` was called, and the caller closes it instead.
+    @discardableResult
+    func insert(_ channel: any Channel) -> Bool {
+        state.withLock { state in
+            guard !state.isClosing else { return false }
+            state.channels[ObjectIdentifier(channel)] = channel
+            return true
+        }
     }
 
     func remove(_ channel: any Channel) {
@@ -40,6 +48,15 @@ final class ServedConnections: Sendable {
         for channel in state.withLock({ Array($0.channels.values) }) {
             channel.close(mode: .input, promise: nil)
         }
+    }
+
+    /// Closes every connection served, and refuses those inserted from now on.
+    func closeAll() {
+        let channels = state.withLock { state in
+            state.isClosing = true
+            return Array(state.channels.values)
+        }
+        for channel in channels { channel.close(promise: nil) }
     }
 
     /// Returns once no connection is served, or once the task is cancelled.

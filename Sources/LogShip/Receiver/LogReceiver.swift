@@ -91,8 +91,8 @@ public final class LogReceiver: Sendable {
     private let behavior: Behavior
     private let onRequest: @Sendable (Request) -> Void
     private let counters = Mutex(Statistics())
-    /// The connections being served, and whether ``stop()`` was called: what it closes.
-    private let serving = Mutex<(open: [ObjectIdentifier: any Channel], isStopping: Bool)>(([:], false))
+    /// The connections being served: what ``stop()`` closes.
+    private let served = ServedConnections()
     private let logger: Logger
 
     /// The address the receiver listens on (with the port chosen when 0 was asked for).
@@ -169,23 +169,14 @@ public final class LogReceiver: Sendable {
     /// unfinished by a cancelled loop, which NIO traps on (`Deinited NIOAsyncWriter without calling finish()`);
     /// a closed server channel still hands over every connection it accepted, and those are closed at once.
     public func stop() {
-        let open = serving.withLock { serving in
-            serving.isStopping = true
-            return Array(serving.open.values)
-        }
         server.channel.close(promise: nil)
-        for channel in open { channel.close(promise: nil) }
+        served.closeAll()
     }
 
     private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {
         counters.withLock { $0.connections += 1 }
-        let id = ObjectIdentifier(connection.channel)
-        let isStopping = serving.withLock { serving in
-            if !serving.isStopping { serving.open[id] = connection.channel }
-            return serving.isStopping
-        }
-        if isStopping { connection.channel.close(promise: nil) }
-        defer { serving.withLock { _ = $0.open.removeValue(forKey: id) } }
+        if !served.insert(connection.channel) { connection.channel.close(promise: nil) }
+        defer { served.remove(connection.channel) }
         do {
             try await connection.executeThenClose { parts, writer in
                 var head: HTTPRequestHead?

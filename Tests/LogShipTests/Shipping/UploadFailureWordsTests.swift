@@ -21,7 +21,7 @@ struct UploadFailureWordsTests {
             eventLoops: [MultiThreadedEventLoopGroup.singleton.next()])
         defer { uploader.shutdown() }
         do {
-            try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 1))
+            _ = try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 1))
         } catch let error as UploadError {
             return error
         }
