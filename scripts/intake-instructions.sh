@@ -13,7 +13,8 @@ work=$(mktemp -d /tmp/logshipd-intake.XXXXXX)
 receiver=""
 daemon=""
 cleanup() {
-  [ -n "$daemon" ] && kill -KILL "$daemon" 2>/dev/null || true
+  # Killed, not stopped: the counts were dumped already.
+  [ -n "$daemon" ] && { kill -KILL "$daemon"; wait "$daemon"; } 2>/dev/null || true
   [ -n "$receiver" ] && kill "$receiver" 2>/dev/null || true
   rm -rf "$work"
 }
@@ -49,7 +50,10 @@ LOGSHIPD_UPLOAD_URL="$(grep -o "http://[^ ]*" "$work/receiver.log")" \
 daemon=$!
 
 running() {
-  kill -0 "$daemon" 2> /dev/null || { echo "intake-instructions: logshipd ended:" >&2; cat "$work/daemon.log" >&2; exit 1; }
+  kill -0 "$daemon" 2> /dev/null && return
+  echo "intake-instructions: logshipd ended:" >&2
+  cat "$work/daemon.log" >&2
+  exit 1
 }
 delivered_all() {
   running

@@ -120,15 +120,27 @@ enum SyslogParser {
             &scanner, severity: Severity(rawValue: priority & 7)!, facility: priority >> 3, receivedAt: receivedAt)
     }
 
-    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        .map { Array($0.utf8) }
-
     /// The month (1-12) whose abbreviation is next in `scanner`, or `nil`; consumes nothing.
     private static func month(at scanner: ByteScanner) -> Int? {
         guard let first = scanner.peek(), let second = scanner.peek(at: 1), let third = scanner.peek(at: 2) else {
             return nil
         }
-        return monthNames.firstIndex { $0[0] == first && $0[1] == second && $0[2] == third }.map { $0 + 1 }
+        // The three letters as one number, so that one switch finds the month.
+        return switch UInt32(first) << 16 | UInt32(second) << 8 | UInt32(third) {
+        case 0x4A_61_6E: 1  // Jan
+        case 0x46_65_62: 2  // Feb
+        case 0x4D_61_72: 3  // Mar
+        case 0x41_70_72: 4  // Apr
+        case 0x4D_61_79: 5  // May
+        case 0x4A_75_6E: 6  // Jun
+        case 0x4A_75_6C: 7  // Jul
+        case 0x41_75_67: 8  // Aug
+        case 0x53_65_70: 9  // Sep
+        case 0x4F_63_74: 10  // Oct
+        case 0x4E_6F_76: 11  // Nov
+        case 0x44_65_63: 12  // Dec
+        default: nil
+        }
     }
 
     /// `Mmm dd hh:mm:ss [HOSTNAME ]TAG[PID]: MSG`. The host name is optional because local clients (`logger -u`

@@ -90,6 +90,20 @@ struct RecordParserTests {
         #expect(abs(record.timestamp.microsecondsSinceEpoch - newYear.microsecondsSinceEpoch) < 2 * 86_400 * 1_000_000)
     }
 
+    @Test("RFC 3164 reads each of the twelve months by its English abbreviation, and no other spelling")
+    func rfc3164Months() throws {
+        let names = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        for (index, name) in names.enumerated() {
+            let sent = try #require(Timestamp.local(year: 2026, month: index + 1, day: 15, hour: 12, minute: 0, second: 0))
+            let record = parser.parse(
+                Frame(bytes: Array("<14>\(name) 15 12:00:00 tag: m".utf8)), source: .socket, peer: nil, receivedAt: sent)
+            #expect(record.timestamp == sent && record.message == "m", "\(name)")
+        }
+        for name in ["JAN", "jan", "Jul.", "Jux", "Ja"] {
+            #expect(parse("<14>\(name) 15 12:00:00 tag: m").fields["syslog_identifier"] == nil, "\(name)")
+        }
+    }
+
     @Test("RFC 5424 with structured data, message id and BOM")
     func rfc5424() {
         let line =
