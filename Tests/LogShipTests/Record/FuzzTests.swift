@@ -14,10 +14,8 @@ struct FuzzTests {
             "no fuzzer at \(fuzzer): `make test` builds it (make fuzz-build)")
         let corpus = try TemporaryDirectory.make()
         let seeds = packageRoot.appendingPathComponent("Tests/FuzzCorpus").path
-        // At the lowest priority: it computes for minutes, and the tests beside it wait, within bounds, on daemons
-        // and loopback exchanges that need the CPU more.
         let fuzzing = try ChildProcess(
-            "/usr/bin/nice", ["-n", "19", fuzzer, "-runs=10000", "-seed=1", "-artifact_prefix=\(corpus)/", corpus, seeds],
+            fuzzer, ["-runs=10000", "-seed=1", "-artifact_prefix=\(corpus)/", corpus, seeds],
             environment: ["SWIFT_BACKTRACE": "enable=no"])
         let result = try await fuzzing.wait(within: .seconds(600))
         #expect(result.status == 0, "\(result.standardError.suffix(3000))")
