@@ -151,7 +151,8 @@ final class UnixStreamListener: Sendable {
                     logger.warning("a connection could not be set up", metadata: ["logship.error": "\(error)"])
                     return
                 }
-                served.insert(connection.channel)
+                // Never refused: this listener's stop closes inputs, and never calls `closeAll()`.
+                _ = served.insert(connection.channel)
                 // On the channel's own loop: the reads reach the task without a thread switch, and the frames are
                 // parsed where they were read (see docs/ARCHITECTURE.md).
                 group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {

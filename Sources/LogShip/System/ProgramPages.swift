@@ -49,6 +49,8 @@ public enum ProgramPages {
 
     /// ``releaseStartupPages()`` on a thread of its own, after `delay`: reading /proc and `madvise` block, and the
     /// caller may be an upload loop or the cooperative pool, which are for tasks.
+    ///
+    /// - Parameter delay: How long the thread waits before it looks (the daemon's services start meanwhile).
     public static func releaseStartupPagesInBackground(after delay: Duration = .zero) {
         Thread.detachNewThread {
             if delay > .zero { Thread.sleep(forTimeInterval: delay.seconds) }

@@ -1,7 +1,7 @@
 /// A cursor over bytes for the hand-written parsers: small, allocation-free, never traps on bad input.
 ///
 /// It reads a slice in place; its indices are the slice's own. Its small steps are always inlined: the optimizer
-/// left them calls, and inlined they took 3% off each socket line's encoding (BENCHMARKS.md's Measured choices).
+/// left them calls, on the path of every socket line (BENCHMARKS.md's Measured choices has what they cost).
 struct ByteScanner {
     let bytes: ArraySlice<UInt8>
     private(set) var index: Int

@@ -90,13 +90,42 @@ struct RecordParserTests {
         #expect(abs(record.timestamp.microsecondsSinceEpoch - newYear.microsecondsSinceEpoch) < 2 * 86_400 * 1_000_000)
     }
 
+    /// A header after the timestamp, and what it gives: host name, tag, pid and message.
+    struct TagCase: Sendable, CustomTestStringConvertible {
+        var header: String
+        var hostname: String?
+        var identifier: String?
+        var processID: String?
+        var message: String
+        var testDescription: String { header }
+    }
+
+    @Test("RFC 3164 tags: TAG: and TAG[PID]:, a host name before them; anything else is the message", arguments: [
+        TagCase(header: "tag: m", identifier: "tag", message: "m"),
+        TagCase(header: "tag[42]: m", identifier: "tag", processID: "42", message: "m"),
+        TagCase(header: "tag[]: m", identifier: "tag", message: "m"),
+        TagCase(header: "web-17 nginx[7]: m", hostname: "web-17", identifier: "nginx", processID: "7", message: "m"),
+        TagCase(header: "[42]: m", message: "[42]: m"),
+        TagCase(header: "a[: m", message: "a[: m"),
+        TagCase(header: ": m", message: ": m"),
+        TagCase(header: "tag:m", message: "tag:m"),
+    ])
+    func rfc3164Tags(_ tagCase: TagCase) {
+        let record = parse("<14>Nov 21 09:59:58 \(tagCase.header)")
+        #expect(record.fields["syslog_hostname"] == tagCase.hostname)
+        #expect(record.fields["syslog_identifier"] == tagCase.identifier)
+        #expect(record.fields["syslog_pid"] == tagCase.processID)
+        #expect(record.message == tagCase.message)
+    }
+
     @Test("RFC 3164 reads each of the twelve months by its English abbreviation, and no other spelling")
     func rfc3164Months() throws {
         let names = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         for (index, name) in names.enumerated() {
-            let sent = try #require(Timestamp.local(year: 2026, month: index + 1, day: 15, hour: 12, minute: 0, second: 0))
-            let record = parser.parse(
-                Frame(bytes: Array("<14>\(name) 15 12:00:00 tag: m".utf8)), source: .socket, peer: nil, receivedAt: sent)
+            let sent = try #require(
+                Timestamp.local(year: 2026, month: index + 1, day: 15, hour: 12, minute: 0, second: 0))
+            let line = Frame(bytes: Array("<14>\(name) 15 12:00:00 tag: m".utf8))
+            let record = parser.parse(line, source: .socket, peer: nil, receivedAt: sent)
             #expect(record.timestamp == sent && record.message == "m", "\(name)")
         }
         for name in ["JAN", "jan", "Jul.", "Jux", "Ja"] {

@@ -14,7 +14,6 @@ final class ServedConnections: Sendable {
     private let state = Mutex(State())
 
     /// Serves `channel` from now on; `false` once ``closeAll()`` was called, and the caller closes it instead.
-    @discardableResult
     func insert(_ channel: any Channel) -> Bool {
         state.withLock { state in
             guard !state.isClosing else { return false }
