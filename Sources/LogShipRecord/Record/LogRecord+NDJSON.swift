@@ -22,38 +22,38 @@ enum NDJSONLine {
         // Room for the longest line these strings can make: without their contents at most 211 bytes (every key,
         // a negative pid, the largest uid and gid, `truncated`), each field six more bytes of quotes and
         // punctuation, and six bytes per byte of every string (`\u001f`). Only the line itself is kept: it is
-        // written into memory of its own and copied out, which costs less than looking for escapes twice (or
-        // than a closure over `self`, which copies the record).
+        // written into memory of its own, on the stack when there is room for it, and copied out, which costs
+        // less than looking for escapes twice (or than a closure over `self`, which copies the record).
         var strings = host.utf8.count + message.utf8Count + (peer?.comm?.utf8.count ?? 0)
         var hasFields = false
         for (key, value) in fields {
             strings += 1 + key.utf8Count + value.utf8Count
             hasFields = true
         }
-        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 256 + 6 * strings)
-        defer { buffer.deallocate() }
-        var writer = JSONLineWriter(buffer)
-        writer.field("timestamp", timestamp: timestamp)
-        writer.field("priority", rawString: priority.staticName)
-        writer.field("severity", integer: severity.rawValue)
-        writer.field("host", string: host)
-        writer.field("source", rawString: source.staticName)
-        writer.field("message", string: message)
-        if let peer {
-            writer.field("pid", integer: Int(peer.pid))
-            writer.field("uid", integer: Int(peer.uid))
-            writer.field("gid", integer: Int(peer.gid))
-            if let comm = peer.comm {
-                writer.field("comm", string: comm)
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256 + 6 * strings) { buffer in
+            var writer = JSONLineWriter(buffer)
+            writer.field("timestamp", timestamp: timestamp)
+            writer.field("priority", rawString: priority.staticName)
+            writer.field("severity", integer: severity.rawValue)
+            writer.field("host", string: host)
+            writer.field("source", rawString: source.staticName)
+            writer.field("message", string: message)
+            if let peer {
+                writer.field("pid", integer: Int(peer.pid))
+                writer.field("uid", integer: Int(peer.uid))
+                writer.field("gid", integer: Int(peer.gid))
+                if let comm = peer.comm {
+                    writer.field("comm", string: comm)
+                }
             }
+            if hasFields {
+                writer.field("fields", object: fields)
+            }
+            if truncated {
+                writer.field("truncated", bool: true)
+            }
+            return Array(UnsafeBufferPointer(rebasing: buffer[..<writer.finish()]))
         }
-        if hasFields {
-            writer.field("fields", object: fields)
-        }
-        if truncated {
-            writer.field("truncated", bool: true)
-        }
-        return Array(UnsafeBufferPointer(rebasing: buffer[..<writer.finish()]))
     }
 }
 
