@@ -40,10 +40,12 @@ struct MemoryTrade {
 
     static let allocatorArenas = MemoryTrade(
         section: "Allocator arenas", command: "arenas", setting: "MALLOC_ARENA_MAX",
-        variants: [1, MallocTuning.arenas, 8].map { arenas in
-            Variant(
-                name: "\(arenas)" + (arenas == MallocTuning.arenas ? " (default)" : ""),
-                settings: .init(environment: ["MALLOC_ARENA_MAX": "\(arenas)"]))
+        variants: Set([1, 2, 8, MallocTuning.arenas]).sorted().map { arenas in
+            // The default without the variable: as the daemon sets it itself, which must happen before a second
+            // thread allocates to hold (see `Logshipd.main()`).
+            arenas == MallocTuning.arenas
+                ? Variant(name: "\(arenas) (default)", settings: .init())
+                : Variant(name: "\(arenas)", settings: .init(environment: ["MALLOC_ARENA_MAX": "\(arenas)"]))
         },
         explanation: """
             glibc gives each thread that allocates an arena of its own, up to `MALLOC_ARENA_MAX`, and an arena keeps

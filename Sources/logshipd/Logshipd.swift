@@ -19,8 +19,16 @@ struct Logshipd: AsyncParsableCommand {
     @Flag(name: .customLong("check-config"), help: "Check the configuration (with LOGSHIPD_* overrides), list every problem, and exit: 0 when it is valid, 1 when not.")
     var checkConfig = false
 
-    func run() async throws {
+    /// Tunes glibc's allocator, then parses the arguments and runs. Here, on the main thread, rather than in
+    /// `run()`: that runs on the cooperative pool, and glibc fixes its arena limit only when a thread after the
+    /// main one first allocates, so a thread that allocated before the limit keeps an arena of its own.
+    @MainActor
+    static func main() async {
         MallocTuning.applyForDaemon()
+        await main(nil)
+    }
+
+    func run() async throws {
         // The default file may be absent (environment and defaults then apply); a named one must exist, and so
         // must the one a check is asked to check.
         let isDefaultAbsent = config == Self.defaultConfig && !FileManager.default.fileExists(atPath: config)

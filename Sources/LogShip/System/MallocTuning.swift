@@ -11,7 +11,8 @@ public enum MallocTuning {
     ///
     /// The arena count trades memory for contention: each thread that allocates gets an arena of its own up to the
     /// limit, and each arena keeps its own high-water mark of what passed through its thread. Records pass through
-    /// about six threads. BENCHMARKS.md's "Allocator arenas" (`logshipd-bench arenas`) has both sides.
+    /// about six threads; with one arena they take turns at its lock, and the daemon holds one high-water mark.
+    /// BENCHMARKS.md's "Allocator arenas" (`logshipd-bench arenas`) and Measured choices have both sides.
     ///
     /// A lower threshold saves a little more memory but maps and unmaps the buffers of every request (BENCHMARKS.md,
     /// Measured choices).
@@ -24,7 +25,7 @@ public enum MallocTuning {
     }
 
     /// The most arenas glibc keeps, unless the environment says otherwise.
-    public static let arenas = 2
+    public static let arenas = 1
 
     /// The size from which glibc maps a block apart instead of taking it from an arena: buffers made often (a
     /// spool chunk's lines) are kept below it.
