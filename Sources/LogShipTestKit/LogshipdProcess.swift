@@ -40,10 +40,12 @@ public enum LogshipdProcess {
         return path
     }
 
-    /// Starts logshipd on `directory`'s configuration and returns once its control socket is there.
-    public static func start(directory: String) async throws -> ChildProcess {
+    /// Starts logshipd on `directory`'s configuration, with `environment` added to this process's, and returns
+    /// once its control socket is there.
+    public static func start(directory: String, environment: [String: String]? = nil) async throws -> ChildProcess {
         try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
-        let daemon = try ChildProcess(Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"])
+        let daemon = try ChildProcess(
+            Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"], environment: environment)
         try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: "\(directory)/control.sock") }
         return daemon
     }

@@ -2,7 +2,7 @@ import Foundation
 import LogShip
 
 /// Both sides of a setting that trades speed for memory: logshipd alone in three of the comparison's scenarios,
-/// with the setting below, at and above its default, runs interleaved; a section of BENCHMARKS.md.
+/// with the setting at its default and values beside it, runs interleaved; a section of BENCHMARKS.md.
 struct MemoryTrade {
     /// One value of the setting, as the table names it and as the daemon gets it.
     struct Variant {
@@ -62,7 +62,8 @@ struct MemoryTrade {
             "| scenario | \(setting) | lines/s | µs CPU/line | peak RSS MiB |",
             "|---|---|---|---|---|",
         ]
-        print("logshipd with \(setting) \(variants.map(\.name).joined(separator: ", ")), "
+        let values = variants.map(\.name).joined(separator: ", ")
+        print("logshipd with \(setting) \(values), "
             + "\(Self.runs) interleaved runs, medians (min–max):")
         for number in Self.scenarioNumbers {
             let scenario = try PeerComparison.scenario(number)
@@ -89,7 +90,7 @@ struct MemoryTrade {
 
             \(explanation)
             logshipd alone (the same generator, receiver and configuration as beside syslog-ng) with
-            \(setting) below, at and above its default, \(Self.runs) runs with the values interleaved, median
+            \(setting) \(values), \(Self.runs) runs with the values interleaved, median
             (min–max).
 
             \(table.joined(separator: "\n"))

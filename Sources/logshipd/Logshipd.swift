@@ -19,9 +19,11 @@ struct Logshipd: AsyncParsableCommand {
     @Flag(name: .customLong("check-config"), help: "Check the configuration (with LOGSHIPD_* overrides), list every problem, and exit: 0 when it is valid, 1 when not.")
     var checkConfig = false
 
-    /// Tunes glibc's allocator, then parses the arguments and runs. Here, on the main thread, rather than in
-    /// `run()`: that runs on the cooperative pool, and glibc fixes its arena limit only when a thread after the
-    /// main one first allocates, so a thread that allocated before the limit keeps an arena of its own.
+    /// Tunes glibc's allocator, then parses the arguments and runs. Here rather than in `run()`, which runs on the
+    /// cooperative pool after threads there have allocated: glibc reads its arena limit only when a thread that
+    /// has no arena needs one, and a thread that took one before the limit keeps it. `@MainActor` keeps this body
+    /// on the main thread, which starts it before any other thread exists; a nonisolated `main` would move to the
+    /// pool first.
     @MainActor
     static func main() async {
         MallocTuning.applyForDaemon()

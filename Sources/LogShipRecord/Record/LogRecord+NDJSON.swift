@@ -22,8 +22,9 @@ enum NDJSONLine {
         // Room for the longest line these strings can make: without their contents at most 211 bytes (every key,
         // a negative pid, the largest uid and gid, `truncated`), each field six more bytes of quotes and
         // punctuation, and six bytes per byte of every string (`\u001f`). Only the line itself is kept: it is
-        // written into memory of its own, on the stack when there is room for it, and copied out, which costs
-        // less than looking for escapes twice (or than a closure over `self`, which copies the record).
+        // written into memory of its own and copied out, which costs less than looking for escapes twice (or
+        // than a closure over `self`, which copies the record). That memory is on the stack when the room fits
+        // in 1 KiB (at most 128 bytes of strings), the standard library's limit; on the heap otherwise.
         var strings = host.utf8.count + message.utf8Count + (peer?.comm?.utf8.count ?? 0)
         var hasFields = false
         for (key, value) in fields {
