@@ -9,68 +9,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BIN_PATH:?set BIN_PATH to the bin directory of the release build}"
+SCRIPT=intake-instructions
+source scripts/lib/callgrind-daemon.sh
 LINES=100000
 
-work=$(mktemp -d /tmp/logshipd-intake.XXXXXX)
-receiver=""
-daemon=""
-cleanup() {
-  # Killed, not stopped: nothing after the dump is measured.
-  [ -n "$daemon" ] && { kill -KILL "$daemon"; wait "$daemon"; } 2>/dev/null || true
-  [ -n "$receiver" ] && kill "$receiver" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# Waits up to $1 seconds for the command after it to succeed.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    [ $SECONDS -lt "$deadline" ] || { echo "intake-instructions: timed out waiting for: $*" >&2; exit 1; }
-    sleep 0.2
-  done
-}
-
-# valgrind 3.19 cannot read the DWARF of Swift 6 binaries; the symbol table is all callgrind needs.
-strip --strip-debug -o "$work/logshipd" "$BIN_PATH/logshipd"
 for i in $(seq 0 $((LINES - 1))); do
   echo "<14>Nov 22 10:00:00 web-17 nginx[4242]: GET /api/v1/orders/$i 200 12ms user=u$((i % 500)) agent=curl/8.5.0"
 done > "$work/lines"
 
-"$BIN_PATH/logctl" receive --listen 127.0.0.1:0 --quiet > /dev/null 2> "$work/receiver.log" &
-receiver=$!
-wait_for 10 grep -q "listening on" "$work/receiver.log"
-
-LOGSHIPD_INGEST_STREAM="$work/ingest.sock" \
-LOGSHIPD_INGEST_DATAGRAM="$work/ingest.dgram" \
-LOGSHIPD_INGEST_CONTROL="$work/control.sock" \
-LOGSHIPD_SPOOL_PATH="$work/spool.db" \
-LOGSHIPD_UPLOAD_URL="$(grep -o "http://[^ ]*" "$work/receiver.log")" \
-  valgrind --tool=callgrind --vgdb-prefix="$work/vgdb" --callgrind-out-file="$work/callgrind.out" \
-  "$work/logshipd" --config config/logshipd.yaml > "$work/daemon.log" 2>&1 &
-daemon=$!
-
-running() {
-  kill -0 "$daemon" 2> /dev/null && return
-  echo "intake-instructions: logshipd ended:" >&2
-  cat "$work/daemon.log" >&2
-  exit 1
-}
-delivered_all() {
-  running
-  local delivered
-  delivered=$("$BIN_PATH/logctl" status --socket "$work/control.sock" --json 2> /dev/null \
-    | sed -n 's/^ *"delivered" *: *\([0-9]*\).*/\1/p')
-  [ "${delivered:-0}" -ge "$LINES" ]
-}
-dumped() { grep -q '^totals:' "$work/callgrind.out.1" 2> /dev/null; }
-
+start_receiver
+start_daemon
 wait_for 120 test -S "$work/ingest.sock"
 socat -u "$work/lines" "UNIX-CONNECT:$work/ingest.sock"
-wait_for 600 delivered_all
-timeout 60 callgrind_control --vgdb-prefix="$work/vgdb" --dump "$daemon" > /dev/null 2>&1
-wait_for 60 dumped
+wait_for 600 delivered_at_least "$LINES"
+dump 1 delivered
 
 # callgrind leaves Swift's names mangled: RecordParser.encode(_:source:peer:receivedAt:) is the first match.
 callgrind_annotate --inclusive=yes "$work/callgrind.out.1" 2> /dev/null \

@@ -21,88 +21,33 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BIN_PATH:?set BIN_PATH to the bin directory of the release build}"
+SCRIPT=order-file
+source scripts/lib/callgrind-daemon.sh
 # Lines sent through the daemon while it is recorded: enough to run every part of delivery several times.
 LINES=2000
 
-work=$(mktemp -d /tmp/logshipd-order.XXXXXX)
-receiver=""
-notifications=""
-daemon=""
-cleanup() {
-  [ -n "$daemon" ] && kill "$daemon" 2>/dev/null || true
-  [ -n "$receiver" ] && kill "$receiver" 2>/dev/null || true
-  [ -n "$notifications" ] && kill "$notifications" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# Waits up to $1 seconds for the command after it to succeed.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    [ $SECONDS -lt "$deadline" ] || { echo "order-file: timed out waiting for: $*" >&2; exit 1; }
-    sleep 0.2
-  done
-}
-
-# valgrind 3.19 cannot read the DWARF of Swift 6 binaries; the symbol table is all callgrind needs.
-strip --strip-debug -o "$work/logshipd" "$BIN_PATH/logshipd"
-
-"$BIN_PATH/logctl" receive --listen 127.0.0.1:0 --quiet > /dev/null 2> "$work/receiver.log" &
-receiver=$!
-wait_for 10 grep -q "listening on" "$work/receiver.log"
-url=$(grep -o "http://[^ ]*" "$work/receiver.log")
+start_receiver
 
 # What systemd gives the packaged service, so that its idle work is recorded too: a notification socket with a
 # watchdog (every second here), and the journal input on.
 socat -u UNIX-RECV:"$work/notify.sock" - > "$work/notifications" &
-notifications=$!
+helpers+=($!)
 wait_for 10 test -S "$work/notify.sock"
+start_daemon NOTIFY_SOCKET="$work/notify.sock" WATCHDOG_USEC=2000000 LOGSHIPD_JOURNAL_ENABLED=true
 
-NOTIFY_SOCKET="$work/notify.sock" WATCHDOG_USEC=2000000 \
-LOGSHIPD_JOURNAL_ENABLED=true \
-LOGSHIPD_INGEST_STREAM="$work/ingest.sock" \
-LOGSHIPD_INGEST_DATAGRAM="$work/ingest.dgram" \
-LOGSHIPD_INGEST_CONTROL="$work/control.sock" \
-LOGSHIPD_SPOOL_PATH="$work/spool.db" \
-LOGSHIPD_UPLOAD_URL="$url" \
-  valgrind --tool=callgrind --demangle=no --vgdb-prefix="$work/vgdb" --callgrind-out-file="$work/callgrind.out" \
-  "$work/logshipd" --config config/logshipd.yaml > "$work/daemon.log" 2>&1 &
-daemon=$!
-
-running() {
-  kill -0 "$daemon" 2> /dev/null && return
-  echo "order-file: logshipd ended:" >&2
-  cat "$work/daemon.log" >&2
-  exit 1
-}
-status() { "$BIN_PATH/logctl" status --socket "$work/control.sock" --json 2> /dev/null; }
-delivered() { status | sed -n 's/^ *"delivered" *: *\([0-9]*\).*/\1/p'; }
-# Whether at least $1 records were delivered; ends the script if the daemon has died.
-delivered_at_least() { running; [ "$(delivered)" -ge "$1" ] 2> /dev/null; }
 # Whether the daemon answers and has sent `$1` to systemd since start; ends the script if it has died.
 notified() { running; status > /dev/null && grep -q "$1" "$work/notifications"; }
-# Whether callgrind has finished writing the dump file $1.
-dumped() { grep -q '^totals:' "$1" 2> /dev/null; }
 
 # Started and waiting, once a watchdog ping shows the periodic work has run: what starting ran.
 wait_for 120 notified WATCHDOG=1
-timeout 60 callgrind_control --vgdb-prefix="$work/vgdb" --dump=started "$daemon" > /dev/null
-wait_for 60 dumped "$work/callgrind.out.1"
+dump 1 started
 
 # Delivering: what runs while the daemon works.
 for i in $(seq 1 "$LINES"); do echo "<14>order-file: line $i of $LINES"; done \
   | socat -u - "UNIX-CONNECT:$work/ingest.sock"
 "$BIN_PATH/logctl" send --socket "$work/control.sock" --priority crash "order-file: a crash record" > /dev/null
 wait_for 300 delivered_at_least $((LINES + 1))
-timeout 60 callgrind_control --vgdb-prefix="$work/vgdb" --dump=delivered "$daemon" > /dev/null
-wait_for 60 dumped "$work/callgrind.out.2"
-
-running
-kill -KILL "$daemon"
-wait "$daemon" 2> /dev/null || true
-daemon=""
+dump 2 delivered
 
 # The functions of the logshipd image that have a cost in one callgrind dump, by name. The format names an
 # image (ob=) or function (fn=) in full the first time and by its number (fn=(12)) after that; a recursion level
