@@ -17,11 +17,16 @@ public enum MallocTuning {
     /// A lower threshold saves a little more memory but maps and unmaps the buffers of every request (BENCHMARKS.md,
     /// Measured choices).
     ///
-    /// Settings an operator gives in the environment (`MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`) are kept.
+    /// Settings an operator gives in the environment (`MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`, or the same in
+    /// `GLIBC_TUNABLES`) are kept.
     public static func applyForDaemon() {
         let environment = ProcessEnvironment()
-        if environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, Int32(arenas)) }
-        if environment["MALLOC_MMAP_THRESHOLD_"] == nil { _ = mallopt(M_MMAP_THRESHOLD, Int32(mapThreshold)) }
+        if !environment.setsMallocTunable("arena_max", variable: "MALLOC_ARENA_MAX") {
+            _ = mallopt(M_ARENA_MAX, Int32(arenas))
+        }
+        if !environment.setsMallocTunable("mmap_threshold", variable: "MALLOC_MMAP_THRESHOLD_") {
+            _ = mallopt(M_MMAP_THRESHOLD, Int32(mapThreshold))
+        }
     }
 
     /// The most arenas glibc keeps, unless the environment says otherwise.
@@ -51,5 +56,13 @@ public enum MallocTuning {
 private struct ProcessEnvironment {
     subscript(name: String) -> String? {
         getenv(name).map { String(cString: $0) }
+    }
+
+    /// Whether glibc's malloc tunable `name` is set: by its own `variable`, or in `GLIBC_TUNABLES`
+    /// (`glibc.malloc.arena_max=4:glibc.malloc.…`).
+    func setsMallocTunable(_ name: String, variable: String) -> Bool {
+        guard self[variable] == nil else { return true }
+        let tunables = self["GLIBC_TUNABLES"]?.split(separator: ":") ?? []
+        return tunables.contains { $0.hasPrefix("glibc.malloc.\(name)=") }
     }
 }

@@ -27,14 +27,13 @@ struct MallocTuningTests {
     }
 
     @Test(
-        "logshipd allocates from glibc's main arena alone, whatever its threads do; an operator's MALLOC_ARENA_MAX is kept",
-        arguments: [nil, "4"])
-    func oneArena(operatorLimit: String?) async throws {
+        "logshipd allocates from glibc's main arena alone, whatever its threads do; an operator's arena limit is kept",
+        arguments: [[:], ["MALLOC_ARENA_MAX": "4"], ["GLIBC_TUNABLES": "glibc.malloc.arena_max=4"]])
+    func oneArena(operatorSettings: [String: String]) async throws {
         let directory = try TemporaryDirectory.make()
         let receiver = try await TestReceiver()
         try LogshipdProcess.configure(directory: directory, url: receiver.url, batchRecords: 50)
-        let daemon = try await LogshipdProcess.start(
-            directory: directory, environment: operatorLimit.map { ["MALLOC_ARENA_MAX": $0] })
+        let daemon = try await LogshipdProcess.start(directory: directory, environment: operatorSettings)
         // Records through every busy thread: the intake's event loop, the spool's writer, the upload loops.
         let client = try UnixClient(path: "\(directory)/ingest.sock", type: .stream)
         for index in 0..<2_000 {
@@ -44,7 +43,7 @@ struct MallocTuningTests {
         let heaps = try Self.arenaHeaps(of: daemon.pid)
         daemon.signal(SIGTERM)
         _ = try await daemon.wait()
-        if operatorLimit == nil {
+        if operatorSettings.isEmpty {
             #expect(heaps == 0, "arena heaps besides the main arena: \(heaps)")
         } else {
             #expect(heaps >= 1, "the operator's limit of four lets threads take arenas of their own: \(heaps)")
