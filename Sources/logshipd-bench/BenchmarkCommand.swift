@@ -18,6 +18,17 @@ struct BenchmarkCommand: AsyncParsableCommand {
         ],
         defaultSubcommand: All.self)
 
+    /// Says which of the allocator's variables the environment sets, then runs: every logshipd the bench starts
+    /// inherits them, the rows marked "default" included.
+    static func main() async {
+        for name in ["MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES"] {
+            guard let value = ProcessInfo.processInfo.environment[name] else { continue }
+            FileHandle.standardError.write(Data(
+                "logshipd-bench: \(name)=\(value) reaches every logshipd started, its defaults' rows included\n".utf8))
+        }
+        await main(nil)
+    }
+
     struct All: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Everything below, in order (what `make bench` runs).")
         func run() async throws { try await Benchmark.runAll() }
