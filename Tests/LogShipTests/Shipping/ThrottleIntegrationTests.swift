@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import LogShipTestKit
+import Synchronization
 import Testing
 
 /// The link's budget against a real receiver on loopback: what leaves stays within it, crash records do not
@@ -107,25 +108,26 @@ struct ThrottleIntegrationTests {
         // 429 reached the receiver and before the first accepted request did, which bounds the rate from above and
         // below, whatever the machine's speed: on a loaded machine seconds may pass between the overloads too, and
         // a halving then takes half of what they gave back, never more than they did.
-        let step = Double(budget) / 20
-        let deadline = ContinuousClock.now + .seconds(60)
-        var samples = 0
-        while true {
+        // Each look at the rate, with the clock read just before and just after it.
+        let samples = Mutex<[(before: ContinuousClock.Instant, effective: Int?, after: ContinuousClock.Instant)]>([])
+        try await eventually(within: .seconds(60)) {
             let before = ContinuousClock.now
             let status = try await daemon.status()
-            let after = ContinuousClock.now
-            let effective = Double(try #require(status.rateEffective))
-            let least = min(Double(budget), Double(budget) / 8 + step * (before - firstAccepted).seconds.rounded(.down))
-            let most = min(Double(budget), Double(budget) / 8 + step * (after - firstOverload).seconds.rounded(.down))
-            samples += 1
+            samples.withLock { $0.append((before, status.rateEffective, .now)) }
+            return !status.rateHeldDownByReceiver
+        }
+        /// The rate after three halvings and `seconds` whole seconds of recovery, at most the budget.
+        func recovered(after seconds: Duration) -> Double {
+            min(Double(budget), Double(budget) / 8 + Double(budget) / 20 * seconds.seconds.rounded(.down))
+        }
+        for (index, sample) in samples.withLock({ $0 }).enumerated() {
+            let effective = Double(try #require(sample.effective))
+            let least = recovered(after: sample.before - firstAccepted)
+            let most = recovered(after: sample.after - firstOverload)
             guard effective >= least - 1 && effective <= most + 1 else {
-                Issue.record("\(Int(effective)) B/s, expected \(Int(least))...\(Int(most)) (sample \(samples))")
-                try await daemon.stop()
-                return
+                Issue.record("\(Int(effective)) B/s, expected \(Int(least))...\(Int(most)) (sample \(index + 1))")
+                break
             }
-            guard status.rateHeldDownByReceiver else { break }
-            guard after < deadline else { throw WaitTimeout(description: "the rate did not recover: \(status)") }
-            try await Task.sleep(for: .milliseconds(200))  // the next sample of the recovery
         }
         #expect(try await daemon.status().rateEffective == budget)
         #expect(receiver.requests.filter { $0.status == 429 }.count == 3)
