@@ -7,23 +7,16 @@ SWIFT ?= swift
 RUN_DIR ?= $(CURDIR)/.run
 RECEIVER ?= 127.0.0.1:8514
 # Release binaries carry the Swift runtime and Foundation in themselves: they run on a server without a Swift
-# toolchain, and the linker keeps only the parts of them the daemon uses (about 4 MiB less resident than the shared
-# libraries). Every release build passes the same flags, or SwiftPM builds everything again.
-#
-# What an idle daemon holds resident is mostly its own executable's pages, so the link is made for that (about
-# 11 MiB less, see scripts/order-file.sh): lld, because it packs relative relocations (`-z pack-relative-relocs`:
-# the loader reads 22 KiB of them instead of 2.6 MiB; the binary then needs glibc 2.36, Debian 12) and orders
-# functions; our functions left out of the dynamic symbol table (nothing looks them up, the static runtime's are
-# hidden already; only dladdr-based stack traces lose their names, the symbol table and debug information stay);
-# and every Swift function in a section of its own, laid out in the order scripts/logshipd.order gives, so that
-# the code a running daemon uses shares pages.
-ORDER_FILE = $(CURDIR)/scripts/logshipd.order
-RELEASE = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xswiftc -Xfrontend -Xswiftc -function-sections \
-	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic \
-	$(if $(wildcard $(ORDER_FILE)),-Xlinker --symbol-ordering-file=$(ORDER_FILE) -Xlinker --no-warn-symbol-ordering)
+# toolchain, and the linker keeps only the parts of them the daemon uses. Every release build passes the same flags,
+# or SwiftPM builds everything again. lld packs the relative relocations (`-z pack-relative-relocs`: 22 KiB of them
+# instead of 2.6 MiB; the binary then needs glibc 2.36, Debian 12), and our functions stay out of the dynamic symbol
+# table (nothing looks them up; only dladdr-based stack traces lose their names, the symbol table and debug
+# information keep them): smaller binaries to install and to load.
+RELEASE = -c release --static-swift-stdlib -Xswiftc -use-ld=lld \
+	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic
 RELEASE_BIN = $$($(SWIFT) build $(RELEASE) --show-bin-path)
 
-.PHONY: deps test-deps build release run test bench fuzz fuzz-build install order-file clean
+.PHONY: deps test-deps build release run test bench fuzz fuzz-build install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -35,7 +28,7 @@ test-deps:
 build: deps
 	$(SWIFT) build
 
-# The release daemon and logctl, which bench, install and order-file use, built by product: building every product
+# The release daemon and logctl, which bench and install use, built by product: building every product
 # of the graph links GRDB's dynamic library, which lld refuses with the static Foundation.
 release: deps
 	$(SWIFT) build $(RELEASE) --product logshipd
@@ -94,15 +87,6 @@ bench: release
 # (default /usr/local) and SYSCONFDIR (default /etc), staged in DESTDIR if set; see scripts/install.sh.
 install: release
 	BIN_PATH=$(RELEASE_BIN) scripts/install.sh
-
-# Regenerates scripts/logshipd.order from a recorded run of the release daemon (valgrind, installed when missing),
-# and removes the release binaries: SwiftPM does not see the list as an input, so only this makes them link again.
-order-file: release
-	@command -v valgrind >/dev/null 2>&1 || { \
-		echo "order-file: installing valgrind, which records the functions the daemon runs" >&2; \
-		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y --no-install-recommends valgrind >/dev/null; }
-	bin=$(RELEASE_BIN); BIN_PATH=$$bin scripts/order-file.sh && \
-		rm -f $$bin/logshipd $$bin/logctl $$bin/logshipd-bench
 
 clean:
 	$(SWIFT) package clean

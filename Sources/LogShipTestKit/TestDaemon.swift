@@ -41,19 +41,16 @@ public final class TestDaemon: Sendable {
     }
 
     /// Starts a daemon posting to `receiver`; `configure` may point it elsewhere.
-    ///
-    /// - Parameter afterEarlyDelivery: Handed to `Daemon.start`: called after the first batches the remote accepted.
     public static func start(
         receiver: TestReceiver,
         directory: String? = nil,
-        configure: (inout DaemonConfiguration) -> Void = { _ in },
-        afterEarlyDelivery: (@Sendable () -> Void)? = nil
+        configure: (inout DaemonConfiguration) -> Void = { _ in }
     ) async throws -> TestDaemon {
         let directory = try directory ?? TemporaryDirectory.make()
         var configuration = Self.configuration(directory: directory, url: receiver.url)
         configure(&configuration)
         let daemon = try await Daemon.start(
-            configuration: configuration, logger: .test, shutdownSignals: [], afterEarlyDelivery: afterEarlyDelivery)
+            configuration: configuration, logger: .test, shutdownSignals: [])
         let started = TestDaemon(directory: directory, receiver: receiver, daemon: daemon, configuration: configuration)
         // Ready once the control socket answers: its services run, and a client (a logctl the test starts) is
         // greeted at once instead of waiting for a daemon still starting on a loaded machine.

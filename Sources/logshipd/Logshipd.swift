@@ -66,19 +66,10 @@ struct Logshipd: AsyncParsableCommand {
             daemon = try await Daemon.start(
                 configuration: configuration, logger: logger,
                 serviceManager: SystemdNotifier.fromEnvironment().map { ($0, SystemdNotifier.watchdogInterval()) },
-                reloading: ({ try await ConfigurationLoader().load(path: path) }, logLevel),
-                afterEarlyDelivery: { ProgramPages.releaseStartupPagesInBackground() })
+                reloading: ({ try await ConfigurationLoader().load(path: path) }, logLevel))
         } catch {
             Self.fail("logshipd: \(error)")
         }
-        // What only starting ran need not stay resident: given back now, again once the services have started,
-        // which they do within moments of `run()` (a quarter second later), and after the 1st, 10th and 100th
-        // batch delivered (above): the first deliveries run much that later ones do not (the runtime's lookups
-        // of the types they meet, lazy globals, the first connection, the first acknowledgements committed), and
-        // a daemon started with a backlog, or with producers waiting, delivers before the quarter second is up.
-        // Pages the daemon still uses fault back in.
-        ProgramPages.releaseStartupPages()
-        ProgramPages.releaseStartupPagesInBackground(after: .milliseconds(250))
         try await daemon.run()
     }
 

@@ -65,9 +65,6 @@ public final class Daemon: Sendable {
     ///   - uploader: What carries batches to the remote instead of HTTP: a test's, to stand in for a remote.
     ///   - reloading: How to read the configuration again on SIGHUP, and the log level a reload sets; `nil`
     ///     leaves SIGHUP alone.
-    ///   - afterEarlyDelivery: Called after the 1st, 10th and 100th batch the remote accepted records of
-    ///     (``EarlyDeliveries``), on the delivering task's upload loop: it must return at once. logshipd gives back
-    ///     then what only the first deliveries ran (``ProgramPages``).
     /// - Throws: ``SpoolError`` when the spool cannot be opened, ``IngestError`` when a socket cannot be bound.
     /// - Important: `shutdownSignals`, and SIGHUP with `reloading`, are trapped from before the first socket is
     ///   bound: from then on they no longer take their default action, and one that comes before ``run()`` waits
@@ -79,8 +76,7 @@ public final class Daemon: Sendable {
         shutdownSignals: [UnixSignal] = [.sigterm, .sigint],
         serviceManager: (notifier: any ServiceManagerNotifier, watchdogInterval: Duration?)? = nil,
         uploader: (any Uploader)? = nil,
-        reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil,
-        afterEarlyDelivery: (@Sendable () -> Void)? = nil
+        reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil
     ) async throws -> Daemon {
         for notice in configuration.notices { logger.warning("configuration: \(notice)") }
         checkOpenFileLimit(configuration.ingest, logger: logger)
@@ -118,7 +114,6 @@ public final class Daemon: Sendable {
             shutdownTimeout: configuration.upload.shutdownTimeout,
             // Every request is bounded by upload.timeout; settling adds a disk write or two.
             stuckAfter: configuration.upload.timeout * 3 + .seconds(5),
-            afterEarlyDelivery: afterEarlyDelivery,
             logger: logger)
         let intake = RecordIntake(spool: spool, crashBudget: CrashBudget.Settings(configuration.intake))
 

@@ -23,7 +23,6 @@ public final class Shipper: Service, Sendable {
         var nextArming: UInt64 = 0
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterID: UInt64 = 0
-        var earlyDeliveries: EarlyDeliveries
     }
 
     private let queue = OperationQueue()
@@ -46,7 +45,6 @@ public final class Shipper: Service, Sendable {
     ///   - shutdownTimeout: How long requests in flight may take to finish after shutdown begins.
     ///   - stuckAfter: How long an operation may spend on one batch before the shipping path counts as wedged
     ///     (``isMoving``); every request is bounded by `upload.timeout`, so a few times that.
-    ///   - afterEarlyDelivery: Called after the first batches the remote accepted (``EarlyDeliveries``).
     init(
         spool: any Spool,
         delivery: BatchDelivery,
@@ -54,12 +52,10 @@ public final class Shipper: Service, Sendable {
         maxInFlight: Int,
         shutdownTimeout: Duration,
         stuckAfter: Duration,
-        afterEarlyDelivery: (@Sendable () -> Void)? = nil,
         logger: Logger
     ) {
         precondition(maxInFlight > 0)
-        let early = EarlyDeliveries(call: afterEarlyDelivery)
-        state = Mutex(State(machine: ShipperStateMachine(slots: maxInFlight), earlyDeliveries: early))
+        state = Mutex(State(machine: ShipperStateMachine(slots: maxInFlight)))
         queue.maxConcurrentOperationCount = maxInFlight
         queue.name = "logshipd.upload"
         self.spool = spool
@@ -264,12 +260,7 @@ extension Shipper: LogOperationOwner {
     }
 
     func operation(_ id: ShipperStateMachine.OperationID, delivered report: DeliveryReport) -> Bool {
-        let (proceed, early) = state.withLock { state in
-            (state.machine.operationDelivered(id, report, now: Date()),
-             report.counts.delivered > 0 ? state.earlyDeliveries.countAccepted() : nil)
-        }
-        early?()
-        return proceed
+        state.withLock { $0.machine.operationDelivered(id, report, now: Date()) }
     }
 
     func operation(_ id: ShipperStateMachine.OperationID, finished result: Result<DeliveryOutcome, any Error>) {

@@ -136,29 +136,4 @@ struct ShippingIntegrationTests {
         #expect(requests.contains { $0.status == 500 }, "some requests failed and were retried")
         try await daemon.stop()
     }
-
-    @Test("the 1st, 10th and 100th accepted requests are announced, and a refusal before them is not")
-    func earlyDeliveriesAnnounced() async throws {
-        // The first request is refused and its retry held: the moment looked at is "refused once, nothing accepted".
-        let gate = Gate()
-        let receiver = try await TestReceiver(behavior: .init(
-            decide: { sequence, _ in sequence == 0 ? 500 : nil },
-            hold: { sequence in if sequence == 1 { await gate.wait() } }))
-        let announcements = Mutex(0)
-        let daemon = try await TestDaemon.start(
-            receiver: receiver, configure: { $0.batch.maxRecords = 1 },
-            afterEarlyDelivery: { announcements.withLock { $0 += 1 } })
-        try await daemon.send(count: 1, priority: "info", prefix: "first")
-        try await receiver.waitUntil { requests in requests.count == 2 }
-        #expect(announcements.withLock { $0 } == 0, "a refused request delivered nothing")
-        gate.open()
-        try await waitUntil { announcements.withLock { $0 } == 1 }
-        // One record a request: 120 more requests pass the 10th and the 100th.
-        try await daemon.send(count: 120, priority: "info", prefix: "more")
-        try await receiver.waitUntil { requests in
-            requests.filter { $0.status == 200 }.flatMap(\.records).count >= 121
-        }
-        #expect(announcements.withLock { $0 } == 3, "announced at the 1st, 10th and 100th, not for every delivery")
-        try await daemon.stop()
-    }
 }
