@@ -163,13 +163,13 @@ public struct ControlServer: Service {
         guard bytesPerSecond >= 0 else { return .failure("a budget of \(bytesPerSecond) bytes per second is negative") }
         let override: ThrottleOverride = bytesPerSecond == 0 ? .off : .bytesPerSecond(bytesPerSecond)
         if case .bytesPerSecond(let rate) = override {
-            var budget = shipper.throttle.budget
+            var budget = shipper.budget
             budget.bytesPerSecond = rate
             budget.minimumBytesPerSecond = min(budget.minimumBytesPerSecond, rate)
             let problems = ConfigurationLoader.uploadRateProblems(budget, maxRecordBytes: maximumRecordBytes)
             if let problem = problems.first { return .failure(problem) }
         }
-        shipper.throttle.setOverride(override)
+        shipper.setThrottleOverride(override)
         logger.notice(
             "upload budget set by an operator until the next reload",
             metadata: [

@@ -55,7 +55,7 @@ final class DaemonStatusSource: Sendable {
         status.retriedRequests = shipping.totals.retriedRequests
         status.rejectedRequests = shipping.totals.rejectedRequests
         status.inFlight = shipping.operationsInFlight
-        status.pausedUntil = shipping.pause.map { Timestamp($0.until).rfc3339 }
+        status.pausedUntil = shipping.pausedUntil.map { Timestamp($0).rfc3339 }
         status.pauseCause = shipping.pause?.cause.rawValue
         status.lastFailure = (shipping.pause ?? shipping.lastFailure)?.reason
         status.lastError = shipping.lastError?.reason
@@ -63,7 +63,7 @@ final class DaemonStatusSource: Sendable {
         status.lastErrorPast = shipping.lastError.map { $0.at < shipping.lastAcceptedAt ?? .distantPast } ?? false
         status.lastAcceptedAt = shipping.lastAcceptedAt.map { Timestamp($0).rfc3339 }
         status.operatorPaused = shipping.pausedByOperator
-        let rate = shipper.throttle.status
+        let rate = shipper.rateStatus
         status.rateBudget = rate.budgetBytesPerSecond
         status.rateBudgetByOperator = rate.isOverridden
         status.rateEffective = rate.effectiveBytesPerSecond

@@ -95,22 +95,16 @@ public final class Daemon: Sendable {
             logger.warning("tls.insecure_skip_verify is on: any server certificate is accepted, uploads can be intercepted")
         }
         let metrics = configuration.metrics.listen.isEmpty ? nil : MetricsExporter()
-        let backoff = RetryBackoff(initial: configuration.upload.retryInitial, maximum: configuration.upload.retryMax)
         let delivery = BatchDelivery(
             spool: spool,
             uploader: uploader ?? httpUploader!,
-            limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
-            backoff: backoff,
-            retryAfterMaximum: configuration.upload.retryAfterMax,
-            throttle: UploadThrottle(budget: configuration.upload.rate),
             loops: uploadLoops,
             observeRequest: metrics.map { metrics in { @Sendable duration in metrics.recordRequest(duration) } },
             logger: logger)
         let shipper = Shipper(
             spool: spool,
             delivery: delivery,
-            backoff: backoff,
-            maxInFlight: configuration.upload.maxInFlight,
+            settings: LiveConfiguration.shipperSettings(configuration),
             shutdownTimeout: configuration.upload.shutdownTimeout,
             // Every request is bounded by upload.timeout; settling adds a disk write or two.
             stuckAfter: configuration.upload.timeout * 3 + .seconds(5),
@@ -148,7 +142,7 @@ public final class Daemon: Sendable {
             }
         }
         let live = LiveConfiguration(
-            configuration, uploader: httpUploader, delivery: delivery, intake: intake, journal: journal, logLevel: reloading?.logLevel)
+            configuration, uploader: httpUploader, shipper: shipper, intake: intake, journal: journal, logLevel: reloading?.logLevel)
         var reporters: [any Service] = []
         if let reloading, let hangups {
             reporters.append(

@@ -141,25 +141,28 @@ struct UploadRateLimiterTests {
     }
 
     @Test("an overload empties the bucket: the next request waits for the lower rate, not one per round trip")
-    func overloadEmptiesTheBucket() {
+    func overloadEmptiesTheBucket() throws {
         var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
-        let handled = limiter.overloaded(sentAt: at(2), requestSpoolBytes: 1000, now: at(2.05))
+        let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(1.5))))
+        limiter.settle(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 80_000, sentSpoolBytes: 80_000), now: at(1.5))
+        let handled = limiter.overloaded(sentAt: at(2), now: at(2.05))
         #expect(handled)
+        #expect(limiter.effectiveBytesPerSecond(at: at(2.05)) == 68_000, "0.85 of the 80 000 B/s accepted")
         let admission = limiter.admit(.info, within: limits, now: at(2.05))
-        #expect(wait(admission) == .milliseconds(250), "a quarter second at 50 000 B/s")
+        #expect(wait(admission) == .milliseconds(250), "a quarter second of the lower rate")
     }
 
-    @Test("an operator's budget below the floor is the floor: it is not halved below itself, and a 429 pauses")
+    @Test("an operator's budget below the floor is the floor: it is not lowered below itself, and a 429 pauses")
     func floorFollowsAnOverride() {
         var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 16_384), now: at(0))
         limiter.setOverride(.bytesPerSecond(12_000), now: at(0))
-        let handled = limiter.overloaded(sentAt: at(0), requestSpoolBytes: 100, now: at(0.1))
+        let handled = limiter.overloaded(sentAt: at(0), now: at(0.1))
         #expect(!handled)
         #expect(limiter.effectiveBytesPerSecond(at: at(0.1)) == 12_000)
         limiter.setOverride(.bytesPerSecond(40_000), now: at(1))
-        let halved = limiter.overloaded(sentAt: at(1), requestSpoolBytes: 100, now: at(1.1))
-        #expect(halved)
-        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 20_000)
+        let lowered = limiter.overloaded(sentAt: at(1), now: at(1.1))
+        #expect(lowered)
+        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 20_000, "nothing accepted to measure: halved")
     }
 
     @Test("an unused grant gives its tokens back")
@@ -172,21 +175,29 @@ struct UploadRateLimiterTests {
         #expect(grant(admission)?.limits.maxBytes == 1000)
     }
 
-    @Test("an overload halves the rate in force; without a budget, the rate measured over the last second")
-    func overload() {
+    @Test("an overload lowers the rate in force to a little under what was accepted, or halves it with nothing to measure; it grows back to the budget, or without one to what was sent, and lets go")
+    func overload() throws {
         var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
-        var admission = limiter.overloaded(sentAt: at(0), requestSpoolBytes: 1000, now: at(0.1))
-        #expect(admission)
-        #expect(limiter.effectiveBytesPerSecond(at: at(0.1)) == 50_000)
-        #expect(limiter.isHeldDownByReceiver(at: at(0.1)))
-        #expect(!limiter.isHeldDownByReceiver(at: at(11)), "recovered after ten healthy seconds")
+        let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(1))))
+        limiter.settle(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 60_000, sentSpoolBytes: 60_000), now: at(1))
+        let lowered = limiter.overloaded(sentAt: at(1), now: at(1.1))
+        #expect(lowered)
+        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 51_000)
+        #expect(limiter.isHeldDownByReceiver(at: at(1.1)))
+        #expect(limiter.isHeldDownByReceiver(at: at(16)), "3 000 B/s a second, a twentieth of what was accepted")
+        #expect(!limiter.isHeldDownByReceiver(at: at(18)), "back at the budget")
 
         var open = UploadRateLimiter(budget: UploadRateBudget(minimumBytesPerSecond: 1000), now: at(0))
-        let granted = grant(open.admit(.info, within: limits, now: at(0)))!
-        open.settle(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 39_000, sentSpoolBytes: 39_000), now: at(0.5))
-        admission = open.overloaded(sentAt: at(0.6), requestSpoolBytes: 1000, now: at(0.7))
-        #expect(admission)
-        #expect(open.effectiveBytesPerSecond(at: at(0.7)) == 20_000, "(39 000 + 1 000) / 2")
+        let all = try #require(grant(open.admit(.info, within: limits, now: at(0))))
+        open.settle(all, UploadRateLimiter.Spending(requests: 1, sentBytes: 39_000, sentSpoolBytes: 39_000), now: at(0.5))
+        open.settle(all, UploadRateLimiter.Spending(requests: 1, failedSpoolBytes: 40_000), now: at(0.6))
+        let openLowered = open.overloaded(sentAt: at(0.6), now: at(0.7))
+        #expect(openLowered)
+        #expect(open.effectiveBytesPerSecond(at: at(0.7)) == 33_150, "0.85 of 39 000 B/s accepted")
+        #expect(open.effectiveBytesPerSecond(at: at(23)) != nil)
+        #expect(open.effectiveBytesPerSecond(at: at(25)) == nil, "79 000 B/s were sent: lifted once it grew there")
+        let whole = try #require(grant(open.admit(.info, within: limits, now: at(0.7))))
+        #expect(whole.limits == limits, "no budget asked for smaller batches: a whole one goes")
     }
 
     @Test("logctl throttle overrides the budget until a reload, which also takes a new budget at once")

@@ -1,6 +1,4 @@
-import Foundation
-
-/// What delivery did, as counts that add up: of one batch in a ``DeliveryReport``, or since start in the
+/// What delivery did, as counts that add up: of one request in a ``RequestReport``, or since start in the
 /// shipper's statistics.
 ///
 /// Records and requests are counted apart. Every failed request is either retried or rejected, never both:
@@ -32,23 +30,4 @@ public struct DeliveryCounts: Hashable, Sendable {
         lhs.retriedRequests += rhs.retriedRequests
         lhs.rejectedRequests += rhs.rejectedRequests
     }
-}
-
-/// The settlement of one claimed batch.
-public struct DeliveryReport: Hashable, Sendable {
-    public var counts = DeliveryCounts()
-    /// The batch's last failed request: what it met, and when.
-    public var lastError: LastError?
-    /// When the remote last accepted a request of the batch.
-    public var lastAcceptedAt: Date?
-    /// Set when the remote could not or would not take records: nothing should be sent before its end.
-    public var pause: DeliveryPause?
-    /// Set when a settling write failed: the batch's unsettled records are pending again, and the class should
-    /// wait until then before it is claimed again.
-    public var spoolFailedUntil: Date?
-    /// Set when the receiver said it was overloaded (429 or 503 without `Retry-After`) and the rate, not a pause,
-    /// answered it: the refusal, in one line. Records went back ready at once, to wait for the lower rate.
-    public var overload: String?
-
-    public init() {}
 }
