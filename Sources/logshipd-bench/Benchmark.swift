@@ -25,6 +25,7 @@ enum Benchmark {
         try await reportFormats()
         for trade in [MemoryTrade.deliveryCache, .allocatorArenas] { try await trade.report() }
         try await printRestartMemory()
+        try await LinkBench.report()
         try await ThrottlingReport.runAll()
     }
 

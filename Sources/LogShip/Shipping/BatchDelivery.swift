@@ -219,7 +219,7 @@ struct BatchDelivery: Sendable {
             report.parts += [BatchPart(batch: first, isolation: .records), BatchPart(batch: second, isolation: .records)]
             return
         }
-        try await settle(on: lane) {
+        try await write(on: lane) {
             try await spool.settle(batch, .deadLetter(DeliveryFailure(status: error.status, reason: error.description)))
         }
         report.counts.deadLettered += 1
@@ -235,14 +235,14 @@ struct BatchDelivery: Sendable {
     /// Puts `batches` back in the spool, ready at once: when they go again is the shipper's to say.
     private func putBack(_ batches: [Batch], on lane: UploadLane?) async throws {
         for batch in batches {
-            try await settle(on: lane) { try await spool.settle(batch, .putBack) }
+            try await write(on: lane) { try await spool.settle(batch, .putBack) }
         }
     }
 
     /// Runs a settling write in a task of its own, on the batch's lane: it must complete even when the operation
     /// was cancelled (GRDB does not start a write in a cancelled task), or the batch would stay claimed until a
     /// restart.
-    private func settle(on lane: UploadLane?, _ write: @escaping @Sendable () async throws -> Void) async throws {
+    private func write(on lane: UploadLane?, _ write: @escaping @Sendable () async throws -> Void) async throws {
         try await Task(executorPreference: lane?.executor) { try await write() }.value
     }
 

@@ -49,7 +49,7 @@ final class LogOperation: ConcurrentOperation<OperationReport>, @unchecked Senda
         let lane = delivery.loops?.take()
         let running = Task(executorPreference: lane?.executor) { [delivery, work, id, owner] in
             let report = await delivery.perform(work, on: lane) { owner?.operation(id, claimed: $0) }
-            if let lane { delivery.loops?.release(lane) }
+            if let lane { delivery.loops?.giveBack(lane) }
             self.finish(.success(report))
         }
         task.withLock { $0 = running }

@@ -241,13 +241,13 @@ struct ShipperStateMachine: Sendable {
         let grant: UploadRateLimiter.Grant? = if case .claim(_, let grant) = operation.work { grant } else { nil }
         switch report {
         case .nothingToSend:
-            if let grant { budget.settle(grant, UploadRateLimiter.Spending(), now: now) }
+            if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
             classes[priorityClass, default: ClassState()].isBacklogged = false
             if classes[priorityClass]?.announcements == operation.announcementsAtCreation {
                 classes[priorityClass]?.hasRecords = false
             }
         case .cancelled:
-            if let grant { budget.settle(grant, UploadRateLimiter.Spending(), now: now) }
+            if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
             switch operation.work {
             case .send(let part) where phase != .draining:
                 classes[priorityClass, default: ClassState()].parts.insert(part, at: 0)
@@ -255,11 +255,11 @@ struct ShipperStateMachine: Sendable {
                 classes[priorityClass, default: ClassState()].hasRecords = true
             }
         case .spoolFailed(let reason):
-            if let grant { budget.settle(grant, UploadRateLimiter.Spending(), now: now) }
+            if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
             classes[priorityClass, default: ClassState()].hasRecords = true
             spoolFailed([priorityClass], reason: "the spool failed during delivery: \(reason)", now: now, &actions)
         case .sent(let request):
-            budget.settle(grant ?? UploadRateLimiter.Grant(limits: limits), request.spending, now: now)
+            budget.charge(grant ?? UploadRateLimiter.Grant(limits: limits), request.spending, now: now)
             count(request)
             classes[priorityClass, default: ClassState()].parts += request.parts
             if request.isPutBack { classes[priorityClass]?.hasRecords = true }

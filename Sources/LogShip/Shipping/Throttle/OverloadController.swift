@@ -51,7 +51,7 @@ struct OverloadController: Hashable, Sendable {
     }
 
     /// Forgets a decrease the limit has grown out of (a no-op otherwise).
-    mutating func settle(at now: ContinuousClock.Instant, budget: Double?) {
+    mutating func liftIfGrownOut(at now: ContinuousClock.Instant, budget: Double?) {
         guard limit != nil, limit(at: now, budget: budget) == budget else { return }
         limit = nil
     }

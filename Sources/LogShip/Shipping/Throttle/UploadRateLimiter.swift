@@ -28,7 +28,7 @@ struct UploadRateLimiter: Sendable {
     }
 
     enum Admission: Hashable, Sendable {
-        /// Claim within the grant's limits, and settle it when the batch is done.
+        /// Claim within the grant's limits, and charge it with what the request spent when it is done.
         case go(Grant)
         /// Come back after this long.
         case wait(Duration)
@@ -150,7 +150,7 @@ struct UploadRateLimiter: Sendable {
     }
 
     /// What a granted claim came to: its requests, and what they carried.
-    mutating func settle(_ grant: Grant, _ spending: Spending, now: ContinuousClock.Instant) {
+    mutating func charge(_ grant: Grant, _ spending: Spending, now: ContinuousClock.Instant) {
         refresh(now: now)
         if spending.sentBytes > 0 && spending.sentSpoolBytes > 0 {
             // Weighted towards the newest requests, so that a change of format or compression shows within a few.
@@ -202,7 +202,7 @@ struct UploadRateLimiter: Sendable {
     /// Brings the buckets to the rates in force at `now`: the byte rate follows the budget and the overload,
     /// the request rate the budget. A bucket that appears starts empty.
     private mutating func refresh(now: ContinuousClock.Instant) {
-        overload.settle(at: now, budget: bytesPerSecond.map(Double.init))
+        overload.liftIfGrownOut(at: now, budget: bytesPerSecond.map(Double.init))
         bytes = Self.bucket(bytes, rate: effectiveBytesPerSecond(at: now), burstSeconds: budget.burstSeconds, now: now)
         requests = Self.bucket(requests, rate: requestsPerSecond, burstSeconds: budget.burstSeconds, now: now)
     }

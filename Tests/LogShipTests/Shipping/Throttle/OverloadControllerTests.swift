@@ -38,11 +38,11 @@ extension UploadRateLimiterTests {
                 if receiver.tokens(at: now) >= Double(requestBytes) {
                     receiver.debit(Double(requestBytes), now: now)
                     run.accepted.append(((now - start).seconds, requestBytes))
-                    limiter.settle(grant, UploadRateLimiter.Spending(
+                    limiter.charge(grant, UploadRateLimiter.Spending(
                         requests: 1, sentBytes: requestBytes, sentSpoolBytes: requestBytes), now: answered)
                 } else {
                     run.refused.append((now - start).seconds)
-                    limiter.settle(grant, UploadRateLimiter.Spending(requests: 1, failedSpoolBytes: requestBytes), now: answered)
+                    limiter.charge(grant, UploadRateLimiter.Spending(requests: 1, failedSpoolBytes: requestBytes), now: answered)
                     if !limiter.overloaded(sentAt: now, now: answered) { run.pauses += 1 }
                 }
                 slotFree[slot] = answered
