@@ -4,8 +4,8 @@ import LogShipTestKit
 
 /// Issue 43, point 1: the link's control loop against a receiver that fails a random share of requests (noise),
 /// and one that takes a fixed number of lines a second and answers 429 above it (overload). Each run is the
-/// release logshipd with its durable spool draining a backlog written while uploads were paused, timed from the
-/// resume to the last record the receiver took.
+/// release logshipd with its durable spool, timed to the last record the receiver took: lines written to its
+/// stream socket as fast as it takes them (noise), or a backlog written while uploads were paused (overload).
 enum LinkBench {
     static let section = "The link's control loop"
 
@@ -27,13 +27,18 @@ enum LinkBench {
         var idealSeconds: Double { Double(records) / capacity }
     }
 
-    /// 20 000 records in batches of 100 to a receiver that answers 503 (no `Retry-After`) to a random `share`.
+    /// 20 000 records in batches of 100 to a receiver that answers 503 (no `Retry-After`) to a random `share`,
+    /// written while the daemon delivers: a refusal can come while little has been sent, when a rate measured
+    /// from what was sent is small.
     static func noise(share: Double, records: Int = 20_000) async throws -> NoiseRun {
         var behavior = LogReceiver.Behavior(failureRate: share, failureStatus: 503)
         behavior.decodesRecords = false
         let receiver = try await TestReceiver(behavior: behavior)
         let daemon = try await TargetScenarios.Daemon.start(url: receiver.url, batch: 100)
-        let started = try await drain(daemon, records: records)
+        let started = ContinuousClock.now
+        try await PeerComparison.generate(lines: records, to: daemon.stream) {
+            "<14>Nov 22 10:00:00 web-17 app[4242]: record \($0) of the link bench\n"
+        }
         try await receiver.waitUntil(within: .seconds(600)) { requests in
             requests.filter { $0.status == 200 }.reduce(0) { $0 + $1.recordCount } >= records
         }
@@ -107,21 +112,22 @@ enum LinkBench {
         try BenchmarkReport.write(section: section, """
             Written by `logshipd-bench link` (release build; `make bench` runs it too) on \(ThrottlingReport.machine()).
 
-            The release logshipd with its durable spool, two requests in flight, no budget; the backlog is written to
-            its stream socket while uploads are paused (`logctl pause`), and timed from the resume to the last record
+            The release logshipd with its durable spool, two requests in flight, no budget, timed to the last record
             the receiver took. \(runs) runs each: median (min–max). Bounds from issue 43.
 
             A receiver that answers 503 without `Retry-After` to a random share of requests (`logctl receive
-            --fail-rate`), 20 000 records in batches of 100: a failure here and there is sent again at once, and
-            nothing slows down.
+            --fail-rate`), 20 000 records in batches of 100 written to the stream socket as fast as the daemon
+            takes them, timed from the first write: a failure here and there is sent again at once, and nothing
+            slows down.
 
             | random 503s | time to deliver all | requests | refused | bound | met |
             |---|---|---|---|---|---|
             \(noiseRows.joined(separator: "\n"))
 
             A receiver that takes 20 000 lines a second (a bucket of lines holding a second's worth, each request
-            judged whole) and answers 429 without `Retry-After` above it, 100 000 records in batches of 1 000; the
-            ideal is every line at the receiver's rate.
+            judged whole) and answers 429 without `Retry-After` above it, 100 000 records in batches of 1 000
+            written while uploads were paused (`logctl pause`), timed from the resume; the ideal is every line at
+            the receiver's rate.
 
             | receiver | time to deliver all | vs the ideal | requests | refused | bound | met |
             |---|---|---|---|---|---|---|

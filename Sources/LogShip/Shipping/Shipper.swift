@@ -66,7 +66,7 @@ public final class Shipper: Service, Sendable {
     }
 
     /// Tells the shipper that records of these classes were accepted into the spool.
-    public func recordsAvailable(_ classes: some Sequence<PriorityClass>) {
+    private func recordsAvailable(_ classes: some Sequence<PriorityClass>) {
         let classes = Set(classes)
         handle { $0.recordsAvailable(classes, now: .now) }
     }
