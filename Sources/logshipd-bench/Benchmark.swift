@@ -74,7 +74,8 @@ enum Benchmark {
             print("  \(row.met ? "met    " : "missed ") \(row.scenario): \(row.measured) (target \(row.target))")
         }
         if !comparison.table.isEmpty {
-            try PeerComparison.write(comparison.table, targets: comparison.targets + targets)
+            try PeerComparison.write(
+                comparison.table, targets: comparison.targets + targets, loadAverage: comparison.loadAverage)
         }
     }
 

@@ -35,6 +35,8 @@ enum PeerComparison {
         var table: [String] = []
         var targets: [TargetScenarios.Row] = []
         var peerBatchedRate: Double?
+        /// The first figure of /proc/loadavg before the first run: how busy the shared machine was.
+        var loadAverage = BenchmarkReport.loadAverage()
     }
 
     /// Runs every scenario and prints the table.
@@ -236,16 +238,16 @@ enum PeerComparison {
         try ProcessStat(path: "/proc/\(pid)/stat").cpuTicks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// BENCHMARKS.md: both tables, the machine and the date; the file's other sections are kept.
-    static func write(_ table: [String], targets: [TargetScenarios.Row]) throws {
+    /// BENCHMARKS.md: both tables, the machine, how busy it was and the date; the file's other sections are kept.
+    static func write(_ table: [String], targets: [TargetScenarios.Row], loadAverage: String) throws {
         let model = BenchmarkReport.cpuModel()
         let date = ISO8601DateFormatter().string(from: Date())
         let text = """
             # Benchmarks
 
             Written by `make bench` (`logshipd-bench`, release build) on \(date): \(ProcessInfo.processInfo.activeProcessorCount) cores, \(model),
-            \(ProcessInfo.processInfo.physicalMemory >> 30) GiB. Absolute figures drift between runs on shared machines; compare the
-            ratios, which come from one run.
+            \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, load average \(loadAverage) before it started. Absolute figures drift
+            between runs on shared machines; compare the ratios, which come from one run.
 
             ## Side by side with syslog-ng
 
