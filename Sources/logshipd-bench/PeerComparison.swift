@@ -242,11 +242,13 @@ enum PeerComparison {
     static func write(_ table: [String], targets: [TargetScenarios.Row], loadAverage: String) throws {
         let model = BenchmarkReport.cpuModel()
         let date = ISO8601DateFormatter().string(from: Date())
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let memory = ProcessInfo.processInfo.physicalMemory >> 30
         let text = """
             # Benchmarks
 
-            Written by `make bench` (`logshipd-bench`, release build) on \(date): \(ProcessInfo.processInfo.activeProcessorCount) cores, \(model),
-            \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, load average \(loadAverage) before it started. Absolute figures drift
+            Written by `make bench` (`logshipd-bench`, release build) on \(date): \(cores) cores, \(model),
+            \(memory) GiB, load average \(loadAverage) before it started. Absolute figures drift
             between runs on shared machines; compare the ratios, which come from one run.
 
             ## Side by side with syslog-ng

@@ -119,8 +119,10 @@ struct Status: ParsableCommand {
         let twoDigits = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
         switch seconds {
         case ..<60: return "\(whole(seconds))s"
-        case ..<3600: return "\(Int(seconds / 60))m" + twoDigits(whole(seconds.truncatingRemainder(dividingBy: 60))) + "s"
-        default: return "\(Int(seconds / 3600))h" + twoDigits(Int((seconds / 60).truncatingRemainder(dividingBy: 60))) + "m"
+        case ..<3600:
+            return "\(Int(seconds / 60))m" + twoDigits(whole(seconds.truncatingRemainder(dividingBy: 60))) + "s"
+        default:
+            return "\(Int(seconds / 3600))h" + twoDigits(Int((seconds / 60).truncatingRemainder(dividingBy: 60))) + "m"
         }
     }
 
