@@ -1,6 +1,6 @@
 /// What `wait` returns if it returns within `timeout`, or `false` once `timeout` has passed; whichever comes
 /// second is cancelled.
-func wait(within timeout: Duration, for wait: @escaping @Sendable () async -> Bool) async -> Bool {
+package func wait(within timeout: Duration, for wait: @escaping @Sendable () async -> Bool) async -> Bool {
     await withTaskGroup(of: Bool.self) { race in
         race.addTask { await wait() }
         race.addTask {

@@ -2,7 +2,7 @@ import NIOCore
 import Synchronization
 
 /// The connections a listener is serving, so that a stop can wait for them to end and end those that outstay it.
-final class ServedConnections: Sendable {
+package final class ServedConnections: Sendable {
     private struct State {
         var channels: [ObjectIdentifier: any Channel] = [:]
         var emptyWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
@@ -13,8 +13,10 @@ final class ServedConnections: Sendable {
 
     private let state = Mutex(State())
 
+    package init() {}
+
     /// Serves `channel` from now on; `false` once ``closeAll()`` was called, and the caller closes it instead.
-    func insert(_ channel: any Channel) -> Bool {
+    package func insert(_ channel: any Channel) -> Bool {
         state.withLock { state in
             guard !state.isClosing else { return false }
             state.channels[ObjectIdentifier(channel)] = channel
@@ -22,7 +24,7 @@ final class ServedConnections: Sendable {
         }
     }
 
-    func remove(_ channel: any Channel) {
+    package func remove(_ channel: any Channel) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.channels[ObjectIdentifier(channel)] = nil
             guard state.channels.isEmpty else { return [] }
@@ -33,7 +35,7 @@ final class ServedConnections: Sendable {
     }
 
     /// Waits until no connection is served any more, at most `timeout`; returns whether none is.
-    func waitUntilEmpty(within timeout: Duration) async -> Bool {
+    package func waitUntilEmpty(within timeout: Duration) async -> Bool {
         let emptied = await wait(within: timeout) {
             await self.emptied()
             return !Task.isCancelled
@@ -43,14 +45,14 @@ final class ServedConnections: Sendable {
 
     /// Stops reading every connection served: what each has already read is still handed on, then its input
     /// ends, as at the client's end of file.
-    func closeInputs() {
+    package func closeInputs() {
         for channel in state.withLock({ Array($0.channels.values) }) {
             channel.close(mode: .input, promise: nil)
         }
     }
 
     /// Closes every connection served, and refuses those inserted from now on.
-    func closeAll() {
+    package func closeAll() {
         let channels = state.withLock { state in
             state.isClosing = true
             return Array(state.channels.values)

@@ -3,8 +3,8 @@ import Glibc
 #endif
 
 /// Text for `errno` values.
-enum SystemError {
-    static func describe(_ code: Int32) -> String {
+package enum SystemError {
+    package static func describe(_ code: Int32) -> String {
         String(cString: strerror(code))
     }
 }

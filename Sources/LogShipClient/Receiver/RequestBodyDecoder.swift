@@ -1,5 +1,9 @@
 import CompressNIO
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOCore
 
 /// Reads a request body in whichever format logshipd (or `systemd-journal-upload`) sent it: NDJSON, a JSON array,
@@ -77,7 +81,7 @@ struct RequestBodyDecoder {
 
     /// The body without its `Content-Encoding`.
     func decompressed(_ body: ByteBuffer, contentEncoding: String?) throws -> ByteBuffer {
-        guard let encoding = contentEncoding?.trimmingCharacters(in: .whitespaces).lowercased(), encoding != "identity"
+        guard let encoding = contentEncoding?.trimmingSpaces().lowercased(), encoding != "identity"
         else { return body }
         if encoding == "zstd" {
             do {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads the systemd journal export format (`application/vnd.fdo.journal`, what `systemd-journal-upload` sends):
 /// entries of `NAME=value` lines, or `NAME`, a newline, a 64-bit little-endian length and that many bytes for

@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// Prints received records one per line, as `logctl receive` shows them.
@@ -18,9 +20,7 @@ public final class RecordPrinter: Sendable {
 
     public func print(_ request: LogReceiver.Request) {
         let text = text(for: request)
-        output.withLock { _ in
-            FileHandle.standardOutput.write(Data(text.utf8))
-        }
+        output.withLock { _ in UnbufferedOutput.write(text, to: STDOUT_FILENO) }
     }
 
     /// What ``print(_:)`` writes for `request`: its records, each marked with the sender's batch number
@@ -48,8 +48,9 @@ public final class RecordPrinter: Sendable {
     /// `2026-11-21T10:00:00.123456Z crash    host comm[pid] uid=0 message {fields}`, every text from the record
     /// with its control characters escaped (``TerminalText``).
     public func line(for record: LogRecord) -> String {
+        let priority = record.priority.description
         var parts = [
-            record.timestamp.rfc3339, record.priority.description.padding(toLength: 7, withPad: " ", startingAt: 0),
+            record.timestamp.rfc3339, priority + String(repeating: " ", count: max(0, 7 - priority.count)),
             TerminalText.escaped(record.host),
         ]
         if let peer = record.peer {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The messages `logctl` and the daemon exchange on the control socket: one JSON object per line each way, one
 /// response per request, in order, after the daemon's greeting.
@@ -11,7 +15,7 @@ public enum ControlProtocol {
 
     /// The line the daemon writes instead of the greeting to a connection it will not serve (too many are
     /// open), before it closes it: so that a client says why, rather than that the connection closed.
-    static func refusal(_ reason: String) -> String {
+    package static func refusal(_ reason: String) -> String {
         let line = try? JSONEncoder().encode(Refusal(logshipd: "control", error: reason))
         return line.map { String(decoding: $0, as: UTF8.self) } ?? greeting
     }

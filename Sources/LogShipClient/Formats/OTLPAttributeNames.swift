@@ -7,35 +7,35 @@ import LogShipRecord
 /// field `process.pid` or `service.name` cannot pose as the sender's pid or service; any other key is the
 /// attribute's name as it is. The names are reserved whether or not a record carries the attribute (a record
 /// without credentials has no `process.pid`, and a sender's field still may not take the name).
-enum OTLPAttributeNames {
+package enum OTLPAttributeNames {
     /// Attributes logshipd sets on a log record, from the record's own parts.
-    static let record: Set<String> = [
+    package static let record: Set<String> = [
         "logship.source", "logship.priority", "logship.truncated", "syslog.severity",
         "process.pid", "user.id", "group.id", "process.executable.name", "systemd.unit",
     ]
 
     /// Attributes of the resource a record is grouped under.
-    static let resource: Set<String> = ["host.name", "service.name"]
+    package static let resource: Set<String> = ["host.name", "service.name"]
 
     /// logshipd's own namespace: a name in it is logshipd's word, never a sender's.
-    static let namespace = "logship."
+    package static let namespace = "logship."
 
     /// The prefix of a sender's field that would otherwise take a reserved name; in ``namespace``, so that
     /// renaming never meets another field's name.
-    static let fieldPrefix: StaticString = "logship.field."
+    package static let fieldPrefix: StaticString = "logship.field."
 
     /// The attribute name of a sender's field `key`.
-    static func attribute(forField key: String) -> String {
+    package static func attribute(forField key: String) -> String {
         isReserved(key) ? "\(fieldPrefix)\(key)" : key
     }
 
     /// The field key an attribute that is not one of ``record`` stands for: the sender's own key again.
-    static func field(forAttribute name: String) -> String {
+    package static func field(forAttribute name: String) -> String {
         name.hasPrefix(fieldPrefix.description) ? String(name.dropFirst(fieldPrefix.utf8CodeUnitCount)) : name
     }
 
     /// Whether a sender's field `key` of `line`, as the spooled line holds it, takes a reserved name.
-    static func isReserved(_ key: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>) -> Bool {
+    package static func isReserved(_ key: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>) -> Bool {
         // The reserved names need no escape: a key with one is compared by its bytes with the escapes undone.
         guard !key.hasEscapes else {
             return EscapedString(escaped: ArraySlice(line[key.range]), hasEscapes: true).unescaped
