@@ -127,6 +127,7 @@ let package = Package(
         .target(
             name: "LogShipTestKit",
             dependencies: [
+                "CUnixSocket",
                 "LogShip",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
