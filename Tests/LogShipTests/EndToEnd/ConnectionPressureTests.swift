@@ -49,7 +49,7 @@ struct ConnectionPressureTests {
         print("over-cap writers: \(written.count) of 2000 lines written; \(writers.standardError)")
         #expect(written.count > 1_000, "most writes go through: the daemon holds its writers back, it does not refuse them")
 
-        try await receiver.waitUntil(within: .seconds(120)) { Set($0.map(\.message)).isSuperset(of: written) }
+        try await eventually(within: .seconds(120)) { Set(receiver.records.map(\.message)).isSuperset(of: written) }
         let received = Set(receiver.records.map(\.message))
         #expect(received.isSuperset(of: written), "\(Set(written).subtracting(received).count) written lines lost")
         let status = try await LogshipdProcess.status(directory: directory)

@@ -170,7 +170,7 @@ struct SocketActivationTests {
 
         for restart in 1...3 {
             let seen = receiver.records.count
-            try await receiver.waitUntil(within: .seconds(60)) { $0.count >= seen + 1_000 }
+            try await receiver.waitFor(records: seen + 1_000)
             #expect(try await activator.stop() == 0)
             try activator.start(configuration: configuration, errorLog: errorLog)
             try await offloaded {
@@ -178,10 +178,10 @@ struct SocketActivationTests {
             }
         }
         stopWriting.store(true, ordering: .relaxed)
-        await busyWriting.value
+        _ = await busyWriting.value
 
         let written = Set((idle + busy).flatMap(\.written))
-        try await receiver.waitUntil(within: .seconds(120)) { Set($0.map(\.message)).isSuperset(of: written) }
+        try await eventually(within: .seconds(120)) { Set(receiver.records.map(\.message)).isSuperset(of: written) }
         #expect(try await activator.stop() == 0)
         let lost = written.subtracting(receiver.records.map(\.message))
         print("restarts with long-lived writers (store \(fileDescriptorStore)): \(written.count) lines written, "

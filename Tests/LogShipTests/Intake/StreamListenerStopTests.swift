@@ -1,5 +1,6 @@
 import Foundation
 import LogShipTestKit
+import Logging
 import NIOPosix
 import Synchronization
 import Testing
@@ -15,7 +16,7 @@ struct StreamListenerStopTests {
         let path = "\(directory)/ingest.sock"
         let listener = try UnixStreamListener.bind(
             path: path, mode: 0o600, maximumFrameBytes: 1024, limits: .init(maximum: 4, maximumPerUser: 4),
-            group: MultiThreadedEventLoopGroup.singleton, logger: TestDaemon.test)
+            group: MultiThreadedEventLoopGroup.singleton, logger: .test)
         // The handler takes nothing until the gate opens: what the writer sends meanwhile waits in the socket.
         let gate = Gate()
         let handedOn = Mutex<[String]>([])
