@@ -50,16 +50,16 @@ public final class SocketActivator: @unchecked Sendable {
     public var notifications: [String] { store?.notifications ?? [] }
 
     /// Writes `logshipd.yaml` in `directory` for a daemon on these sockets, posting to `url`, with its durable
-    /// spool in `directory`; returns its path. Requests and the stop wait up to ten minutes for the test's receiver:
+    /// spool in `directory` and `ingest` added to its `ingest` section; returns its path. Requests and the stop wait up to ten minutes for the test's receiver:
     /// with the defaults, a loaded machine timed a request out (or cut it off at the stop) after the receiver had it,
     /// and the records it carried arrived twice.
-    public func configure(directory: String, url: String) throws -> String {
+    public func configure(directory: String, url: String, ingest: [String] = []) throws -> String {
         let configuration = "\(directory)/logshipd.yaml"
+        let ingestKeys = (["stream: \(streamPath)", "datagram: \(datagramPath)", "control: \(controlPath)"] + ingest)
+            .map { "  \($0)" }.joined(separator: "\n")
         try """
             ingest:
-              stream: \(streamPath)
-              datagram: \(datagramPath)
-              control: \(controlPath)
+            \(ingestKeys)
             upload:
               url: \(url)
               timeout: 10m

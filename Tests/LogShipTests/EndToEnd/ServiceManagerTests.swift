@@ -120,12 +120,14 @@ struct SocketActivationTests {
 
     @Test(
         "three restarts with 300 idle and 6 busy long-lived writers lose no line a writer was told was written; with the store, an idle writer never sees a restart",
-        arguments: [false, true])
+        .serialized, arguments: [false, true])
     func restartWithLongLivedWriters(fileDescriptorStore: Bool) async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()
         let activator = try SocketActivator(directory: directory, fileDescriptorStoreMax: fileDescriptorStore ? 1024 : 0)
-        let configuration = try activator.configure(directory: directory, url: receiver.url)
+        // The writers are all this process's, one user: the per-user cap must let all 306 in.
+        let configuration = try activator.configure(
+            directory: directory, url: receiver.url, ingest: ["max_connections_per_user: 512"])
         let errorLog = "\(directory)/logshipd.log"
         try activator.start(configuration: configuration, errorLog: errorLog)
         let path = activator.streamPath

@@ -67,6 +67,6 @@ struct StreamListenerStopTests {
         try await serving.value
         let received = handedOn.withLock { $0 }
         #expect(received.count == written.count, "\(written.count - received.count) of \(written.count) lines lost")
-        #expect(received == written)
+        #expect(received.elementsEqual(written), "the lines in the order written")
     }
 }
