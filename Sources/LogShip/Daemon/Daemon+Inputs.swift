@@ -54,7 +54,7 @@ extension Daemon {
         if !ingest.stream.isEmpty {
             let limits = UnixStreamListener.Limits(
                 maximum: budget.ingest.maximum, maximumPerUser: budget.ingest.maximumPerUser,
-                overCap: .hold(maximum: max(1, budget.ingest.maximum / 4)))
+                overCap: .hold(maximum: budget.ingestHeld))
             inputs.append(
                 try await StreamIngestServer.bind(
                     path: ingest.stream, passed: passedStream, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,

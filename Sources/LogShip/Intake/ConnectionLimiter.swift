@@ -1,13 +1,12 @@
 /// Decides what a stream socket does with each connection: serve it, hold it unread, or refuse it; at most
-/// `maximum` connections at once in all, at most `maximumPerUser` served from one user (uid), so that one user's
-/// processes, however many it forks, can neither exhaust the daemon's file descriptors nor crowd out every other
-/// producer.
+/// `maximum` served at once in all, at most `maximumPerUser` from one user (uid), so that one user's processes,
+/// however many it forks, can neither exhaust the daemon's file descriptors nor crowd out every other producer.
 ///
 /// A connection over its user's cap is held, up to `maximumHeld` at once: the daemon does not read it, so its
 /// writer blocks once the socket's buffer is full, and it is served as soon as one of its user's connections
-/// ends (the oldest held first). One that cannot be held, or whose hold ends (``expire(_:)``), is refused.
-/// Every connection the daemon has (served, held, or being refused) takes one of the `maximum` places, so the
-/// caller accepts no connection while ``hasRoom`` is false.
+/// ends (the oldest held first). One that cannot be held, or whose hold ends (``expire(_:)``), is refused. A
+/// refused connection keeps its place until it is released, so the caller, which accepts nothing while
+/// ``hasRoom`` is false, never has more than `maximum + maximumHeld` connections.
 ///
 /// On the control socket a few places are kept for operators (root and logshipd's own user): other users are
 /// refused once only `operatorReserve` places are left, and an operator may hold that many more than the per-user
@@ -58,8 +57,8 @@ struct ConnectionLimiter: Sendable {
         self.operators = operators
     }
 
-    /// Whether a place is free for one more connection, of any user.
-    var hasRoom: Bool { connections.count < maximum }
+    /// Whether a new connection, of any user, can be served, held or refused within the places.
+    var hasRoom: Bool { served < maximum && connections.count < maximum + maximumHeld }
 
     /// The role of connection `id`, if it has a place.
     func role(of id: Int) -> Role? { connections[id]?.role }
@@ -71,12 +70,12 @@ struct ConnectionLimiter: Sendable {
         let userPlaces = isOperator ? maximumPerUser + operatorReserve : maximumPerUser
         let fromUser = servedPerUser[uid, default: 0]
         let admission: Admission
-        if connections.count < places && fromUser < userPlaces {
+        if served < places && fromUser < userPlaces {
             admission = .serve
             served += 1
             servedPerUser[uid] = fromUser + 1
             connections[id] = (uid, .served)
-        } else if held < maximumHeld && connections.count < maximum {
+        } else if held < maximumHeld {
             admission = .hold
             held += 1
             heldPerUser[uid, default: []].append(id)

@@ -4,7 +4,8 @@
 /// `/proc`, which end the process when they find no descriptor).
 ///
 /// The control socket gets an eighth of it, at least twice the operators' reserve; the ingest stream socket the
-/// rest. Each keeps its configured cap where that fits.
+/// rest, four fifths to serve and a fifth (a quarter of those served) for connections held over their user's
+/// cap. Each keeps its configured cap where that fits.
 struct DescriptorBudget: Equatable, Sendable {
     /// The places of one socket: connections in all, and served from one user.
     struct Places: Equatable, Sendable {
@@ -13,6 +14,8 @@ struct DescriptorBudget: Equatable, Sendable {
     }
 
     var ingest: Places
+    /// Ingest connections that may wait unread over their user's cap (``ConnectionLimiter``'s `maximumHeld`).
+    var ingestHeld: Int
     var control: Places
     /// Descriptors left for connections on both sockets.
     var available: Int
@@ -27,8 +30,9 @@ struct DescriptorBudget: Equatable, Sendable {
         available = max(0, limit - open - headroom)
         let controlMinimum = 2 * operatorReserve
         let controlMaximum = min(configured.maximum, max(controlMinimum, available / 8))
-        let ingestMaximum = min(configured.maximum, max(1, available - controlMaximum))
+        let ingestMaximum = min(configured.maximum, max(1, (available - controlMaximum) * 4 / 5))
         ingest = Places(maximum: ingestMaximum, maximumPerUser: min(configured.maximumPerUser, ingestMaximum))
+        ingestHeld = max(1, ingestMaximum / 4)
         control = Places(maximum: controlMaximum, maximumPerUser: min(configured.maximumPerUser, controlMaximum))
     }
 
