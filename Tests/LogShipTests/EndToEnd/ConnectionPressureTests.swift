@@ -28,16 +28,19 @@ struct ConnectionPressureTests {
             except OSError:
                 failed += 1
             sockets.append(s)
-        closed, deadline = set(), time.monotonic() + 120
+        closed, deadline, poller = set(), time.monotonic() + 120, select.poll()
+        by_descriptor = {s.fileno(): s for s in sockets}
+        for descriptor in by_descriptor:
+            poller.register(descriptor, select.POLLIN)
         while len(closed) < count - served and time.monotonic() < deadline:
-            for s in sockets:
-                if s not in closed and select.select([s], [], [], 0)[0]:
-                    try:
-                        if not s.recv(1):
-                            closed.add(s)
-                    except OSError:
-                        closed.add(s)
-            time.sleep(0.05)
+            for descriptor, _ in poller.poll(50):
+                try:
+                    ended = not by_descriptor[descriptor].recv(1)
+                except OSError:
+                    ended = True
+                if ended:
+                    closed.add(descriptor)
+                    poller.unregister(descriptor)
         for s in sockets:
             s.close()
         sys.stdout.write("\n".join(written) + "\n")
