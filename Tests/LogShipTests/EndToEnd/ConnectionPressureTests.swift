@@ -63,7 +63,8 @@ struct ConnectionPressureTests {
         print("over-cap writers: \(written.count) of 2000 lines written; \(writers.standardError)")
         #expect(written.count > 1_000, "most writes go through: the daemon holds its writers back, it does not refuse them")
 
-        try await eventually(within: .seconds(120)) { Set(receiver.records.map(\.message)).isSuperset(of: written) }
+        // Not thrown: the expectation below says how many are missing.
+        try? await eventually(within: .seconds(120)) { Set(receiver.records.map(\.message)).isSuperset(of: written) }
         let received = Set(receiver.records.map(\.message))
         #expect(received.isSuperset(of: written), "\(Set(written).subtracting(received).count) written lines lost")
         let status = try await LogshipdProcess.status(directory: directory)
