@@ -50,9 +50,9 @@ public final class SocketActivator: @unchecked Sendable {
     public var notifications: [String] { store?.notifications ?? [] }
 
     /// Writes `logshipd.yaml` in `directory` for a daemon on these sockets, posting to `url`, with its durable
-    /// spool in `directory` and `ingest` added to its `ingest` section; returns its path. Requests and the stop wait up to ten minutes for the test's receiver:
-    /// with the defaults, a loaded machine timed a request out (or cut it off at the stop) after the receiver had it,
-    /// and the records it carried arrived twice.
+    /// spool in `directory` and `ingest` added to its `ingest` section; returns its path. Requests and the stop
+    /// wait up to ten minutes for the test's receiver: with the defaults, a loaded machine timed a request out (or
+    /// cut it off at the stop) after the receiver had it, and the records it carried arrived twice.
     public func configure(directory: String, url: String, ingest: [String] = []) throws -> String {
         let configuration = "\(directory)/logshipd.yaml"
         let ingestKeys = (["stream: \(streamPath)", "datagram: \(datagramPath)", "control: \(controlPath)"] + ingest)

@@ -77,6 +77,7 @@ final class DaemonStatusSource: Sendable {
         status.throttledSeconds = Dictionary(
             uniqueKeysWithValues: shipping.throttledSeconds.map { ($0.key.description, $0.value) })
         status.journal = journal?.statistics
-        status.refusedConnections = Dictionary(uniqueKeysWithValues: refusals.totals.map { ($0.key.rawValue, $0.value) })
+        status.refusedConnections = Dictionary(
+            uniqueKeysWithValues: refusals.totals.map { ($0.key.rawValue, $0.value) })
         return status
     }}

@@ -22,7 +22,8 @@ extension Daemon {
         let adopted = ingest.stream.isEmpty ? [] : passed.takeAll(name: ConnectionStore.name)
         if !adopted.isEmpty {
             logger.info(
-                "serving the connections the service manager's store kept", metadata: ["logship.connections": "\(adopted.count)"])
+                "serving the connections the service manager's store kept",
+                metadata: ["logship.connections": "\(adopted.count)"])
         }
         for (socket, name) in [(passedStream, "ingest"), (passedDatagram, "ingest-datagram"), (passedControl, "control")] {
             if socket != nil { logger.info("using the socket systemd passed", metadata: ["logship.socket": "\(name)"]) }

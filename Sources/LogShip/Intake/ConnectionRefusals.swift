@@ -17,10 +17,11 @@ public final class ConnectionRefusals: Sendable {
         self.reportInterval = reportInterval
     }
 
-    /// Counts one refusal at `now`; returns the refusals to report now (this one and those not yet reported),
+    /// Counts one refusal; returns the refusals to report now (this one and those not yet reported),
     /// or `nil` when the last report of this reason is more recent than `reportInterval`.
-    func count(_ reason: ConnectionRefusal, now: ContinuousClock.Instant = .now) -> Int? {
-        state.withLock { state in
+    func count(_ reason: ConnectionRefusal) -> Int? {
+        let now = ContinuousClock.now
+        return state.withLock { state in
             state.totals[reason, default: 0] += 1
             state.unreported[reason, default: 0] += 1
             if let last = state.lastReport[reason], now - last < reportInterval { return nil }

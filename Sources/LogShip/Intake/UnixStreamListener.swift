@@ -209,8 +209,9 @@ final class UnixStreamListener: Sendable {
                 }
                 // Never refused: this listener's stop ends inputs, and never calls `closeAll()`.
                 _ = served.insert(connection.channel)
-                register(
-                    id, Entry(channel: connection.channel, descriptor: accepted.descriptor, isBetweenRecords: isBetweenRecords))
+                let entry = Entry(
+                    channel: connection.channel, descriptor: accepted.descriptor, isBetweenRecords: isBetweenRecords)
+                register(id, entry)
                 // On the channel's own loop: the reads reach the task without a thread switch, and the frames are
                 // parsed where they were read (see docs/ARCHITECTURE.md).
                 group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
@@ -232,8 +233,8 @@ final class UnixStreamListener: Sendable {
             while await waitForRoom() {
                 do {
                     // Greeted on the accept thread, the moment it is accepted.
-                    guard let (accepted, id, admission) = try await acceptThread.runIfActive({ try self.acceptAdmitted() })
-                    else { break }
+                    let next = try await acceptThread.runIfActive { try self.acceptAdmitted() }
+                    guard let (accepted, id, admission) = next else { break }
                     await serve(accepted, id: id, admission: admission)
                 } catch let error as IngestError {
                     // Out of descriptors or memory: the connection waits in the queue. Waiting a moment keeps a
@@ -425,9 +426,9 @@ final class UnixStreamListener: Sendable {
             .withConnectedSocket(descriptor) { channel in
             channel.eventLoop.makeCompletedFuture {
                 let isBetweenRecords = NIOLoopBoundBox(true, eventLoop: channel.eventLoop)
-                try channel.pipeline.syncOperations.addHandler(
-                    ByteToMessageHandler(
-                        ConnectionFrameDecoder(maximumRecordBytes: maximumFrameBytes, isBetweenRecords: isBetweenRecords)))
+                let decoder = ConnectionFrameDecoder(
+                    maximumRecordBytes: maximumFrameBytes, isBetweenRecords: isBetweenRecords)
+                try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(decoder))
                 try channel.pipeline.syncOperations.addHandler(FrameBatcher())
                 if let requestDeadline {
                     try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(controlTimeout: requestDeadline))

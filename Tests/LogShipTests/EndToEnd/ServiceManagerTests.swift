@@ -124,7 +124,8 @@ struct SocketActivationTests {
     func restartWithLongLivedWriters(fileDescriptorStore: Bool) async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()
-        let activator = try SocketActivator(directory: directory, fileDescriptorStoreMax: fileDescriptorStore ? 1024 : 0)
+        let activator = try SocketActivator(
+            directory: directory, fileDescriptorStoreMax: fileDescriptorStore ? 1024 : 0)
         // The writers are all this process's, one user: the per-user cap must let all 306 in.
         let configuration = try activator.configure(
             directory: directory, url: receiver.url, ingest: ["max_connections_per_user: 512"])
