@@ -76,8 +76,9 @@ public final class SocketActivator: @unchecked Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        // The store's descriptors follow the sockets, as systemd passes them.
-        let stored = store?.stored ?? []
+        // The store's descriptors follow the sockets, as systemd passes them; what the last daemon sent before it
+        // exited is taken first, as systemd reads its notification socket before it sees a process exit.
+        let stored = store?.drained() ?? []
         for (index, descriptor) in (descriptors + stored.map(\.descriptor)).enumerated() {
             posix_spawn_file_actions_adddup2(&actions, descriptor, 3 + Int32(index))
         }
@@ -125,8 +126,10 @@ public final class SocketActivator: @unchecked Sendable {
     }
 }
 
-/// The service manager's file-descriptor store: a `NOTIFY_SOCKET` read on a thread of its own, keeping what
-/// `FDSTORE=1` hands over (up to `maximum`, closing the rest as systemd does) until `FDSTOREREMOVE=1` names it.
+/// The service manager's file-descriptor store: a `NOTIFY_SOCKET` read on a thread of its own (so that a daemon
+/// storing more than the socket's queue holds never waits), keeping what `FDSTORE=1` hands over (up to
+/// `maximum`, closing the rest as systemd does) until `FDSTOREREMOVE=1` names it. Messages are taken from the
+/// socket and kept under one lock, so that ``drained()`` sees every message sent before it.
 private final class FileDescriptorStore: Sendable {
     struct Stored: Sendable {
         var descriptor: Int32
@@ -142,17 +145,34 @@ private final class FileDescriptorStore: Sendable {
         self.path = path
         self.maximum = maximum
         descriptor = try bindUnixSocket(path, type: Int32(SOCK_DGRAM.rawValue))
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         Thread.detachNewThread { [self] in
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            var received = [Int32](repeating: -1, count: 768)
-            while true {
-                var count: Int32 = 0
-                let length = cunixsocket_receive_descriptors(
-                    descriptor, &buffer, buffer.count, &received, Int32(received.count), &count)
-                if length < 0 && errno == EINTR { continue }
-                if length < 0 { return }
-                receive(String(decoding: buffer[..<length], as: UTF8.self), Array(received[..<Int(count)]))
+            var readable = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            while poll(&readable, 1, -1) >= 0 || errno == EINTR {
+                if readable.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 { return }
+                state.withLock { receiveQueued(&$0) }
             }
+        }
+    }
+
+    /// The descriptors in the store, once every message queued on the socket is taken.
+    func drained() -> [Stored] {
+        state.withLock { state in
+            receiveQueued(&state)
+            return state.stored
+        }
+    }
+
+    private func receiveQueued(_ state: inout (stored: [Stored], notifications: [String])) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var received = [Int32](repeating: -1, count: 768)
+        while true {
+            var count: Int32 = 0
+            let length = cunixsocket_receive_descriptors(
+                descriptor, &buffer, buffer.count, &received, Int32(received.count), &count)
+            if length < 0 && errno == EINTR { continue }
+            guard length >= 0 else { return }
+            receive(String(decoding: buffer[..<length], as: UTF8.self), Array(received[..<Int(count)]), &state)
         }
     }
 
@@ -164,25 +184,29 @@ private final class FileDescriptorStore: Sendable {
     var stored: [Stored] { state.withLock { $0.stored } }
     var notifications: [String] { state.withLock { $0.notifications } }
 
-    private func receive(_ message: String, _ descriptors: [Int32]) {
+    private func receive(
+        _ message: String, _ descriptors: [Int32], _ state: inout (stored: [Stored], notifications: [String])
+    ) {
         var assignments: [String: String] = [:]
         for line in message.split(separator: "\n") {
             guard let equals = line.firstIndex(of: "=") else { continue }
             assignments[String(line[..<equals])] = String(line[line.index(after: equals)...])
         }
         let name = assignments["FDNAME"] ?? "stored"
-        let closing = state.withLock { state -> [Int32] in
-            state.notifications.append(message)
-            var closing: [Int32] = []
-            if assignments["FDSTOREREMOVE"] == "1" {
-                closing += state.stored.filter { $0.name == name }.map(\.descriptor)
-                state.stored.removeAll { $0.name == name }
-            }
-            guard assignments["FDSTORE"] == "1" else { return closing + descriptors }
+        state.notifications.append(message)
+        var closing: [Int32] = []
+        if assignments["FDSTOREREMOVE"] == "1" {
+            closing += state.stored.filter { $0.name == name }.map(\.descriptor)
+            state.stored.removeAll { $0.name == name }
+        }
+        if assignments["FDSTORE"] == "1" {
             let room = max(0, maximum - state.stored.count)
             state.stored += descriptors.prefix(room).map { Stored(descriptor: $0, name: name) }
-            return closing + descriptors.dropFirst(room)
+            closing += descriptors.dropFirst(room)
+        } else {
+            closing += descriptors
         }
+        // Closing under the lock is a test stand-in's shortcut: nothing else waits on it.
         for descriptor in closing { close(descriptor) }
     }
 }

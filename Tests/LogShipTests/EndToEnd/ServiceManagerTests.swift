@@ -185,7 +185,7 @@ struct SocketActivationTests {
 
         let written = Set((idle + busy).flatMap(\.written))
         // Not thrown: the expectation below says how many are missing.
-        try? await eventually(within: .seconds(120)) { Set(receiver.records.map(\.message)).isSuperset(of: written) }
+        try? await eventually(within: .seconds(600)) { Set(receiver.records.map(\.message)).isSuperset(of: written) }
         #expect(try await activator.stop() == 0)
         let lost = written.subtracting(receiver.records.map(\.message))
         print("restarts with long-lived writers (store \(fileDescriptorStore)): \(written.count) lines written, "

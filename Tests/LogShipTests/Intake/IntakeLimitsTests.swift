@@ -121,7 +121,7 @@ struct IntakeLimitsTests {
         }
         defer { for holder in holders { holder.signal(SIGKILL) } }
         // The four beyond the cap wait in the kernel's queue, connected and unaccepted: nothing closes them.
-        try await eventually(within: .seconds(60)) { try Self.openDescriptors(of: daemon.pid) == beforeHolders + 16 }
+        try await eventually(within: .seconds(120)) { try Self.openDescriptors(of: daemon.pid) == beforeHolders + 16 }
         let status = try await LogshipdProcess.status(directory: directory)
         #expect(try Self.openDescriptors(of: daemon.pid) == beforeHolders + 16, "the global cap holds at 64")
         let allRunning = holders.allSatisfy { $0.isRunning }
