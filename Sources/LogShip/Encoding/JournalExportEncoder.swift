@@ -12,20 +12,18 @@ public struct JournalExportEncoder: RecordEncoder {
     public var contentType: String { "application/vnd.fdo.journal" }
     public var defaultPath: String { "/upload" }
 
-    public func encode(_ lines: [ArraySlice<UInt8>]) throws -> [UInt8] {
-        Array(try encodeBuffer(lines).readableBytesView)
-    }
-
-    public func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer {
+    public func encodeBuffer(_ lines: [ArraySlice<UInt8>], ids: RecordIDs) throws -> ByteBuffer {
         let records = try RecordLine.read(batch: lines)
+        let ids = RecordIDText(ids)
         // About the line's length: names in place of the line's keys.
         var body = ByteBuffer.body(
             expected: lines.reduce(0) { $0 + $1.count + 16 },
-            largestReserve: zip(lines, records).reduce(0) { max($0, Self.reserve($1.0.count, $1.1)) })
+            largestReserve: zip(lines, records).reduce(0) { max($0, Self.reserve($1.0.count, $1.1)) }
+                + ids.maximumLength)
         for (index, record) in records.enumerated() {
             lines[index].withUnsafeBufferPointer { line in
-                body.write(reserving: Self.reserve(line.count, record)) { writer in
-                    Self.write(record, of: line, to: &writer)
+                body.write(reserving: Self.reserve(line.count, record) + ids.maximumLength) { writer in
+                    Self.write(record, id: ids, index, of: line, to: &writer)
                 }
             }
         }
@@ -38,7 +36,11 @@ public struct JournalExportEncoder: RecordEncoder {
         lineLength + 512 + 96 * record.fieldCount
     }
 
-    private static func write(_ record: RecordLine, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {
+    /// One entry; the record's id is `LOGSHIP_RECORD_ID`.
+    private static func write(
+        _ record: RecordLine, id ids: RecordIDText, _ index: Int, of line: UnsafeBufferPointer<UInt8>,
+        to writer: inout BodyWriter
+    ) {
         writer.write("__REALTIME_TIMESTAMP=")
         writer.writeDecimal(record.timestamp.microsecondsSinceEpoch)
         writer.write(UInt8(ascii: "\n"))
@@ -51,6 +53,8 @@ public struct JournalExportEncoder: RecordEncoder {
         writer.write(record.priority.staticName)
         writer.write("\nLOGSHIP_SOURCE=")
         writer.write(record.source.staticName)
+        writer.write("\nLOGSHIP_RECORD_ID=")
+        writer.write(ids, index)
         writer.write(UInt8(ascii: "\n"))
         // The sender's identity as the kernel reported it: what journald itself would have recorded.
         if let peer = record.peer {

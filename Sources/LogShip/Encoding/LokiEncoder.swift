@@ -7,22 +7,20 @@ import NIOCore
 /// The labels are only what the host vouches for: `host`, `priority` (the class) and, for a journal record, `unit`
 /// (journald's `_SYSTEMD_UNIT`). A sender's fields are never labels and never the line's top-level keys: they stay
 /// in the line's `fields` object (`fields_<key>` after LogQL's `| json`), which is their prefix. A socket sender's
-/// `systemd_unit` or syslog tag is one of them.
+/// `systemd_unit` or syslog tag is one of them. The record's id is the entry's structured metadata
+/// (`log_record_uid`), which Loki 3 keeps beside the line without making it a label.
 struct LokiEncoder: RecordEncoder {
     var contentType: String { "application/json" }
     var defaultPath: String { "/loki/api/v1/push" }
 
-    func encode(_ lines: [ArraySlice<UInt8>]) throws -> [UInt8] {
-        Array(try encodeBuffer(lines).readableBytesView)
-    }
-
-    func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer {
+    func encodeBuffer(_ lines: [ArraySlice<UInt8>], ids: RecordIDs) throws -> ByteBuffer {
         let records = try RecordLine.read(batch: lines)
+        let ids = RecordIDText(ids)
         let streams = Self.streams(records, lines: lines)
         // A line's quotes escaped (about one byte in ten), its time and the labels.
         var body = ByteBuffer.body(
             expected: lines.reduce(64) { $0 + $1.count * 5 / 4 + 32 },
-            largestReserve: 2 * (lines.map(\.count).max() ?? 0) + 128)
+            largestReserve: 2 * (lines.map(\.count).max() ?? 0) + 160 + ids.maximumLength)
         body.writeStaticString(#"{"streams":["#)
         for (number, stream) in streams.enumerated() {
             if number > 0 { body.writeInteger(UInt8(ascii: ",")) }
@@ -47,13 +45,16 @@ struct LokiEncoder: RecordEncoder {
             }
             for (position, index) in entries.enumerated() {
                 lines[index].withUnsafeBufferPointer { line in
-                    body.write(reserving: 2 * line.count + 32) { writer in
+                    body.write(reserving: 2 * line.count + 64 + ids.maximumLength) { writer in
                         if position > 0 { writer.write(UInt8(ascii: ",")) }
                         writer.write(#"[""#)
                         writer.writeDecimal(records[index].timestamp.unixNanoseconds)
                         writer.write(#"","#)
                         writer.writeJSONString(quoting: line)
-                        writer.write(UInt8(ascii: "]"))
+                        // Structured metadata (Loki 3): the id, named as Loki names OTLP's `log.record.uid`.
+                        writer.write(#",{"log_record_uid":""#)
+                        writer.write(ids, index)
+                        writer.write(#""}]"#)
                     }
                 }
             }

@@ -13,17 +13,16 @@ struct OTLPJSONEncoder: RecordEncoder {
     var contentType: String { "application/json" }
     var defaultPath: String { "/v1/logs" }
 
-    func encode(_ lines: [ArraySlice<UInt8>]) throws -> [UInt8] {
-        Array(try encodeBuffer(lines).readableBytesView)
-    }
-
-    func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer {
+    func encodeBuffer(_ lines: [ArraySlice<UInt8>], ids: RecordIDs) throws -> ByteBuffer {
         let records = try RecordLine.read(batch: lines)
+        let ids = RecordIDText(ids)
         let groups = OTLPResource.groups(records, lines: lines)
         // Each record's own bytes once, and some 400 of names and punctuation.
         var body = ByteBuffer.body(
             expected: lines.reduce(256) { $0 + $1.count + 448 },
-            largestReserve: zip(lines, records).reduce(0) { max($0, 2 * $1.0.count + 256, Self.reserve($1.0.count, $1.1)) })
+            largestReserve: zip(lines, records).reduce(0) {
+                max($0, 2 * $1.0.count + 256, Self.reserve($1.0.count, $1.1) + ids.maximumLength)
+            })
         body.writeStaticString(#"{"resourceLogs":["#)
         for (number, group) in groups.enumerated() {
             if number > 0 { body.writeInteger(UInt8(ascii: ",")) }
@@ -45,9 +44,9 @@ struct OTLPJSONEncoder: RecordEncoder {
             for (position, index) in group.members.enumerated() {
                 lines[index].withUnsafeBufferPointer { line in
                     let record = records[index]
-                    body.write(reserving: Self.reserve(line.count, record)) { writer in
+                    body.write(reserving: Self.reserve(line.count, record) + ids.maximumLength) { writer in
                         if position > 0 { writer.write(UInt8(ascii: ",")) }
-                        Self.write(record, of: line, to: &writer)
+                        Self.write(record, id: ids, index, of: line, to: &writer)
                     }
                 }
             }
@@ -68,9 +67,14 @@ struct OTLPJSONEncoder: RecordEncoder {
     /// logshipd's version as a JSON string.
     private static let quotedVersion: [UInt8] = Array("\"\(LogShipVersion.current)\"".utf8)
 
-    /// One `LogRecord`, its keys in sorted order.
-    private static func write(_ record: RecordLine, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {
-        writer.write(#"{"attributes":[{"key":"logship.source","value":{"stringValue":""#)
+    /// One `LogRecord`, its keys in sorted order; the record's id is the `log.record.uid` attribute.
+    private static func write(
+        _ record: RecordLine, id ids: RecordIDText, _ index: Int, of line: UnsafeBufferPointer<UInt8>,
+        to writer: inout BodyWriter
+    ) {
+        writer.write(#"{"attributes":[{"key":"log.record.uid","value":{"stringValue":""#)
+        writer.write(ids, index)
+        writer.write(#""}},{"key":"logship.source","value":{"stringValue":""#)
         writer.write(record.source.staticName)
         writer.write(#""}},{"key":"logship.priority","value":{"stringValue":""#)
         writer.write(record.priority.staticName)

@@ -11,16 +11,15 @@ struct OTLPProtobufEncoder: RecordEncoder {
     var contentType: String { "application/x-protobuf" }
     var defaultPath: String { "/v1/logs" }
 
-    func encode(_ lines: [ArraySlice<UInt8>]) throws -> [UInt8] {
-        Array(try encodeBuffer(lines).readableBytesView)
-    }
-
-    func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer {
+    func encodeBuffer(_ lines: [ArraySlice<UInt8>], ids: RecordIDs) throws -> ByteBuffer {
         let records = try RecordLine.read(batch: lines)
+        let ids = RecordIDText(ids)
         // About the line's length: attribute names and numbers in place of the line's keys.
         var body = ByteBuffer.body(
             expected: lines.reduce(64) { $0 + $1.count + 24 },
-            largestReserve: zip(lines, records).reduce(0) { max($0, 2 * $1.0.count + 128, Self.reserve($1.0.count, $1.1)) })
+            largestReserve: zip(lines, records).reduce(0) {
+                max($0, 2 * $1.0.count + 128, Self.reserve($1.0.count, $1.1) + ids.maximumLength)
+            })
         for group in OTLPResource.groups(records, lines: lines) {
             // ExportLogsServiceRequest.resource_logs = 1
             let resourceLogs = body.beginMessage(1)
@@ -36,8 +35,8 @@ struct OTLPProtobufEncoder: RecordEncoder {
             for index in group.members {
                 lines[index].withUnsafeBufferPointer { line in
                     let record = records[index]
-                    body.write(reserving: Self.reserve(line.count, record)) { writer in
-                        Self.write(record, of: line, to: &writer)
+                    body.write(reserving: Self.reserve(line.count, record) + ids.maximumLength) { writer in
+                        Self.write(record, id: ids, index, of: line, to: &writer)
                     }
                 }
             }
@@ -71,7 +70,10 @@ struct OTLPProtobufEncoder: RecordEncoder {
     }
 
     /// `ScopeLogs.log_records = 2`: one `LogRecord`.
-    private static func write(_ record: RecordLine, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {
+    private static func write(
+        _ record: RecordLine, id ids: RecordIDText, _ index: Int, of line: UnsafeBufferPointer<UInt8>,
+        to writer: inout BodyWriter
+    ) {
         let logRecord = writer.beginMessage(2)
         // The record's own time, which is also when logshipd observed it as near as it knows.
         let nanoseconds = record.timestamp.unixNanoseconds
@@ -85,6 +87,7 @@ struct OTLPProtobufEncoder: RecordEncoder {
         message.writeValue(of: line, to: &writer)
 
         // attributes = 6, in the order of the JSON encoding.
+        writeIDAttribute(ids, index, to: &writer)
         writeAttribute("logship.source", .constant(record.source.staticName), of: line, to: &writer)
         writeAttribute("logship.priority", .constant(record.priority.staticName), of: line, to: &writer)
         writeAttribute("syslog.severity", .integer(Int64(record.severity.rawValue)), of: line, to: &writer)
@@ -125,6 +128,19 @@ struct OTLPProtobufEncoder: RecordEncoder {
         _ key: StaticString, _ value: OTLPAnyValue, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter
     ) {
         value.write(key: key, size: value.keyValueSize(key: key), field: 6, of: line, to: &writer)
+    }
+
+    /// `LogRecord.attributes = 6`: `log.record.uid`, the record's id, a string.
+    private static func writeIDAttribute(_ ids: RecordIDText, _ index: Int, to writer: inout BodyWriter) {
+        let key: StaticString = "log.record.uid"
+        let length = ids.length(index)
+        let valueSize = BodyWriter.fieldSize(length: length)
+        writer.writeLengthDelimited(
+            6, length: BodyWriter.fieldSize(length: key.utf8CodeUnitCount) + BodyWriter.fieldSize(length: valueSize))
+        writer.writeStringField(1, key)
+        writer.writeLengthDelimited(2, length: valueSize)
+        writer.writeLengthDelimited(1, length: length)
+        writer.write(ids, index)
     }
 
     /// A number the line holds in decimal, checked to fit when the line was read.

@@ -8,15 +8,16 @@ public protocol RecordEncoder: Sendable {
     var contentType: String { get }
     /// The path requests go to when `upload.url` names none.
     var defaultPath: String { get }
-    /// The body for `lines`, canonical NDJSON lines without their newlines.
-    func encode(_ lines: [ArraySlice<UInt8>]) throws -> [UInt8]
-    /// The body for `lines`, in the buffer the request is written from; by default ``encode(_:)``'s bytes, copied.
-    func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer
+    /// The body for `lines`, canonical NDJSON lines without their newlines, each record with its id from `ids`
+    /// (in the order of `lines`).
+    func encode(_ lines: [ArraySlice<UInt8>], ids: RecordIDs) throws -> [UInt8]
+    /// The body for `lines`, in the buffer the request is written from.
+    func encodeBuffer(_ lines: [ArraySlice<UInt8>], ids: RecordIDs) throws -> ByteBuffer
 }
 
 extension RecordEncoder {
-    public func encodeBuffer(_ lines: [ArraySlice<UInt8>]) throws -> ByteBuffer {
-        ByteBuffer(bytes: try encode(lines))
+    public func encode(_ lines: [ArraySlice<UInt8>], ids: RecordIDs) throws -> [UInt8] {
+        Array(try encodeBuffer(lines, ids: ids).readableBytesView)
     }
 }
 

@@ -107,7 +107,9 @@ struct BatchDelivery: Sendable {
         var failure: UploadError?
         do {
             bodyBytes = try await uploader.upload(
-                Payload(lines: batch.records.map(\.line), batchNumber: batch.number, lane: lane?.index ?? 0))
+                Payload(
+                    lines: batch.records.map(\.line), ids: batch.ids, batchNumber: batch.number,
+                    lane: lane?.index ?? 0))
         } catch let error as UploadError where error.isUnencodable {
             // Nothing went out: no request and nothing spent; the records are refused as a remote refuses them.
             var report = RequestReport(outcome: .refusedRecords, sentAt: sentAt)

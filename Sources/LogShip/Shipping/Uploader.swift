@@ -15,6 +15,9 @@ public struct Payload: Sendable {
     /// The records in the spool's canonical form, one NDJSON line each (without newlines); the uploader encodes
     /// them in its format.
     public var lines: [ArraySlice<UInt8>]
+    /// The records' ids, in the order of ``lines``: sent with each record, and digested into the request's
+    /// `Idempotency-Key`.
+    public var ids: RecordIDs
     public var recordCount: Int { lines.count }
     /// The claim this request carries, numbered in claim order since the daemon started; the halves of a refused
     /// batch keep their batch's number. Sent as `X-Logshipd-Batch`, so a receiver can tell claim order from
@@ -24,8 +27,10 @@ public struct Payload: Sendable {
     /// it. 0 outside an operation.
     public var lane: Int
 
-    public init(lines: [ArraySlice<UInt8>], batchNumber: Int, lane: Int = 0) {
+    public init(lines: [ArraySlice<UInt8>], ids: RecordIDs, batchNumber: Int, lane: Int = 0) {
+        precondition(lines.count == ids.sequences.count, "one id per record")
         self.lines = lines
+        self.ids = ids
         self.batchNumber = batchNumber
         self.lane = lane
     }

@@ -5,19 +5,25 @@ public struct Batch: Hashable, Sendable {
     /// The claim's place in claim order since the spool opened (1, 2, …), given where claims are serialised so
     /// that two claims racing each other are still numbered in the order they took their records.
     public var number: Int
+    /// The life of the spool the records entered: with their class and sequences, their ids (``ids``).
+    public var instance: SpoolInstance
 
-    public init(priority: PriorityClass, records: [SpooledRecord], number: Int = 0) {
+    public init(priority: PriorityClass, records: [SpooledRecord], number: Int = 0, instance: SpoolInstance) {
         self.priority = priority
         self.records = records
         self.number = number
+        self.instance = instance
     }
+
+    /// Its records' ids, which every request sending them carries.
+    public var ids: RecordIDs { RecordIDs(instance: instance, priority: priority, sequences: sequences) }
 
     /// The first and second half, to find the records a remote refuses.
     public func halves() -> (Batch, Batch) {
         let middle = records.count / 2
         return (
-            Batch(priority: priority, records: Array(records[..<middle]), number: number),
-            Batch(priority: priority, records: Array(records[middle...]), number: number)
+            Batch(priority: priority, records: Array(records[..<middle]), number: number, instance: instance),
+            Batch(priority: priority, records: Array(records[middle...]), number: number, instance: instance)
         )
     }
 
@@ -26,7 +32,7 @@ public struct Batch: Hashable, Sendable {
         let count = max(1, min(count, records.count))
         return (0..<count).map { index in
             let range = (records.count * index / count)..<(records.count * (index + 1) / count)
-            return Batch(priority: priority, records: Array(records[range]), number: number)
+            return Batch(priority: priority, records: Array(records[range]), number: number, instance: instance)
         }
     }
 

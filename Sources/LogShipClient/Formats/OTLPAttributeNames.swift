@@ -10,7 +10,7 @@ import LogShipRecord
 package enum OTLPAttributeNames {
     /// Attributes logshipd sets on a log record, from the record's own parts.
     package static let record: Set<String> = [
-        "logship.source", "logship.priority", "logship.truncated", "syslog.severity",
+        "log.record.uid", "logship.source", "logship.priority", "logship.truncated", "syslog.severity",
         "process.pid", "user.id", "group.id", "process.executable.name", "systemd.unit",
     ]
 

@@ -52,7 +52,7 @@ enum JournalExportDecoder {
     /// The names an entry's record is made of; the others are its fields.
     private static let recordNames: Set<String> = [
         "MESSAGE", "PRIORITY", "_HOSTNAME", "_PID", "_UID", "_GID", "_COMM", "_SYSTEMD_UNIT",
-        "LOGSHIP_PRIORITY_CLASS", "LOGSHIP_SOURCE", "LOGSHIP_TRUNCATED",
+        "LOGSHIP_PRIORITY_CLASS", "LOGSHIP_SOURCE", "LOGSHIP_TRUNCATED", "LOGSHIP_RECORD_ID",
     ]
 
     /// An export entry as a record: its message, priority, time and host, the sender as journald's `_PID`, `_UID`,
@@ -80,5 +80,10 @@ enum JournalExportDecoder {
             timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: priority, severity: severity,
             host: text("_HOSTNAME") ?? "", source: source, message: text("MESSAGE") ?? "", peer: peer,
             fields: recordFields, truncated: text("LOGSHIP_TRUNCATED") == "1")
+    }
+
+    /// The record id logshipd gave the entry (`LOGSHIP_RECORD_ID`), if it carries one.
+    static func recordID(from fields: [String: [UInt8]]) -> String? {
+        fields["LOGSHIP_RECORD_ID"].map { String(decoding: $0, as: UTF8.self) }
     }
 }

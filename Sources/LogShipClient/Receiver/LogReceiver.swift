@@ -34,6 +34,9 @@ public final class LogReceiver: Sendable {
         public var hold: (@Sendable (_ sequence: Int) async -> Void)?
         /// Awaited after the response head is sent and before its body: a remote that answers and then stalls.
         public var holdBody: (@Sendable (_ sequence: Int) async -> Void)?
+        /// Whether to close the connection instead of answering the request with this sequence number, once it is
+        /// read and reported: a remote that stored a request and then went away (a crash, a reset) before its answer.
+        public var closesUnanswered: (@Sendable (_ sequence: Int) -> Bool)?
         /// Whether to decode records; a benchmark's receiver only counts them (NDJSON lines, export entries), so
         /// that it is not the bottleneck it measures.
         public var decodesRecords = true
@@ -44,7 +47,8 @@ public final class LogReceiver: Sendable {
             delay: Duration = .zero, failureRate: Double = 0, failureStatus: Int = 503, retryAfter: Int? = nil,
             decide: (@Sendable (_ sequence: Int, _ records: [LogRecord]) -> Int?)? = nil,
             hold: (@Sendable (_ sequence: Int) async -> Void)? = nil,
-            holdBody: (@Sendable (_ sequence: Int) async -> Void)? = nil
+            holdBody: (@Sendable (_ sequence: Int) async -> Void)? = nil,
+            closesUnanswered: (@Sendable (_ sequence: Int) -> Bool)? = nil
         ) {
             self.delay = delay
             self.failureRate = failureRate
@@ -53,6 +57,7 @@ public final class LogReceiver: Sendable {
             self.decide = decide
             self.hold = hold
             self.holdBody = holdBody
+            self.closesUnanswered = closesUnanswered
         }
     }
 
@@ -61,6 +66,8 @@ public final class LogReceiver: Sendable {
         /// 0 for the first request, in the order request heads arrived.
         public var sequence: Int
         public var records: [LogRecord]
+        /// The id logshipd gave each of ``records`` (in their order), `nil` for one sent without.
+        public var recordIDs: [String?]
         /// How many records the request carried: decoded or, when the receiver only counts, counted.
         public var recordCount: Int
         /// Lines that did not decode as records.
@@ -219,6 +226,7 @@ public final class LogReceiver: Sendable {
                         // no longer in flight.
                         defer { counters.withLock { $0.inFlight -= 1 } }
                         head = nil
+                        if behavior.closesUnanswered?(sequence) == true { return }
                         try await writer.write(.head(responseHead))
                         await behavior.holdBody?(sequence)
                         try await writer.write(.body(.byteBuffer(ByteBuffer(string: responseBody))))
@@ -258,7 +266,8 @@ public final class LogReceiver: Sendable {
         let status = refusal ?? behavior.decide?(sequence, decoded.records) ?? (fails ? behavior.failureStatus : 200)
         onRequest(
             Request(
-                sequence: sequence, records: decoded.records, recordCount: decoded.count, malformedLines: decoded.malformed,
+                sequence: sequence, records: decoded.records, recordIDs: decoded.ids, recordCount: decoded.count,
+                malformedLines: decoded.malformed,
                 status: status, inFlightAtArrival: inFlight, arrivedAt: arrivedAt,
                 batch: head.headers.first(name: "X-Logshipd-Batch").flatMap { Int($0) },
                 authorization: head.headers.first(name: "Authorization"), path: head.uri, format: format.rawValue,

@@ -45,6 +45,13 @@ struct OTLPLogsRequest: Decodable {
         }
     }
 
+    /// The id logshipd gave each record (`log.record.uid`), in the order of ``records()``.
+    func recordIDs() -> [String?] {
+        resourceLogs.flatMap { ($0.scopeLogs ?? []).flatMap { $0.logRecords ?? [] } }.map { record in
+            Self.dictionary(record.attributes)["log.record.uid"]
+        }
+    }
+
     private static func record(_ record: Record, host: String) -> LogRecord {
         let attributes = dictionary(record.attributes)
         let severity = attributes["syslog.severity"].flatMap { Int($0) }.flatMap(Severity.init(rawValue:))

@@ -7,37 +7,60 @@ import Synchronization
 public final class RecordPrinter: Sendable {
     private let colored: Bool
     private let quiet: Bool
+    private let deduplicator: RecordDeduplicator?
+    private let keepsDuplicates: Bool
     /// Serialises output: requests arrive on several connections at once.
     private let output = Mutex(())
 
     /// - Parameters:
     ///   - colored: Highlight crash and error records (for a terminal).
     ///   - quiet: Print one summary line per request instead of the records.
-    public init(colored: Bool, quiet: Bool) {
+    ///   - deduplicator: Recognises records received before; `nil` prints every record as it came.
+    ///   - keepsDuplicates: Print the repeats the deduplicator finds, marked, instead of dropping them.
+    public init(
+        colored: Bool, quiet: Bool, deduplicator: RecordDeduplicator? = nil, keepsDuplicates: Bool = false
+    ) {
         self.colored = colored
         self.quiet = quiet
+        self.deduplicator = deduplicator
+        self.keepsDuplicates = keepsDuplicates
     }
 
     public func print(_ request: LogReceiver.Request) {
-        let text = text(for: request)
+        let repeats = deduplicator?.repeats(in: request) ?? []
+        let text = text(for: request, repeats: repeats, duplicatesSinceStart: deduplicator?.duplicates ?? 0)
         output.withLock { _ in UnbufferedOutput.write(text, to: STDOUT_FILENO) }
     }
 
     /// What ``print(_:)`` writes for `request`: its records, each marked with the sender's batch number
     /// (`X-Logshipd-Batch`) and, when the receiver refused the request, with the status it answered, so that a
-    /// refused record is never mistaken for a delivered one.
-    public func text(for request: LogReceiver.Request) -> String {
+    /// refused record is never mistaken for a delivered one. The records at `repeats` were received before:
+    /// left out with a line that counts them, or marked `duplicate` when the printer keeps duplicates.
+    public func text(
+        for request: LogReceiver.Request, repeats: Set<Int> = [], duplicatesSinceStart: Int = 0
+    ) -> String {
         let batch = request.batch.map { "batch \($0)" } ?? "no batch number"
         let refused = (200..<300).contains(request.status) ? nil : "refused \(request.status)"
         var text = ""
         if quiet {
-            text = "request \(request.sequence) (\(batch)): \(request.records.count) records, answered \(request.status)\n"
+            let fresh = request.records.count - (keepsDuplicates ? 0 : repeats.count)
+            text = "request \(request.sequence) (\(batch)): \(fresh) records, answered \(request.status)\n"
         } else {
             let tags = [request.batch.map { "#\($0)" }, refused].compactMap { $0 }
             let mark = tags.isEmpty ? "" : "[\(tags.joined(separator: " "))] "
-            for record in request.records {
-                text += mark + line(for: record) + "\n"
+            let repeatMark = "[\((tags + ["duplicate"]).joined(separator: " "))] "
+            for (index, record) in request.records.enumerated() {
+                if !repeats.contains(index) {
+                    text += mark + line(for: record) + "\n"
+                } else if keepsDuplicates {
+                    text += repeatMark + line(for: record) + "\n"
+                }
             }
+        }
+        if !repeats.isEmpty {
+            let fate = keepsDuplicates ? "shown as duplicate" : "dropped"
+            text += "request \(request.sequence) (\(batch)): \(repeats.count) duplicate record(s) \(fate), ids "
+                + "received before (\(duplicatesSinceStart) since start)\n"
         }
         if request.malformedLines > 0 {
             text += "request \(request.sequence) (\(batch)): \(request.malformedLines) lines were not records\n"

@@ -12,6 +12,8 @@ struct RequestBodyDecoder {
     /// What a body held.
     struct Decoded {
         var records: [LogRecord] = []
+        /// The id logshipd gave each record (``records``' order), `nil` for a record sent without one.
+        var ids: [String?] = []
         /// Records the body carried: decoded, or counted when not decoding.
         var count = 0
         /// Lines, entries or elements that did not decode as records.
@@ -111,6 +113,7 @@ struct RequestBodyDecoder {
             let export = JournalExportDecoder.entries(in: bytes)
             return Decoded(
                 records: decodesRecords ? export.entries.map(JournalExportDecoder.record(from:)) : [],
+                ids: decodesRecords ? export.entries.map(JournalExportDecoder.recordID(from:)) : [],
                 count: export.entries.count, malformed: export.malformed)
         case .ndjson where !decodesRecords:
             // Lines, the last one with or without its newline (syslog-ng's http() puts newlines only between).
@@ -119,25 +122,30 @@ struct RequestBodyDecoder {
         case .ndjson:
             return Self.records(fromLines: bytes.split(separator: UInt8(ascii: "\n")).map { Data($0) })
         case .json:
-            guard let elements = try? JSONDecoder().decode([Failable<LogRecord>].self, from: Data(bytes)) else {
+            guard let elements = try? JSONDecoder().decode([Failable<IdentifiedRecord>].self, from: Data(bytes)) else {
                 return Decoded(malformed: 1)
             }
             let records = elements.compactMap(\.value)
-            return Decoded(records: records, count: records.count, malformed: elements.count - records.count)
+            return Decoded(
+                records: records.map(\.record), ids: records.map(\.id), count: records.count,
+                malformed: elements.count - records.count)
         case .loki:
             guard let push = try? JSONDecoder().decode(LokiPush.self, from: Data(bytes)) else { return Decoded(malformed: 1) }
-            let lines = push.streams.flatMap(\.values).map { Data(($0.count == 2 ? $0[1] : "").utf8) }
-            return Self.records(fromLines: lines)
+            let entries = push.streams.flatMap(\.values)
+            var decoded = Self.records(fromLines: entries.map { Data($0.line.utf8) })
+            // The line is the record as logshipd spools it, without its id: the id is the entry's metadata.
+            if decoded.malformed == 0 { decoded.ids = entries.map(\.id) }
+            return decoded
         case .otlp:
             guard let request = try? OTLPLogsRequest(protobuf: Array(bytes)[...]) else { return Decoded(malformed: 1) }
             let records = request.records()
-            return Decoded(records: records, count: records.count)
+            return Decoded(records: records, ids: request.recordIDs(), count: records.count)
         case .otlpJSON:
             guard let request = try? JSONDecoder().decode(OTLPLogsRequest.self, from: Data(bytes)) else {
                 return Decoded(malformed: 1)
             }
             let records = request.records()
-            return Decoded(records: records, count: records.count)
+            return Decoded(records: records, ids: request.recordIDs(), count: records.count)
         }
     }
 
@@ -145,8 +153,9 @@ struct RequestBodyDecoder {
         let decoder = JSONDecoder()
         var decoded = Decoded()
         for line in lines {
-            if let record = try? decoder.decode(LogRecord.self, from: line) {
-                decoded.records.append(record)
+            if let identified = try? decoder.decode(IdentifiedRecord.self, from: line) {
+                decoded.records.append(identified.record)
+                decoded.ids.append(identified.id)
             } else {
                 decoded.malformed += 1
             }
@@ -165,11 +174,39 @@ private struct Failable<Value: Decodable>: Decodable {
     }
 }
 
-/// A Loki push request: streams of `[nanoseconds, line]` pairs.
+/// A record in logshipd's NDJSON form with the `id` it was sent with, if any.
+private struct IdentifiedRecord: Decodable {
+    private enum CodingKeys: String, CodingKey {
+        case id
+    }
+
+    var record: LogRecord
+    var id: String?
+
+    init(from decoder: any Decoder) throws {
+        record = try LogRecord(from: decoder)
+        id = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .id)
+    }
+}
+
+/// A Loki push request: streams of `[nanoseconds, line]` entries, each with structured metadata after its line
+/// (`log_record_uid`, the record's id) when logshipd sent it.
 private struct LokiPush: Decodable {
     struct Stream: Decodable {
         var stream: [String: String]
-        var values: [[String]]
+        var values: [Entry]
+    }
+
+    struct Entry: Decodable {
+        var line: String
+        var id: String?
+
+        init(from decoder: any Decoder) throws {
+            var container = try decoder.unkeyedContainer()
+            _ = try container.decode(String.self)
+            line = try container.decode(String.self)
+            id = container.isAtEnd ? nil : try container.decode([String: String].self)["log_record_uid"]
+        }
     }
 
     var streams: [Stream]

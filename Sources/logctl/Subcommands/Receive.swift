@@ -5,7 +5,8 @@ import Glibc
 import LogShipClient
 import NIOSSL
 
-/// `logctl receive`: a small HTTP receiver that prints each record logshipd uploads.
+/// `logctl receive`: a small HTTP receiver that prints each record logshipd uploads, once: a record whose id it
+/// received before (a repeat after a timeout or a restart) is dropped with a line that counts it.
 struct Receive: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Listen for logshipd's uploads and print each record on one line.")
@@ -27,6 +28,11 @@ struct Receive: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Print only a count per request, not the records.")
     var quiet = false
+
+    @Flag(
+        name: .customLong("keep-duplicates"),
+        help: "Print records whose id was received before, marked [duplicate], instead of dropping them.")
+    var keepDuplicates = false
 
     @Option(name: .customLong("tls-cert"), help: "Serve HTTPS with this PEM certificate (chain); needs --tls-key.")
     var tlsCertificate: String?
@@ -51,7 +57,9 @@ struct Receive: AsyncParsableCommand {
 
     func run() async throws {
         let address = ListenAddress(listen)!
-        let printer = RecordPrinter(colored: isatty(STDOUT_FILENO) == 1, quiet: quiet)
+        let printer = RecordPrinter(
+            colored: isatty(STDOUT_FILENO) == 1, quiet: quiet, deduplicator: RecordDeduplicator(),
+            keepsDuplicates: keepDuplicates)
         let tls = try tlsCertificate.map { certificate in
             try LogReceiver.serverTLS(certificateFile: certificate, keyFile: tlsKey!, clientCAFile: clientCA)
         }

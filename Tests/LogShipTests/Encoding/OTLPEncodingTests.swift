@@ -22,7 +22,8 @@ struct OTLPEncodingTests {
     ]
 
     /// The request as opentelemetry-proto's `MessageToDict` gives it: field names as in the .proto, 64-bit
-    /// integers as strings, enums by name, fields at their default left out (the record before 1970 has no time).
+    /// integers as strings, enums by name, fields at their default left out (the record before 1970 has no time);
+    /// each record's id (``RecordIDs/numbered(_:priority:)``) is its `log.record.uid`.
     static let expected = """
         {"resource_logs": [
           {"resource": {"attributes": [{"key": "host.name", "value": {"string_value": "web-1"}},
@@ -32,6 +33,7 @@ struct OTLPEncodingTests {
               "severity_number": "SEVERITY_NUMBER_FATAL", "severity_text": "FATAL",
               "body": {"string_value": "segfault at 0 ip \\"x\\"\\nsecond line"},
               "attributes": [
+                {"key": "log.record.uid", "value": {"string_value": "0123456789abcdeffedcba9876543210-info-1"}},
                 {"key": "logship.source", "value": {"string_value": "control"}},
                 {"key": "logship.priority", "value": {"string_value": "crash"}},
                 {"key": "syslog.severity", "value": {"int_value": "2"}},
@@ -48,6 +50,7 @@ struct OTLPEncodingTests {
               "severity_number": "SEVERITY_NUMBER_INFO", "severity_text": "INFO",
               "body": {"string_value": "GET /health 200"},
               "attributes": [
+                {"key": "log.record.uid", "value": {"string_value": "0123456789abcdeffedcba9876543210-info-2"}},
                 {"key": "logship.source", "value": {"string_value": "socket"}},
                 {"key": "logship.priority", "value": {"string_value": "info"}},
                 {"key": "syslog.severity", "value": {"int_value": "6"}}]}]}]},
@@ -57,6 +60,7 @@ struct OTLPEncodingTests {
              {"severity_number": "SEVERITY_NUMBER_ERROR", "severity_text": "ERROR",
               "body": {"string_value": "tab\\there"},
               "attributes": [
+                {"key": "log.record.uid", "value": {"string_value": "0123456789abcdeffedcba9876543210-info-3"}},
                 {"key": "logship.source", "value": {"string_value": "journal"}},
                 {"key": "logship.priority", "value": {"string_value": "error"}},
                 {"key": "syslog.severity", "value": {"int_value": "3"}},

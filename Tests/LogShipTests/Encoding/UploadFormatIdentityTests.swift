@@ -85,6 +85,7 @@ struct UploadFormatIdentityTests {
         #expect(resource == ["host.name": "web-1", "service.name": "worker"])
         #expect(parsed[0].severity == 9)
         #expect(attributes == [
+            "log.record.uid": RecordIDs.numbered(1)[0],
             "logship.source": "socket", "logship.priority": "info", "syslog.severity": "6",
             "process.pid": "4242", "user.id": "1000", "group.id": "1000", "process.executable.name": "worker",
             "logship.field.process.pid": "1", "logship.field.user.id": "0", "logship.field.group.id": "0",
@@ -133,7 +134,7 @@ struct UploadFormatIdentityTests {
         #expect(own == [
             "MESSAGE": "Accepted password for root", "PRIORITY": "6", "_HOSTNAME": "web-1",
             "_PID": "4242", "_UID": "1000", "_GID": "1000", "_COMM": "worker",
-            "LOGSHIP_PRIORITY_CLASS": "info", "LOGSHIP_SOURCE": "socket",
+            "LOGSHIP_PRIORITY_CLASS": "info", "LOGSHIP_SOURCE": "socket", "LOGSHIP_RECORD_ID": RecordIDs.numbered(2)[0],
             "FIELD_PID": "1", "FIELD_UID": "0", "FIELD_GID": "0", "FIELD_COMM": "sshd", "FIELD_PRIORITY": "0",
             "FIELD_MESSAGE": "root logged in", "FIELD_HOSTNAME": "bastion", "FIELD_REALTIME_TIMESTAMP": "0",
             "FIELD_SYSTEMD_UNIT": "sshd.service", "FIELD_LOGSHIP_PRIORITY_CLASS": "crash",
@@ -166,7 +167,18 @@ struct UploadFormatIdentityTests {
         struct Push: Decodable {
             struct Stream: Decodable {
                 var stream: [String: String]
-                var values: [[String]]
+                var values: [Entry]
+            }
+
+            /// `[time, line, {"log_record_uid": id}]`: the line alone is read here.
+            struct Entry: Decodable {
+                var line: String
+
+                init(from decoder: any Decoder) throws {
+                    var container = try decoder.unkeyedContainer()
+                    _ = try container.decode(String.self)
+                    line = try container.decode(String.self)
+                }
             }
 
             var streams: [Stream]
@@ -176,7 +188,7 @@ struct UploadFormatIdentityTests {
             ["host": "web-1", "priority": "info"],
             ["host": "web-1", "priority": "error", "unit": "nginx.service"],
         ])
-        let line = try #require(push.streams.first?.values.first?.last)
+        let line = try #require(push.streams.first?.values.first?.line)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(Set(object.keys) == [
             "timestamp", "priority", "severity", "host", "source", "message", "pid", "uid", "gid", "comm", "fields",

@@ -24,19 +24,25 @@ struct UploadFormatTests {
     ]
     static var lines: [ArraySlice<UInt8>] { records.map { $0.ndjsonLine[...] } }
 
-    @Test("ndjson, json and loki bodies are exactly the expected bytes")
+    @Test("ndjson, json and loki bodies are exactly the expected bytes, each record with its id")
     func goldenBodies() throws {
         let first = #"{"timestamp":"2026-11-21T10:00:00.000002Z","priority":"crash","severity":2,"host":"web-1","source":"control","message":"segfault at 0 ip \"x\"\nsecond line","pid":42,"uid":1000,"gid":1000,"comm":"api","fields":{"request_id":"r-7","syslog_identifier":"api"}}"#
         let second = #"{"timestamp":"2026-11-21T10:00:00.000001Z","priority":"info","severity":6,"host":"web-1","source":"socket","message":"GET /health 200"}"#
-        #expect(String(decoding: try UploadFormat.ndjson.encoder.encode(Self.lines), as: UTF8.self) == "\(first)\n\(second)\n")
-        #expect(String(decoding: try UploadFormat.json.encoder.encode(Self.lines), as: UTF8.self) == "[\(first),\(second)]")
+        let ids = RecordIDs.numbered(2)
+        let identified = { (index: Int, line: String) in #"{"id":"\#(ids[index])","# + line.dropFirst() }
+        #expect(String(decoding: try UploadFormat.ndjson.encoder.encode(Self.lines), as: UTF8.self)
+            == "\(identified(0, first))\n\(identified(1, second))\n")
+        #expect(String(decoding: try UploadFormat.json.encoder.encode(Self.lines), as: UTF8.self)
+            == "[\(identified(0, first)),\(identified(1, second))]")
         let loki = String(decoding: try UploadFormat.loki.encoder.encode(Self.lines), as: UTF8.self)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .withoutEscapingSlashes
         let quoted = { (line: String) in String(decoding: try! encoder.encode(line), as: UTF8.self) }
         #expect(loki == """
-            {"streams":[{"stream":{"host":"web-1","priority":"crash"},"values":[["1795255200000002000",\(quoted(first))]]},\
-            {"stream":{"host":"web-1","priority":"info"},"values":[["1795255200000001000",\(quoted(second))]]}]}
+            {"streams":[{"stream":{"host":"web-1","priority":"crash"},"values":[["1795255200000002000",\(quoted(first)),\
+            {"log_record_uid":"\(ids[0])"}]]},\
+            {"stream":{"host":"web-1","priority":"info"},"values":[["1795255200000001000",\(quoted(second)),\
+            {"log_record_uid":"\(ids[1])"}]]}]}
             """)
     }
 
@@ -65,6 +71,7 @@ struct UploadFormatTests {
             _HOSTNAME=web-1
             LOGSHIP_PRIORITY_CLASS=crash
             LOGSHIP_SOURCE=control
+            LOGSHIP_RECORD_ID=\(RecordIDs.numbered(1)[0])
             _PID=42
             _UID=1000
             _GID=1000

@@ -243,7 +243,9 @@ struct ShipperStateMachineTests {
         harness.recordsAvailable([.info])
         let operation = try harness.start()
         harness.claimed(operation, moreLeft: false)
-        let batch = Batch(priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) })
+        let batch = Batch(
+            priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) },
+            instance: .random())
         let (first, second) = batch.halves()
         harness.finish(operation, Reports.refusedRecords(
             parts: [BatchPart(batch: first, isolation: .records), BatchPart(batch: second, isolation: .records)],
@@ -258,7 +260,9 @@ struct ShipperStateMachineTests {
         var harness = Harness()
         harness.recordsAvailable([.info])
         let operation = try harness.start()
-        let batch = Batch(priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) })
+        let batch = Batch(
+            priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) },
+            instance: .random())
         let (first, second) = batch.halves()
         harness.finish(operation, Reports.refusedRecords(
             parts: [BatchPart(batch: first, isolation: .records), BatchPart(batch: second, isolation: .records)],

@@ -36,7 +36,7 @@ struct UploadLoopsTests {
         for (index, lane) in [0, 0, 1, 1, 0].enumerated() {
             let line = UploadClientTests.line("m\(index)")
             // Sent from the cooperative pool, on no upload loop: the lane alone decides the connection.
-            try await uploader.upload(Payload(lines: [line[...]], batchNumber: index, lane: lane))
+            _ = try await uploader.upload(Payload(lines: [line[...]], batchNumber: index, lane: lane))
             connections.append(receiver.receiver.statistics.connections)
         }
         uploader.shutdown()

@@ -88,7 +88,7 @@ struct ChunkedSpoolTests {
 
     @Test("lines of a backlog are kept while acknowledgements come in, and let go once they stop")
     func cacheFollowsDelivery() {
-        var ledger = SpoolLedger(cacheBudget: .init(delivering: 1 << 20, stalled: 0))
+        var ledger = SpoolLedger(cacheBudget: .init(delivering: 1 << 20, stalled: 0), instance: .random())
         let start = Date(timeIntervalSince1970: 1_795_255_200)
         func chunk(_ number: Int64) -> ChunkWrites {
             var writes = ChunkWrites()
@@ -106,7 +106,7 @@ struct ChunkedSpoolTests {
 
     @Test("a requeue changes nothing a claim could take until its writes have committed")
     func requeueMarksAfterCommit() {
-        var ledger = SpoolLedger(cacheBudget: .init(delivering: 1 << 20, stalled: 1 << 20))
+        var ledger = SpoolLedger(cacheBudget: .init(delivering: 1 << 20, stalled: 1 << 20), instance: .random())
         var insertion = ChunkWrites()
         insertion.insertions = [ChunkWrites.Insertion(
             id: 1, priority: .info, firstSequence: 10, lines: ChunkLines((0..<3).map { entry(.info, "i\($0)") }))]
@@ -128,7 +128,7 @@ struct ChunkedSpoolTests {
 
     @Test("when the disk is what is short, an eviction empties whole chunks: records evicted from a kept chunk free no disk")
     func diskShortEvictsWholeChunks() throws {
-        var ledger = SpoolLedger(cacheBudget: .init(delivering: 1 << 20, stalled: 1 << 20))
+        var ledger = SpoolLedger(cacheBudget: .init(delivering: 1 << 20, stalled: 1 << 20), instance: .random())
         var insertion = ChunkWrites()
         insertion.insertions = [ChunkWrites.Insertion(
             id: 1, priority: .debug, firstSequence: 0,

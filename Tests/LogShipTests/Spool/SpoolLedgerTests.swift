@@ -100,7 +100,7 @@ struct SpoolLedgerTests {
         var ledger = SpoolLedger.inMemory()
         try ledger.store((1...3).map { Self.record(.info, "i\($0)") })
         let batch = try ledger.claimed(.info)
-        let delivered = ledger.settle([Batch(priority: .info, records: [batch.records[0]])])
+        let delivered = ledger.settle([Batch(priority: .info, records: [batch.records[0]], instance: batch.instance)])
         ledger.apply(delivered.writes)
 
         ledger.unclaim(batch)
@@ -157,8 +157,8 @@ struct SpoolLedgerTests {
         var ledger = SpoolLedger.inMemory()
         try ledger.store((1...3).map { Self.record(.info, "i\($0)") })
         let batch = try ledger.claimed(.info)
-        let refused = Batch(priority: .info, records: [batch.records[0]])
-        ledger.unclaim(Batch(priority: .info, records: Array(batch.records.dropFirst())))
+        let refused = Batch(priority: .info, records: [batch.records[0]], instance: batch.instance)
+        ledger.unclaim(Batch(priority: .info, records: Array(batch.records.dropFirst()), instance: batch.instance))
         let plan = ledger.planDeadLetters(refused, maximumBytes: 1 << 30)
         ledger.apply(plan.writes)
         ledger.countDeadLetters(added: plan.letters, trimmed: (0, 0))
@@ -182,7 +182,7 @@ struct LedgerStepError: Error, CustomStringConvertible {
 extension SpoolLedger {
     /// A ledger keeping every chunk's lines, as the memory spool's.
     static func inMemory() -> SpoolLedger {
-        SpoolLedger(cacheBudget: .init(delivering: .max, stalled: .max))
+        SpoolLedger(cacheBudget: .init(delivering: .max, stalled: .max), instance: .random())
     }
 
     /// Plans `entries` as one group; the disk is no limit.

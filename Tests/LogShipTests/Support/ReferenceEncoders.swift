@@ -7,26 +7,29 @@ import Foundation
 /// into a ``LogRecord``, the body made with `JSONEncoder`. Slow and plainly right; the encoders that write straight
 /// from the spooled bytes are held against them.
 enum ReferenceEncoders {
+    /// The body for `lines`, with the ids ``RecordIDs/numbered(_:)`` gives, as the tests' `encode(_:)` does.
     static func encode(_ lines: [ArraySlice<UInt8>], as format: UploadFormat) throws -> [UInt8] {
         let records = try lines.map { try JSONDecoder().decode(LogRecord.self, from: Data($0)) }
+        let ids = RecordIDs.numbered(lines.count)
         switch format {
         // The protobuf body's reference is the same message in JSON, which the tests parse into the generated types.
-        case .otlp, .otlpJSON: return try otlp(records)
-        case .loki: return try loki(records, lines: lines)
-        case .journal: return records.reduce(into: []) { journal($1, to: &$0) }
-        case .ndjson, .json: return try format.encoder.encode(lines)
+        case .otlp, .otlpJSON: return try otlp(records, ids: ids)
+        case .loki: return try loki(records, lines: lines, ids: ids)
+        case .journal:
+            return records.enumerated().reduce(into: []) { journal($1.element, id: ids[$1.offset], to: &$0) }
+        case .ndjson, .json: return try format.encoder.encode(lines, ids: ids)
         }
     }
 
     // MARK: OTLP
 
-    private static func otlp(_ records: [LogRecord]) throws -> [UInt8] {
+    private static func otlp(_ records: [LogRecord], ids: RecordIDs) throws -> [UInt8] {
         var groups: [Resource: [LogRecordJSON]] = [:]
         var order: [Resource] = []
-        for record in records {
+        for (index, record) in records.enumerated() {
             let resource = Resource(host: record.host, service: vouchedUnit(record) ?? record.peer?.comm ?? "unknown")
             if groups[resource] == nil { order.append(resource) }
-            groups[resource, default: []].append(LogRecordJSON(record))
+            groups[resource, default: []].append(LogRecordJSON(record, id: ids[index]))
         }
         let request = ExportLogsServiceRequest(resourceLogs: order.map { resource in
             ResourceLogs(
@@ -80,14 +83,15 @@ enum ReferenceEncoders {
         var body: AnyValue
         var attributes: [KeyValue]
 
-        init(_ record: LogRecord) {
+        init(_ record: LogRecord, id: String) {
             let nanoseconds = String(record.timestamp.unixNanoseconds)
             timeUnixNano = nanoseconds
             observedTimeUnixNano = nanoseconds
             (severityNumber, severityText) = ReferenceEncoders.severity(of: record)
             body = AnyValue(stringValue: record.message)
             var attributes: [KeyValue] = [
-                .string("logship.source", record.source.rawValue), .string("logship.priority", record.priority.description),
+                .string("log.record.uid", id), .string("logship.source", record.source.rawValue),
+                .string("logship.priority", record.priority.description),
                 .int("syslog.severity", Int64(record.severity.rawValue)),
             ]
             if let peer = record.peer {
@@ -120,19 +124,24 @@ enum ReferenceEncoders {
 
     // MARK: Loki
 
-    private static func loki(_ records: [LogRecord], lines: [ArraySlice<UInt8>]) throws -> [UInt8] {
-        var streams: [[String: String]: [(time: Int64, line: String)]] = [:]
+    private static func loki(_ records: [LogRecord], lines: [ArraySlice<UInt8>], ids: RecordIDs) throws -> [UInt8] {
+        var streams: [[String: String]: [(time: Int64, line: String, id: String)]] = [:]
         var order: [[String: String]] = []
-        for (record, line) in zip(records, lines) {
+        for (index, (record, line)) in zip(records, lines).enumerated() {
             var labels = ["host": record.host, "priority": record.priority.description]
             if let unit = vouchedUnit(record) { labels["unit"] = unit }
             if streams[labels] == nil { order.append(labels) }
-            streams[labels, default: []].append((record.timestamp.microsecondsSinceEpoch, String(decoding: line, as: UTF8.self)))
+            streams[labels, default: []].append(
+                (record.timestamp.microsecondsSinceEpoch, String(decoding: line, as: UTF8.self), ids[index]))
         }
         let push = Push(streams: order.map { labels in
             let entries = streams[labels]!.enumerated()
                 .sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }
-                .map { [String(Timestamp(microsecondsSinceEpoch: $0.element.time).unixNanoseconds), $0.element.line] }
+                .map {
+                    Entry(
+                        time: String(Timestamp(microsecondsSinceEpoch: $0.element.time).unixNanoseconds),
+                        line: $0.element.line, id: $0.element.id)
+                }
             return Stream(stream: labels, values: entries)
         })
         let encoder = JSONEncoder()
@@ -146,12 +155,26 @@ enum ReferenceEncoders {
 
     private struct Stream: Encodable {
         var stream: [String: String]
-        var values: [[String]]
+        var values: [Entry]
+    }
+
+    /// `[time, line, {"log_record_uid": id}]`.
+    private struct Entry: Encodable {
+        var time: String
+        var line: String
+        var id: String
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.unkeyedContainer()
+            try container.encode(time)
+            try container.encode(line)
+            try container.encode(["log_record_uid": id])
+        }
     }
 
     // MARK: Journal export
 
-    private static func journal(_ record: LogRecord, to body: inout [UInt8]) {
+    private static func journal(_ record: LogRecord, id: String, to body: inout [UInt8]) {
         var fields: [(String, String)] = [
             ("__REALTIME_TIMESTAMP", String(record.timestamp.microsecondsSinceEpoch)),
             ("MESSAGE", record.message),
@@ -159,6 +182,7 @@ enum ReferenceEncoders {
             ("_HOSTNAME", record.host),
             ("LOGSHIP_PRIORITY_CLASS", record.priority.description),
             ("LOGSHIP_SOURCE", record.source.rawValue),
+            ("LOGSHIP_RECORD_ID", id),
         ]
         if let peer = record.peer {
             fields += [("_PID", String(peer.pid)), ("_UID", String(peer.uid)), ("_GID", String(peer.gid))]

@@ -62,6 +62,8 @@ public final class HTTPUploader: Uploader {
         /// Whether `upload.headers` leaves `X-Logshipd-Records` and `X-Logshipd-Batch` to each request.
         let sendsRecordCount: Bool
         let sendsBatchNumber: Bool
+        /// Whether `upload.headers` leaves `Idempotency-Key` to each request: the same for the same records.
+        let sendsIdempotencyKey: Bool
         /// Configured `Authorization` values: what a remote might echo back into an error message.
         let configuredSecrets: [String]
 
@@ -80,6 +82,7 @@ public final class HTTPUploader: Uploader {
             self.headers = headers
             sendsRecordCount = !headers.contains(name: "X-Logshipd-Records")
             sendsBatchNumber = !headers.contains(name: "X-Logshipd-Batch")
+            sendsIdempotencyKey = !headers.contains(name: "Idempotency-Key")
             configuredSecrets = configuration.headers.filter { $0.0.lowercased() == "authorization" }.map(\.1)
             url = Self.url(configuration.url, defaultPath: encoder.defaultPath)
             bearerToken = configuration.bearerTokenFile.map(SecretFile.init(path:))
@@ -178,9 +181,10 @@ public final class HTTPUploader: Uploader {
         let configuration = prepared.configuration
         var headers = prepared.headers
         // Room for what this request adds, so that adding copies the shared headers once.
-        headers.reserveCapacity(headers.count + 4)
+        headers.reserveCapacity(headers.count + 5)
         if prepared.sendsRecordCount { headers.add(name: "X-Logshipd-Records", value: String(payload.recordCount)) }
         if prepared.sendsBatchNumber { headers.add(name: "X-Logshipd-Batch", value: String(payload.batchNumber)) }
+        if prepared.sendsIdempotencyKey { headers.add(name: "Idempotency-Key", value: payload.ids.idempotencyKey) }
         // What a remote might echo back into an error message, a log line or a dead letter's reason.
         var secrets = prepared.configuredSecrets
         if let token = try prepared.bearerToken?.read(), !token.isEmpty {
@@ -194,7 +198,7 @@ public final class HTTPUploader: Uploader {
         }
         var body: ByteBuffer
         do {
-            body = try prepared.encoder.encodeBuffer(payload.lines)
+            body = try prepared.encoder.encodeBuffer(payload.lines, ids: payload.ids)
         } catch {
             throw UploadError.unencodable("cannot encode the batch as \(configuration.format.rawValue): \(error)")
         }

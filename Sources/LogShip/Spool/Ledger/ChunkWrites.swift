@@ -18,6 +18,8 @@ struct ChunkWrites: Sendable {
         /// How many records were added, and their accounted bytes.
         var added: Int
         var addedBytes: Int
+        /// The sequence after its last record's.
+        var endSequence: Int64
     }
 
     var insertions: [Insertion] = []
@@ -28,6 +30,21 @@ struct ChunkWrites: Sendable {
     var settledRuns: [Int64: [Range<Int>]] = [:]
 
     var isEmpty: Bool { insertions.isEmpty && extensions.isEmpty && deletions.isEmpty && settledRuns.isEmpty }
+
+    /// Per class, the sequence after the last one these writes store. The spool keeps the largest as the class's
+    /// floor: a record's sequence is part of its id (``RecordIDs``), and a sequence given once must not be given
+    /// again in the same spool instance, even after the records that had it are delivered and deleted.
+    var sequenceEnds: [PriorityClass: Int64] {
+        var ends: [PriorityClass: Int64] = [:]
+        for insertion in insertions {
+            let end = insertion.firstSequence + Int64(insertion.lines.count)
+            ends[insertion.priority] = max(ends[insertion.priority] ?? end, end)
+        }
+        for extended in extensions {
+            ends[extended.priority] = max(ends[extended.priority] ?? extended.endSequence, extended.endSequence)
+        }
+        return ends
+    }
 
     /// What settling records of `chunk` means for its row: deleted once every record is settled, otherwise its
     /// settled runs rewritten.

@@ -11,7 +11,7 @@ import Synchronization
 /// - Important: Everything here is lost when the process exits; use it where no local storage is wanted.
 public final class MemorySpool: Spool, DeadLetterStore {
     private struct State {
-        var ledger = SpoolLedger(cacheBudget: .init(delivering: .max, stalled: .max))
+        var ledger = SpoolLedger(cacheBudget: .init(delivering: .max, stalled: .max), instance: .random())
         /// Dead letters by id, in the order they were set aside.
         var deadLetters: [Int64: StoredDeadLetter] = [:]
         var nextDeadLetterID: Int64 = 1

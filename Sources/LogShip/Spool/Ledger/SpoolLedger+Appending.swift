@@ -132,7 +132,8 @@ extension SpoolLedger {
                     lines.append(taken)
                     writes.extensions.append(ChunkWrites.Extension(
                         id: newest.id, priority: priority, lines: lines, added: taken.count,
-                        addedBytes: taken.reduce(0) { $0 + $1.accountedBytes }))
+                        addedBytes: taken.reduce(0) { $0 + $1.accountedBytes },
+                        endSequence: newest.firstSequence + Int64(lines.count)))
                     entries = entries.dropFirst(taken.count)
                     sequence += Int64(taken.count)
                 }

@@ -34,7 +34,7 @@ extension SpoolLedger {
             setMarks(.claimed, of: run, chunkAt: position, priority, from: .pending)
         }
         claims += 1
-        let batch = Batch(priority: priority, records: records, number: claims)
+        let batch = Batch(priority: priority, records: records, number: claims, instance: instance)
         return .done(.batch(batch, moreLeft: queues[priority.rawValue].pending > 0))
     }
 

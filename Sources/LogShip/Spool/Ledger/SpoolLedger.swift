@@ -50,8 +50,12 @@ struct SpoolLedger: Sendable {
     /// When an acknowledgement last committed.
     var lastAcknowledged: Date?
 
-    init(cacheBudget: CacheBudget) {
+    /// The spool's life, which every record's id names (``RecordIDs``).
+    let instance: SpoolInstance
+
+    init(cacheBudget: CacheBudget, instance: SpoolInstance) {
         self.cacheBudget = cacheBudget
+        self.instance = instance
     }
 
     // MARK: Counts

@@ -87,6 +87,14 @@ extension SQLiteSpool {
                     blob: stored.blob, at: 8)
             }
         }
+        for (priority, end) in writes.sequenceEnds {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO sequence_floor (priority, next) VALUES (?, ?)
+                    ON CONFLICT (priority) DO UPDATE SET next = max(next, excluded.next)
+                    """
+            ).execute(arguments: [priority.rawValue, end])
+        }
         if !writes.extensions.isEmpty {
             let update = try db.cachedStatement(
                 sql: "UPDATE chunk SET count = ?, compression = ?, size = ?, lines = ? WHERE id = ?")

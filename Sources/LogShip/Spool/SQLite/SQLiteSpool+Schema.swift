@@ -52,9 +52,20 @@ extension SQLiteSpool {
                     UPDATE chunk SET size = length(lines);
                     """)
         }
+        // Before records move into chunks: writing a chunk raises its class's floor.
+        try db.execute(
+            sql: """
+                CREATE TABLE spool_instance (          -- one row: the spool's life (SpoolInstance), 32 hex digits
+                    id TEXT NOT NULL
+                );
+                CREATE TABLE sequence_floor (          -- per class, the sequence after the last one ever stored in
+                    priority INTEGER PRIMARY KEY,      -- this instance, deleted records' too: never given again
+                    next INTEGER NOT NULL
+                );
+                """)
         if version == 3 || version == 4 {
             try db.execute(sql: "ALTER TABLE chunk ADD COLUMN sender INTEGER")
-        } else {
+        } else if version < 3 {
             try createChunkTables(db)
             if version > 0 {
                 try moveRecordsIntoChunks(db)
@@ -132,7 +143,7 @@ extension SQLiteSpool {
     /// build does not know) is quarantined here, in the transaction under way; a settled run that cannot be is
     /// left out with a warning. Nothing read from the file is taken at its word where it could trap.
     static func loadLedger(_ db: Database, cacheBudget: SpoolLedger.CacheBudget, logger: Logger) throws -> SpoolLedger {
-        var ledger = SpoolLedger(cacheBudget: cacheBudget)
+        var ledger = SpoolLedger(cacheBudget: cacheBudget, instance: try instance(db))
         let settledRuns = try loadSettledRuns(db, logger: logger)
         var damaged: [(id: Int64, storedPriority: Int64?, count: Int?, damage: ChunkDamage)] = []
         var chunks: [(priority: PriorityClass, chunk: SpoolChunk)] = []
@@ -171,6 +182,7 @@ extension SQLiteSpool {
             ledger.restore(chunk, of: priority)
         }
         try loadDeadLetters(db, into: &ledger, logger: logger)
+        try loadSequenceFloors(db, into: &ledger)
         // Taken in with their settled records marked, then out: those need nothing, the rest are letters. Only now
         // that every chunk and dead letter is counted: lines beyond a row's count get places after all of them,
         // never the places of a chunk later in the class.
@@ -199,6 +211,35 @@ extension SQLiteSpool {
             report(quarantine, logger: logger)
         }
         return ledger
+    }
+
+    /// The spool's instance: the stored one while the spool holds records or dead letters, which may have been
+    /// sent under it; a new one, stored, when it holds none (a new spool, or one emptied), with the class floors
+    /// of the old one dropped.
+    private static func instance(_ db: Database) throws -> SpoolInstance {
+        let holdsRecords = try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM chunk) OR EXISTS (SELECT 1 FROM dead_letter)") ?? false
+        if holdsRecords, let stored = try String.fetchOne(db, sql: "SELECT id FROM spool_instance"),
+            let instance = SpoolInstance(hex: stored)
+        {
+            return instance
+        }
+        let instance = SpoolInstance.random()
+        try db.execute(sql: "DELETE FROM spool_instance")
+        try db.execute(sql: "DELETE FROM sequence_floor")
+        try db.execute(sql: "INSERT INTO spool_instance (id) VALUES (?)", arguments: [instance.description])
+        return instance
+    }
+
+    /// Keeps each class's next sequence at or beyond its floor: the records that had the sequences below may be
+    /// delivered and deleted, but a receiver holds their ids.
+    private static func loadSequenceFloors(_ db: Database, into ledger: inout SpoolLedger) throws {
+        for row in try Row.fetchAll(db, sql: "SELECT priority, next FROM sequence_floor") {
+            guard let priority = row.integer(atIndex: 0).flatMap({ PriorityClass(rawValue: Int($0)) }),
+                let next = row.integer(atIndex: 1), (0..<SpoolChunk.sequenceLimit).contains(next)
+            else { continue }
+            ledger.queues[priority.rawValue].nextSequence = max(ledger.queues[priority.rawValue].nextSequence, next)
+        }
     }
 
     /// The chunk a row describes, or why the row cannot be believed: numbers out of range or overflowing, a class

@@ -74,12 +74,14 @@ struct UploadClientTests {
                 timeout: .seconds(120)),
             eventLoops: [MultiThreadedEventLoopGroup.singleton.next()])
         defer { uploader.shutdown() }
-        try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 7))
+        _ = try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 7))
         let headers = try #require(receiver.requests.first).headers
         #expect(headers["X-Env"] == ["staging"])
         #expect(headers["Content-Type"] == ["application/json"])
         #expect(headers["Host"] == ["127.0.0.1:\(try #require(receiver.receiver.address.port))"])
-        #expect(headers["Content-Length"] == ["\(#"{"message":"m"}"#.utf8.count + 1)"])
+        let identified = #"{"id":"\#(RecordIDs.numbered(1)[0])","message":"m"}"#
+        #expect(headers["Content-Length"] == ["\(identified.utf8.count + 1)"])
         #expect(headers["X-Logshipd-Records"] == ["1"] && headers["X-Logshipd-Batch"] == ["7"])
+        #expect(headers["Idempotency-Key"] == [RecordIDs.numbered(1).idempotencyKey])
     }
 }
