@@ -131,8 +131,11 @@ struct CommandLineTests {
         let bad = try await run(Binaries.logshipd, ["--check-config", "--config", path])
         #expect(bad.status == 1)
         let problems = bad.standardError.split(separator: "\n")
-        #expect(problems.count == 3, "\(bad.standardError)")
-        for expected in ["unknown key upload.urll", "upload.max_in_flight: invalid value \"lots\"", "spool.max_bytes: invalid value \"-1\""] {
+        #expect(problems.count == 4, "\(bad.standardError)")
+        for expected in [
+            "unknown key upload.urll", "upload.url is not set", "upload.max_in_flight: invalid value \"lots\"",
+            "spool.max_bytes: invalid value \"-1\"",
+        ] {
             #expect(problems.contains { $0.hasPrefix("logshipd: configuration: ") && $0.contains(expected) }, "\(expected)")
         }
 
