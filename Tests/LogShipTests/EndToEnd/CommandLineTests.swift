@@ -79,7 +79,7 @@ struct CommandLineTests {
             if result.status != 0 { refused = result }
         }
         let result = try #require(refused, "a 64 KiB spool cannot hold 400 crash records")
-        #expect(result.standardError == "logctl: spool full of crash records: 1 crash record(s) refused\n")
+        #expect(result.standardError == "logctl: spool full of crash records (spool.max_bytes 64 KiB): 1 record(s) refused\n")
         #expect(try await daemon.status().refused == 1)
         try await daemon.stop()
     }

@@ -295,6 +295,31 @@ struct IngestIntegrationTests {
         }
         try await first.stop()
     }
+
+    @Test("lines that may evict nothing wait in their socket, not read past, until delivery makes room; then every one arrives")
+    func linesWaitForRoom() async throws {
+        let daemon = try await TestDaemon.start { $0.spool.maxBytes = 64 << 10 }
+        #expect(try await run(Binaries.logctl, ["pause", "--socket", daemon.controlPath]).status == 0)
+        // Error records up to the budget: info lines may not evict them.
+        var errors = 0
+        while try await daemon.status().evicted == 0 {
+            try await daemon.send(count: 50, priority: "error", prefix: "error \(errors)")
+            errors += 50
+        }
+        let stored = try await daemon.status().pending["error"] ?? 0
+        try await daemon.ingest((0..<100).map { "<14>waiting \($0)" })
+        try await eventually { try await daemon.status().waitingForRoom > 0 }
+        let waiting = try await daemon.status()
+        #expect(waiting.refused == 0 && waiting.pending["info"] == 0, "\(waiting)")
+
+        #expect(try await run(Binaries.logctl, ["resume", "--socket", daemon.controlPath]).status == 0)
+        try await daemon.receiver.waitUntil { requests in
+            Set(requests.flatMap(\.records).map(\.message).filter { $0.hasPrefix("waiting ") }).count == 100
+        }
+        #expect(daemon.receiver.records.filter { $0.priority == .error }.count >= stored)
+        #expect(try await daemon.status().refused == 0)
+        try await daemon.stop()
+    }
 }
 
 extension String {

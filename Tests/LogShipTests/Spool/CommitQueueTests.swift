@@ -32,7 +32,7 @@ struct CommitQueueTests {
         func queue(capacity: Int = 100, weight: @escaping @Sendable (Int) -> Int = { _ in 1 }) -> CommitQueue<Int, Int> {
             CommitQueue(
                 capacity: capacity, weight: weight,
-                commit: { items in
+                commitAll: { items in
                     let isFirst = self.commits.withLock { commits in
                         commits.append(items)
                         return commits.count == 1
@@ -124,5 +124,56 @@ struct CommitQueueTests {
         await queue.close()
         #expect(committer.commits.withLock { $0 } == [[1], [2, 3], [4]], "a failure does not stop the queue")
         #expect(committer.reported.withLock { $0 } == [2])
+    }
+
+    /// Commits that take the items no greater than `room` and hand the others back to wait for it.
+    final class RoomCommitter: Sendable {
+        let room = Mutex(0)
+        let commits = Mutex<[[Int]]>([])
+        let abandoned = Mutex<[Int]>([])
+
+        func queue() -> CommitQueue<Int, Int> {
+            CommitQueue(
+                capacity: 2, weight: { _ in 1 },
+                commit: { items in
+                    self.commits.withLock { $0.append(items) }
+                    let limit = self.room.withLock { $0 }
+                    return .init(receipts: items, waiting: items.filter { $0 > limit })
+                },
+                reportFailure: { error, items in
+                    if error as? SpoolError == .closed { self.abandoned.withLock { $0 += items } }
+                })
+        }
+    }
+
+    @Test("items a commit hands back wait for room: they hold the capacity, and go first once room may have been made")
+    func waitingForRoom() async throws {
+        let committer = RoomCommitter()
+        let queue = committer.queue()
+        try await queue.enqueue(1)
+        try await queue.enqueue(2)
+        try await waitUntil { queue.waitingWeight == 2 }
+        let third = Task { try await queue.enqueue(3) }  // the queue weighs its capacity: it waits
+        committer.room.withLock { $0 = 3 }
+        queue.roomMayHaveChanged()
+        try await third.value
+        await queue.close()
+        let history = committer.commits.withLock { $0 }
+        let lastRetry = try #require(history.lastIndex { $0.contains(1) })
+        let firstWithThree = try #require(history.firstIndex { $0.contains(3) })
+        #expect(lastRetry < firstWithThree, "the third joined only once the first two were stored: \(history)")
+        #expect(history.allSatisfy { $0 == [1, 2] || $0 == [3] }, "\(history)")
+        #expect(queue.waitingWeight == 0 && committer.abandoned.withLock { $0 }.isEmpty)
+    }
+
+    @Test("items still waiting for room when the queue closes are reported, not waited for")
+    func closingAbandonsWaiting() async throws {
+        let committer = RoomCommitter()
+        let queue = committer.queue()
+        try await queue.enqueue(1)
+        try await waitUntil { queue.waitingWeight == 1 }
+        await queue.close()
+        #expect(committer.abandoned.withLock { $0 } == [1])
+        #expect(queue.waitingWeight == 0)
     }
 }

@@ -49,10 +49,12 @@ struct SpoolLedgerTests {
         let budget = 2 * Self.recordSize
         try ledger.store([Self.record(.crash, "c1"), Self.record(.crash, "c2")], maximumBytes: budget)
 
-        #expect(try ledger.store([Self.record(.crash, "c3")], maximumBytes: budget) == AppendReceipt(refused: 1))
-        #expect(try ledger.store([Self.record(.error, "e")], maximumBytes: budget) == AppendReceipt(evicted: 1))
+        #expect(try ledger.store([Self.record(.crash, "c3")], maximumBytes: budget)
+            == AppendReceipt(refused: 1, refusal: .fullOfCrashRecords(budget: budget)))
+        #expect(try ledger.store([Self.record(.error, "e")], maximumBytes: budget)
+            == AppendReceipt(refused: 1, refusal: .full(budget: budget)))
         #expect(try ledger.claimed(.crash).texts == ["c1", "c2"])
-        #expect(ledger.statistics().refused == 1 && ledger.statistics().evicted == 1)
+        #expect(ledger.statistics().refused == 2 && ledger.statistics().evicted == 0)
     }
 
     @Test("a group that may not evict is left out whole when it does not fit")
@@ -200,7 +202,7 @@ extension SpoolLedger {
         _ entries: [SpoolEntry], maximumBytes: Int = 1 << 30, evicting: Bool = true
     ) throws -> AppendPlan {
         let group = SpoolAppend(entries: entries, position: nil, evicting: evicting)
-        guard case .plan(let plan) = planAppend([group], maximumBytes: maximumBytes, diskRoom: Int.max / 4) else {
+        guard case .plan(let plan) = planAppend([group], maximumBytes: maximumBytes, disk: .unlimited) else {
             throw LedgerStepError(description: "a plan asked for lines the ledger holds")
         }
         return plan

@@ -6,11 +6,28 @@ import Synchronization
 /// Callers that need durability wait for their commit; fire-and-forget callers wait only while the queue holds
 /// items weighing `capacity`, which bounds both memory and what a `kill -9` can lose. The spool runs one for
 /// appends (weighed in records) and one for acknowledgements.
+///
+/// A commit may hand back fire-and-forget items it has no room for (``Outcome/waiting``): they stay queued, first
+/// in every later commit, and weigh against `capacity` until a commit takes them, so that fire-and-forget callers
+/// wait while they do (an ingest socket is then not read). They are tried again when a new item comes, when the
+/// owner says room may have been made (``roomMayHaveChanged()``), and every ``waitingRetryInterval``.
 final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
-    /// Commits items in one transaction; returns one receipt per item.
-    typealias Commit = @Sendable ([Item]) async throws -> [Receipt]
-    /// Told when a commit failed with the items no caller waits for, since no caller will hear of it otherwise.
+    /// What one commit did: a receipt per item, in order, and the items, or the parts of items, that must wait
+    /// for room; only items no caller waits for may wait.
+    struct Outcome: Sendable {
+        var receipts: [Receipt]
+        var waiting: [Item] = []
+    }
+
+    /// Commits items in one transaction.
+    typealias Commit = @Sendable ([Item]) async throws -> Outcome
+    /// Told when a commit failed with the items no caller waits for, since no caller will hear of it otherwise;
+    /// and, with ``SpoolError/closed``, of the items still waiting for room when the queue closed.
     typealias FailureReport = @Sendable (any Error, _ unwaited: [Item]) -> Void
+
+    /// How often items waiting for room are tried again without being told that room may have been made: room
+    /// can come from outside (another program's files deleted).
+    static var waitingRetryInterval: Duration { .seconds(1) }
 
     private struct Pending {
         var item: Item
@@ -20,10 +37,19 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
     private struct State {
         var pending: [Pending] = []
         var pendingWeight = 0
+        /// Items handed back for want of room, and their weight, which counts against `capacity` too.
+        var waiting: [Item] = []
+        var waitingWeight = 0
+        /// Whether room may have been made since the waiting items were last tried.
+        var roomChanged = false
+        /// The writer, while it has nothing to commit but waiting items.
+        var writerWaiting: CheckedContinuation<Void, Never>?
         var isWriting = false
         var isClosed = false
         var roomWaiters: [CheckedContinuation<Void, Never>] = []
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
+
+        var weight: Int { pendingWeight + waitingWeight }
     }
 
     let capacity: Int
@@ -55,6 +81,17 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         self.reportFailure = reportFailure
     }
 
+    /// A queue whose commits take every item they are given.
+    convenience init(
+        capacity: Int, linger: Duration = .zero, weight: @escaping @Sendable (Item) -> Int,
+        executor: (any TaskExecutor)? = nil, commitAll: @escaping @Sendable ([Item]) async throws -> [Receipt],
+        reportFailure: @escaping FailureReport
+    ) {
+        self.init(
+            capacity: capacity, linger: linger, weight: weight, executor: executor,
+            commit: { Outcome(receipts: try await commitAll($0)) }, reportFailure: reportFailure)
+    }
+
     /// Queues `item` and waits until it is committed.
     func append(_ item: Item) async throws -> Receipt {
         try await waitForRoom()
@@ -74,17 +111,34 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         }
     }
 
-    /// Refuses new items and waits until everything queued is committed.
+    /// Tells the queue that room may have been made for the items waiting for it (records were deleted, or
+    /// became free to evict): they are tried again.
+    func roomMayHaveChanged() {
+        let writer = state.withLock { state in
+            state.roomChanged = true
+            defer { state.writerWaiting = nil }
+            return state.writerWaiting
+        }
+        writer?.resume()
+    }
+
+    /// The weight of the items waiting for room now.
+    var waitingWeight: Int { state.withLock { $0.waitingWeight } }
+
+    /// Refuses new items and waits until everything queued is committed; items still waiting for room then
+    /// are reported (``FailureReport``) and dropped.
     func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let idle = state.withLock { state in
+            let (idle, writer) = state.withLock { state in
                 state.isClosed = true
+                defer { state.writerWaiting = nil }
                 if state.isWriting || !state.pending.isEmpty {
                     state.idleWaiters.append(continuation)
-                    return false
+                    return (false, state.writerWaiting)
                 }
-                return true
+                return (true, state.writerWaiting)
             }
+            writer?.resume()
             if idle { continuation.resume() }
         }
         let roomWaiters = state.withLock { state in
@@ -98,12 +152,12 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         while true {
             let hasRoom = try state.withLock { state in
                 guard !state.isClosed else { throw SpoolError.closed }
-                return state.pendingWeight < capacity
+                return state.weight < capacity
             }
             if hasRoom { return }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let roomNow = state.withLock { state in
-                    if state.pendingWeight < capacity || state.isClosed { return true }
+                    if state.weight < capacity || state.isClosed { return true }
                     state.roomWaiters.append(continuation)
                     return false
                 }
@@ -112,22 +166,27 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         }
     }
 
-    private enum SubmitAction { case startWriter, none, refuse, full }
+    private enum SubmitAction { case startWriter, wakeWriter(CheckedContinuation<Void, Never>), none, refuse, full }
 
     /// Queues `pending`; returns false, queuing nothing, when `onlyIfRoom` and the queue is full.
     @discardableResult
     private func submit(_ pending: Pending, onlyIfRoom: Bool = false) -> Bool {
         let action = state.withLock { state -> SubmitAction in
             guard !state.isClosed else { return .refuse }
-            if onlyIfRoom && state.pendingWeight >= capacity { return .full }
+            if onlyIfRoom && state.weight >= capacity { return .full }
             state.pending.append(pending)
             state.pendingWeight += weight(pending.item)
+            if let writer = state.writerWaiting {
+                state.writerWaiting = nil
+                return .wakeWriter(writer)
+            }
             if state.isWriting { return .none }
             state.isWriting = true
             return .startWriter
         }
         switch action {
         case .startWriter: Task(executorPreference: executor) { await self.writeLoop() }
+        case .wakeWriter(let writer): writer.resume()
         case .refuse: pending.waiter?.resume(throwing: SpoolError.closed)
         case .none: break
         case .full: return false
@@ -135,46 +194,113 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         return true
     }
 
-    /// Commits queued groups until the queue is empty.
+    private enum Step {
+        /// Commit these: the waiting items first, then the new ones.
+        case commit([Pending], roomWaiters: [CheckedContinuation<Void, Never>])
+        /// Nothing new, and no sign of room for the waiting items.
+        case waitForRoom
+        /// Nothing left, or only waiting items once the queue is closed: the writer ends.
+        case finish(abandoned: [Item], idleWaiters: [CheckedContinuation<Void, Never>])
+    }
+
+    /// Commits queued items until nothing is left but items waiting for room that cannot be had.
     private func writeLoop() async {
         while true {
             if linger > .zero {
                 // Not a synchronisation: the items that arrive meanwhile share the commit.
                 try? await Task.sleep(for: linger)
             }
-            let (batch, roomWaiters, idleWaiters) = state.withLock { state in
-                let batch = state.pending
-                state.pending = []
-                state.pendingWeight = 0
-                let roomWaiters = state.roomWaiters
-                state.roomWaiters = []
-                var idleWaiters: [CheckedContinuation<Void, Never>] = []
-                if batch.isEmpty {
-                    state.isWriting = false
-                    idleWaiters = state.idleWaiters
-                    state.idleWaiters = []
-                }
-                return (batch, roomWaiters, idleWaiters)
-            }
-            for waiter in roomWaiters { waiter.resume() }
-            guard !batch.isEmpty else {
+            switch state.withLock({ nextStep(&$0) }) {
+            case .finish(let abandoned, let idleWaiters):
+                if !abandoned.isEmpty { reportFailure(SpoolError.closed, abandoned) }
                 for waiter in idleWaiters { waiter.resume() }
                 return
+            case .waitForRoom:
+                await waitForRoomToChange()
+            case .commit(let batch, let roomWaiters):
+                for waiter in roomWaiters { waiter.resume() }
+                await write(batch)
             }
-            do {
-                let receipts = try await commit(batch.map(\.item))
-                for (pending, receipt) in zip(batch, receipts) {
-                    pending.waiter?.resume(returning: receipt)
-                }
-            } catch {
-                for pending in batch {
-                    pending.waiter?.resume(throwing: error)
-                }
-                let unwaited = batch.filter { $0.waiter == nil }.map(\.item)
-                if !unwaited.isEmpty {
-                    reportFailure(error, unwaited)
-                }
+        }
+    }
+
+    /// Decides, under the lock, what the writer does next.
+    private func nextStep(_ state: inout State) -> Step {
+        let retryWaiting = state.roomChanged && !state.waiting.isEmpty && !state.isClosed
+        guard !state.pending.isEmpty || retryWaiting else {
+            if state.waiting.isEmpty || state.isClosed {
+                let abandoned = state.waiting
+                state.waiting = []
+                state.waitingWeight = 0
+                state.isWriting = false
+                defer { state.idleWaiters = [] }
+                return .finish(abandoned: abandoned, idleWaiters: state.idleWaiters)
             }
+            return .waitForRoom
+        }
+        state.roomChanged = false
+        let batch = state.waiting.map { Pending(item: $0, waiter: nil) } + state.pending
+        state.waiting = []
+        state.pending = []
+        state.pendingWeight = 0
+        // The waiting items keep their weight while they are tried: the callers they hold back stay held.
+        var roomWaiters: [CheckedContinuation<Void, Never>] = []
+        if state.weight < capacity {
+            roomWaiters = state.roomWaiters
+            state.roomWaiters = []
+        }
+        return .commit(batch, roomWaiters: roomWaiters)
+    }
+
+    /// Commits `batch` and answers its callers; keeps what it hands back waiting.
+    private func write(_ batch: [Pending]) async {
+        do {
+            let outcome = try await commit(batch.map(\.item))
+            for (pending, receipt) in zip(batch, outcome.receipts) {
+                pending.waiter?.resume(returning: receipt)
+            }
+            // Waiting items the commit took in part go again at once: a commit may take only so much.
+            let tried = batch.filter { $0.waiter == nil }.reduce(0) { $0 + weight($1.item) }
+            keepWaiting(outcome.waiting, tryAgain: outcome.waiting.reduce(0) { $0 + weight($1) } < tried)
+        } catch {
+            for pending in batch {
+                pending.waiter?.resume(throwing: error)
+            }
+            keepWaiting([], tryAgain: false)
+            let unwaited = batch.filter { $0.waiter == nil }.map(\.item)
+            if !unwaited.isEmpty {
+                reportFailure(error, unwaited)
+            }
+        }
+    }
+
+    /// Makes `items` the ones waiting for room, in place of those the last commit tried; `tryAgain` when the
+    /// commit stored some of what it was given, so that the rest need not wait for a sign of room.
+    private func keepWaiting(_ items: [Item], tryAgain: Bool) {
+        let roomWaiters = state.withLock { state in
+            if tryAgain { state.roomChanged = true }
+            state.waiting = items
+            state.waitingWeight = items.reduce(0) { $0 + weight($1) }
+            guard state.weight < capacity else { return [CheckedContinuation<Void, Never>]() }
+            defer { state.roomWaiters = [] }
+            return state.roomWaiters
+        }
+        for waiter in roomWaiters { waiter.resume() }
+    }
+
+    /// Waits until a new item comes, room may have been made, the queue closes, or the retry interval passes.
+    private func waitForRoomToChange() async {
+        Task {
+            try? await Task.sleep(for: Self.waitingRetryInterval)
+            self.roomMayHaveChanged()
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state in
+                if state.roomChanged || state.isClosed || !state.pending.isEmpty { return true }
+                state.writerWaiting = continuation
+                return false
+            }
+            if now { continuation.resume() }
         }
     }
 }
