@@ -11,7 +11,8 @@ RECEIVER ?= 127.0.0.1:8514
 # or SwiftPM builds everything again. lld packs the relative relocations (`-z pack-relative-relocs`: 22 KiB of them
 # instead of 2.6 MiB; the binary then needs glibc 2.36, Debian 12), and our functions stay out of the dynamic symbol
 # table (nothing looks them up; only dladdr-based stack traces lose their names, the symbol table and debug
-# information keep them): smaller binaries to install and to load.
+# information keep them). The installed (stripped) logshipd, relinked each way on 2026-11-27: 68.7 MiB with both,
+# 71.3 without the packing, 71.6 without --no-export-dynamic, 74.4 with the default linker (gold) and neither.
 RELEASE = -c release --static-swift-stdlib -Xswiftc -use-ld=lld \
 	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic
 RELEASE_BIN = $$($(SWIFT) build $(RELEASE) --show-bin-path)

@@ -46,6 +46,23 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // What logctl needs of the library, on FoundationEssentials: the control socket's client and messages, sizes,
+        // rates and durations as text, and the receiver that reads what logshipd uploads. logctl links neither
+        // Foundation's OperationQueue nor ICU's data, which the daemon carries.
+        .target(
+            name: "LogShipClient",
+            dependencies: [
+                "CUnixSocket",
+                "CZstd",
+                "LogShipRecord",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CompressNIO", package: "compress-nio"),
+            ]
+        ),
         .target(
             name: "LogShip",
             dependencies: [
@@ -53,6 +70,7 @@ let package = Package(
                 "CSystemd",
                 "CUnixSocket",
                 "CZstd",
+                "LogShipClient",
                 "LogShipRecord",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -81,7 +99,7 @@ let package = Package(
         .executableTarget(
             name: "logctl",
             dependencies: [
-                "LogShip",
+                "LogShipClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
@@ -127,6 +145,7 @@ let package = Package(
         .target(
             name: "LogShipTestKit",
             dependencies: [
+                "CUnixSocket",
                 "LogShip",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -146,6 +165,7 @@ let package = Package(
             name: "LogShipTests",
             dependencies: [
                 "LogShip",
+                "LogShipClient",
                 "OTLPProto",
                 "LogShipLogging",
                 "LogShipRecord",

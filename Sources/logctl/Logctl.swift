@@ -1,6 +1,13 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import LogShip
+#endif
+import LogShipClient
 
 /// logshipd's command-line companion.
 @main
@@ -37,6 +44,6 @@ func request(_ request: ControlRequest, at path: String) -> ControlResponse {
 
 /// Prints `logctl: <message>` to stderr and exits with status 1.
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("logctl: \(message)\n".utf8))
+    UnbufferedOutput.write("logctl: \(message)\n", to: STDERR_FILENO)
     exit(1)
 }

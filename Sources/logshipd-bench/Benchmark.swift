@@ -25,6 +25,7 @@ enum Benchmark {
         try await reportFormats()
         for trade in [MemoryTrade.deliveryCache, .allocatorArenas] { try await trade.report() }
         try await printRestartMemory()
+        try await LinkBench.report()
         try await ThrottlingReport.runAll()
     }
 
@@ -58,10 +59,10 @@ enum Benchmark {
     /// What the daemon holds resident when it starts, with an empty spool and with a backlog.
     static func printRestartMemory() async throws {
         let memory = try await restartMemory(pending: 100_000)
-        print("logshipd resident memory at start (its own process, sqlite spool):")
-        print(String(format: "  empty spool                %6.1f MiB", memory.empty))
-        print(String(format: "  100 000 pending records    %6.1f MiB  (spool file %.1f MiB; records are read only when claimed)",
-                     memory.loaded, memory.spoolFile))
+        print("logshipd memory at start (its own process, sqlite spool), RSS / RssAnon / PSS:")
+        print("  empty spool                \(memory.empty) MiB")
+        print("  100 000 pending records    \(memory.loaded) MiB"
+            + String(format: "  (spool file %.1f MiB; records are read only when claimed)", memory.spoolFile))
     }
 
     /// syslog-ng side by side, then the scenarios without a peer; both tables go to BENCHMARKS.md.
@@ -73,7 +74,8 @@ enum Benchmark {
             print("  \(row.met ? "met    " : "missed ") \(row.scenario): \(row.measured) (target \(row.target))")
         }
         if !comparison.table.isEmpty {
-            try PeerComparison.write(comparison.table, targets: comparison.targets + targets)
+            try PeerComparison.write(
+                comparison.table, targets: comparison.targets + targets, loadAverage: comparison.loadAverage)
         }
     }
 
@@ -218,8 +220,10 @@ enum Benchmark {
             upload: Double(count) / uploadElapsed.seconds, uploadRequests: receiver.requests.count)
     }
 
-    /// Resident memory of the logshipd binary once it has started, with an empty spool and with `pending` records.
-    static func restartMemory(pending: Int) async throws -> (empty: Double, loaded: Double, spoolFile: Double) {
+    /// Memory of the logshipd binary once it has started, with an empty spool and with `pending` records.
+    static func restartMemory(
+        pending: Int
+    ) async throws -> (empty: MemoryReading, loaded: MemoryReading, spoolFile: Double) {
         let directory = try TemporaryDirectory.make()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let spoolPath = "\(directory)/spool.db"
@@ -242,9 +246,9 @@ enum Benchmark {
         return (empty, loaded, Double(size) / 1_048_576)
     }
 
-    /// Starts the logshipd binary on `spoolPath` with an unreachable remote, reads VmRSS once it has listened and
-    /// settled, and stops it.
-    static func residentMemory(directory: String, spoolPath: String) async throws -> Double {
+    /// Starts the logshipd binary on `spoolPath` with an unreachable remote, reads its memory once it has listened
+    /// and settled, and stops it.
+    static func residentMemory(directory: String, spoolPath: String) async throws -> MemoryReading {
         let control = "\(directory)/control.sock"
         try? FileManager.default.removeItem(atPath: control)
         let daemon = try ChildProcess(
@@ -257,7 +261,7 @@ enum Benchmark {
         try await waitUntil(within: .seconds(60)) { FileManager.default.fileExists(atPath: control) }
         // Let start-up settle (the first claims run) before reading: part of the measurement, not synchronisation.
         try await Task.sleep(for: .milliseconds(500))
-        let resident = try TargetScenarios.residentMiB(daemon.pid, field: "VmRSS:")
+        let resident = try MemoryReading(pid: daemon.pid)
         daemon.signal(SIGTERM)
         _ = try await daemon.wait(within: .seconds(60))
         return resident

@@ -14,7 +14,7 @@ struct BenchmarkCommand: AsyncParsableCommand {
         subcommands: [
             All.self, Peers.self, Peer.self, Target.self, Spool.self, CrashLatency.self, Journal.self, Formats.self,
             DeliveryFormats.self, CacheBudget.self, Arenas.self, RestartMemory.self, IntakeCostCommand.self,
-            Throttle.self, Fleet.self,
+            Throttle.self, Fleet.self, Link.self,
         ],
         defaultSubcommand: All.self)
 
@@ -156,6 +156,16 @@ struct BenchmarkCommand: AsyncParsableCommand {
             setup.outage = .seconds(outage)
             try await ThrottlingReport.runFleet(setup, peer: !logshipdOnly)
         }
+    }
+
+    struct Link: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Random 503s at 0, 5 and 20%, and a receiver of 20 000 lines/s with 429 above; writes BENCHMARKS.md's control loop.")
+
+        @Option(help: "Runs of each.")
+        var runs = 3
+
+        func run() async throws { try await LinkBench.report(runs: runs) }
     }
 
     struct IntakeCostCommand: ParsableCommand {

@@ -25,8 +25,9 @@ enum FormatDelivery {
         let ndjsonRate = PeerComparison.median(ndjson.map(\.linesPerSecond))
         let ndjsonCPU = PeerComparison.median(ndjson.map(\.cpuMicrosecondsPerLine))
         var table = [
-            "| format | lines/s | vs ndjson | µs CPU/line | vs ndjson | peak RSS MiB | within the bound |",
-            "|---|---|---|---|---|---|---|",
+            "| format | lines/s | vs ndjson | µs CPU/line | vs ndjson | peak RssAnon MiB | peak RSS MiB "
+                + "| within the bound |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         print("every format delivered, \(lines) lines in batches of \(batch), \(runs) interleaved runs, medians (min–max):")
         for format in UploadFormat.allCases {
@@ -36,7 +37,9 @@ enum FormatDelivery {
             let row = "| \(format.rawValue) | \(PeerComparison.summary(runs.map(\.linesPerSecond))) | "
                 + String(format: "%.2f", rate)
                 + " | \(PeerComparison.summary(runs.map(\.cpuMicrosecondsPerLine), decimals: 2)) | "
-                + String(format: "%.2f | %.1f", cpu, PeerComparison.median(runs.map(\.peakRSSMiB)))
+                + String(
+                    format: "%.2f | %.1f | %.1f", cpu, PeerComparison.median(runs.map(\.memory.anonymous)),
+                    PeerComparison.median(runs.map(\.memory.resident)))
                 + " | \(rate >= 0.8 && cpu <= 1.5 ? "yes" : "no") |"
             print("  " + row)
             table.append(row)
@@ -55,17 +58,18 @@ enum FormatDelivery {
             directory: directory, url: receiver.url, batch: batch, format: format)
         try await waitUntil(within: .seconds(60)) { (try? UnixClient(path: stream, type: .stream)) != nil }
         let cpuBefore = try PeerComparison.cpuSeconds(process.pid)
+        let sampler = MemorySampler(pid: process.pid)
         let start = ContinuousClock.now
         try await PeerComparison.generate(lines: lines, to: stream)
         try await receiver.waitFor(lines: lines, within: .seconds(600))
         let elapsed = ContinuousClock.now - start
         let cpu = try PeerComparison.cpuSeconds(process.pid) - cpuBefore
-        let peak = try TargetScenarios.residentMiB(process.pid, field: "VmHWM:")
+        let peak = sampler.stop()
         process.signal(SIGTERM)
         _ = try await process.wait(within: .seconds(60))
         await receiver.shutdown()
         return PeerComparison.Run(
             linesPerSecond: Double(lines) / elapsed.seconds,
-            cpuMicrosecondsPerLine: cpu / Double(lines) * 1_000_000, peakRSSMiB: peak)
+            cpuMicrosecondsPerLine: cpu / Double(lines) * 1_000_000, memory: peak)
     }
 }

@@ -59,8 +59,9 @@ struct MemoryTrade {
     func report() async throws {
         let load = BenchmarkReport.loadAverage()
         var table = [
-            "| scenario | \(setting) | lines/s | µs CPU/line | peak RSS MiB |",
-            "|---|---|---|---|---|",
+            "| scenario | \(setting) | lines/s | µs CPU/line | peak RssAnon MiB | PSS at that peak MiB "
+                + "| peak RSS MiB |",
+            "|---|---|---|---|---|---|---|",
         ]
         let values = variants.map(\.name).joined(separator: ", ")
         print("logshipd with \(setting) \(values), "
@@ -78,7 +79,9 @@ struct MemoryTrade {
                 let row = "| \(scenario.title) | \(variant.name) | "
                     + "\(PeerComparison.summary(runs.map(\.linesPerSecond))) | "
                     + "\(PeerComparison.summary(runs.map(\.cpuMicrosecondsPerLine), decimals: 2)) | "
-                    + "\(PeerComparison.summary(runs.map(\.peakRSSMiB), decimals: 1)) |"
+                    + "\(PeerComparison.summary(runs.map(\.memory.anonymous), decimals: 1)) | "
+                    + "\(PeerComparison.summary(runs.map(\.memory.proportional), decimals: 1)) | "
+                    + "\(PeerComparison.summary(runs.map(\.memory.resident), decimals: 1)) |"
                 print("  " + row)
                 table.append(row)
             }
@@ -89,8 +92,8 @@ struct MemoryTrade {
             \(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(load) before it started.
 
             \(explanation)
-            logshipd alone (the same generator, receiver and configuration as beside syslog-ng) with
-            \(setting) \(values), \(Self.runs) runs with the values interleaved, median
+            logshipd alone (the same generator, receiver and configuration as beside syslog-ng, memory measured
+            the same way) with \(setting) \(values), \(Self.runs) runs with the values interleaved, median
             (min–max).
 
             \(table.joined(separator: "\n"))

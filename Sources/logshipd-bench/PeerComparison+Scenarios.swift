@@ -19,11 +19,11 @@ extension PeerComparison {
         var rate: Double
         /// CPU time per line, at most.
         var cpu: Double?
-        /// Peak resident memory, at most.
+        /// Peak `RssAnon`, the memory the daemon owns, at most.
         var memory: Double?
     }
 
-    /// Issue 11's three, and issue 31's memory while delivering a million lines.
+    /// Issue 11's three, and a million lines delivered with issue 39's bound on the memory the daemon owns.
     static let scenarios = [
         Scenario(
             number: 1, name: "batched (500/POST), 200 000 lines", lines: 200_000, batch: 500, receiverDelay: .zero,
@@ -36,7 +36,7 @@ extension PeerComparison {
             receiverDelay: .milliseconds(20), target: Target(rate: 1.3)),
         Scenario(
             number: 7, name: "batched (500/POST), 1 000 000 lines", lines: 1_000_000, batch: 500, receiverDelay: .zero,
-            target: Target(rate: 3.0, memory: 1.5)),
+            target: Target(rate: 3.0, memory: 2.0)),
     ]
 
     /// The scenario numbered `number`.

@@ -17,7 +17,8 @@ enum PeerComparison {
     struct Run {
         var linesPerSecond: Double
         var cpuMicrosecondsPerLine: Double
-        var peakRSSMiB: Double
+        /// The daemon's peaks over the run, from the first line written until the last was counted.
+        var memory: MemorySampler.Peak
     }
 
     /// Runs per shipper and scenario. The issue asks for at least three; five, because syslog-ng's rate moves by a
@@ -34,6 +35,8 @@ enum PeerComparison {
         var table: [String] = []
         var targets: [TargetScenarios.Row] = []
         var peerBatchedRate: Double?
+        /// The first figure of /proc/loadavg before the first run: how busy the shared machine was.
+        var loadAverage = BenchmarkReport.loadAverage()
     }
 
     /// Runs every scenario and prints the table.
@@ -44,8 +47,10 @@ enum PeerComparison {
         }
         var outcome = Outcome()
         var table: [String] = [
-            "| scenario | syslog-ng lines/s | logshipd lines/s | ratio | syslog-ng µs CPU/line | logshipd µs CPU/line | CPU ratio | peak RSS MiB (syslog-ng / logshipd) |",
-            "|---|---|---|---|---|---|---|---|",
+            "| scenario | syslog-ng lines/s | logshipd lines/s | ratio | syslog-ng µs CPU/line | logshipd µs CPU/line "
+                + "| CPU ratio | peak RssAnon MiB (syslog-ng / logshipd) | RssAnon ratio | PSS at that peak MiB "
+                + "| peak RSS MiB |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         print("side by side with syslog-ng, \(runs) interleaved runs each, medians (min–max):")
         for scenario in scenarios {
@@ -60,16 +65,22 @@ enum PeerComparison {
                 + String(format: "%.2f", median(ours.map(\.linesPerSecond)) / median(peer.map(\.linesPerSecond)))
                 + " | \(summary(peer.map(\.cpuMicrosecondsPerLine), decimals: 1)) | \(summary(ours.map(\.cpuMicrosecondsPerLine), decimals: 1)) | "
                 + String(format: "%.2f", median(ours.map(\.cpuMicrosecondsPerLine)) / median(peer.map(\.cpuMicrosecondsPerLine)))
-                + String(format: " | %.1f / %.1f |", median(peer.map(\.peakRSSMiB)), median(ours.map(\.peakRSSMiB)))
+                + " | " + memoryColumns(peer: peer, ours: ours) + " |"
             print("  " + row)
             table.append(row)
             let rateRatio = median(ours.map(\.linesPerSecond)) / median(peer.map(\.linesPerSecond))
             let cpuRatio = median(ours.map(\.cpuMicrosecondsPerLine)) / median(peer.map(\.cpuMicrosecondsPerLine))
-            let memoryRatio = median(ours.map(\.peakRSSMiB)) / median(peer.map(\.peakRSSMiB))
+            let anonymous = (peer: median(peer.map(\.memory.anonymous)), ours: median(ours.map(\.memory.anonymous)))
+            let resident = (peer: median(peer.map(\.memory.resident)), ours: median(ours.map(\.memory.resident)))
+            let memoryRatio = anonymous.ours / anonymous.peer
             let target = scenario.target
             var measured = String(format: "%.2f× syslog-ng's lines/s", rateRatio)
             if target.cpu != nil { measured += String(format: ", %.2f× its CPU per line", cpuRatio) }
-            if target.memory != nil { measured += String(format: ", %.2f× its peak RSS", memoryRatio) }
+            if target.memory != nil {
+                measured += String(
+                    format: ", %.2f× its peak RssAnon (%.1f against %.1f MiB; peak RSS %.2f×)", memoryRatio,
+                    anonymous.ours, anonymous.peer, resident.ours / resident.peer)
+            }
             if scenario.receiverDelay > .zero {
                 // With two requests in flight and the same batch limit, no shipper delivers more than this; the
                 // target is within reach only while the peer stays below it by the ratio asked for.
@@ -83,7 +94,7 @@ enum PeerComparison {
                 scenario: scenario.title,
                 measured: measured,
                 target: String(format: "≥ %.1f×", target.rate) + (target.cpu.map { String(format: ", CPU ≤ %.1f×", $0) } ?? "")
-                    + (target.memory.map { String(format: ", peak RSS ≤ %.1f×", $0) } ?? ""),
+                    + (target.memory.map { String(format: ", peak RssAnon ≤ %.1f×", $0) } ?? ""),
                 met: rateRatio >= target.rate && target.cpu.map { cpuRatio <= $0 } ?? true
                     && target.memory.map { memoryRatio <= $0 } ?? true))
             if scenario.number == 1 { outcome.peerBatchedRate = median(peer.map(\.linesPerSecond)) }
@@ -100,8 +111,21 @@ enum PeerComparison {
             print("pid \(pid)")
             fflush(nil)
         }
-        print(String(format: "%@ %@: %.0f lines/s, %.1f µs CPU/line, peak RSS %.1f MiB", shipper.rawValue,
-                     scenario.title, run.linesPerSecond, run.cpuMicrosecondsPerLine, run.peakRSSMiB))
+        print(String(
+            format: "%@ %@: %.0f lines/s, %.1f µs CPU/line, peak RssAnon %.1f MiB (PSS %.1f then), peak RSS %.1f MiB",
+            shipper.rawValue, scenario.title, run.linesPerSecond, run.cpuMicrosecondsPerLine, run.memory.anonymous,
+            run.memory.proportional, run.memory.resident))
+    }
+
+    /// The memory columns of a table row, medians of each figure: peak RssAnon (syslog-ng / logshipd), their
+    /// ratio, PSS at that peak, peak RSS.
+    static func memoryColumns(peer: [Run], ours: [Run]) -> String {
+        let anonymous = (median(peer.map(\.memory.anonymous)), median(ours.map(\.memory.anonymous)))
+        return String(
+            format: "%.1f / %.1f | %.2f | %.1f / %.1f | %.1f / %.1f",
+            anonymous.0, anonymous.1, anonymous.1 / anonymous.0,
+            median(peer.map(\.memory.proportional)), median(ours.map(\.memory.proportional)),
+            median(peer.map(\.memory.resident)), median(ours.map(\.memory.resident)))
     }
 
     static func median(_ values: [Double]) -> Double {
@@ -135,18 +159,19 @@ enum PeerComparison {
         try await waitUntil(within: .seconds(60)) { acceptsStreamConnections(stream) }
         started(process.pid)
         let cpuBefore = try cpuSeconds(process.pid)
+        let sampler = MemorySampler(pid: process.pid)
         let start = ContinuousClock.now
         try await generate(lines: scenario.lines, to: stream)
         try await receiver.waitFor(lines: scenario.lines, within: .seconds(600))
         let elapsed = ContinuousClock.now - start
         let cpu = try cpuSeconds(process.pid) - cpuBefore
-        let peak = try TargetScenarios.residentMiB(process.pid, field: "VmHWM:")
+        let peak = sampler.stop()
         process.signal(SIGTERM)
         _ = try await process.wait(within: .seconds(60))
         await receiver.shutdown()
         return Run(
             linesPerSecond: Double(scenario.lines) / elapsed.seconds,
-            cpuMicrosecondsPerLine: cpu / Double(scenario.lines) * 1_000_000, peakRSSMiB: peak)
+            cpuMicrosecondsPerLine: cpu / Double(scenario.lines) * 1_000_000, memory: peak)
     }
 
     /// What logshipd runs with beyond the comparison's configuration, for a table of a setting's trade
@@ -213,16 +238,18 @@ enum PeerComparison {
         try ProcessStat(path: "/proc/\(pid)/stat").cpuTicks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// BENCHMARKS.md: both tables, the machine and the date; the file's other sections are kept.
-    static func write(_ table: [String], targets: [TargetScenarios.Row]) throws {
+    /// BENCHMARKS.md: both tables, the machine, how busy it was and the date; the file's other sections are kept.
+    static func write(_ table: [String], targets: [TargetScenarios.Row], loadAverage: String) throws {
         let model = BenchmarkReport.cpuModel()
         let date = ISO8601DateFormatter().string(from: Date())
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let memory = ProcessInfo.processInfo.physicalMemory >> 30
         let text = """
             # Benchmarks
 
-            Written by `make bench` (`logshipd-bench`, release build) on \(date): \(ProcessInfo.processInfo.activeProcessorCount) cores, \(model),
-            \(ProcessInfo.processInfo.physicalMemory >> 30) GiB. Absolute figures drift between runs on shared machines; compare the
-            ratios, which come from one run.
+            Written by `make bench` (`logshipd-bench`, release build) on \(date): \(cores) cores, \(model),
+            \(memory) GiB, load average \(loadAverage) before it started. Absolute figures drift
+            between runs on shared machines; compare the ratios, which come from one run.
 
             ## Side by side with syslog-ng
 
@@ -230,8 +257,14 @@ enum PeerComparison {
             batch limit, flow control) and logshipd with its durable SQLite spool, two requests in flight. The same
             generator writes RFC 3164 lines of about 120 bytes over one stream connection; the same counting receiver on
             loopback answers. A run is timed from the first write until the receiver has counted every line; CPU time
-            (user + system) and peak RSS are the daemon's own, from /proc. \(runs) runs each, interleaved; median
-            (min–max). Ratios are logshipd / syslog-ng: above 1 is better for lines/s, below 1 for CPU.
+            (user + system) and memory are the daemon's own, from /proc. \(runs) runs each, interleaved; median
+            (min–max). Ratios are logshipd / syslog-ng: above 1 is better for lines/s, below 1 for CPU and memory.
+
+            Memory as the host feels it: `RssAnon` is what the daemon owns (heap, stacks, relocated data), sampled
+            every 20 ms from `/proc/PID/status` over the run, its peak; PSS (`/proc/PID/smaps_rollup`) is read at
+            that peak and charges shared pages in parts; peak RSS (`VmHWM`) also counts the program's and libraries'
+            file pages, which belong to the page cache: shared, and dropped by the kernel under pressure. Medians of
+            each figure.
 
             \(table.joined(separator: "\n"))
 

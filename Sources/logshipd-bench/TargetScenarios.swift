@@ -42,9 +42,9 @@ enum TargetScenarios {
         let memory = try await memory(pending: 1_000_000)
         rows.append(Row(
             scenario: "6 memory: idle; 1 000 000 pending (remote down); after they drain",
-            measured: String(format: "%.1f MiB idle, %.1f MiB peak with 1 000 000 pending, %.1f MiB after draining",
-                             memory.idle, memory.peak, memory.drained),
-            target: "idle ≤ 24 MiB, ≤ 48 MiB with 1 000 000 pending", met: memory.idle <= 24 && memory.peak <= 48))
+            measured: memory.description,
+            target: "idle RssAnon ≤ 4 MiB; peak RSS ≤ 48 MiB with 1 000 000 pending",
+            met: memory.idle.anonymous <= 4 && memory.pending.resident <= 48))
         return rows
     }
 
@@ -57,9 +57,7 @@ enum TargetScenarios {
             let latency = try await crashLatency(backlog: 100_000, crashes: 20, receiverDelay: .milliseconds(50))
             print(String(format: "5 crash latency: p50 %.0f ms, p99 %.0f ms", latency.p50, latency.p99))
         case 6:
-            let memory = try await memory(pending: 1_000_000)
-            print(String(format: "6 memory: %.1f MiB idle, %.1f MiB peak with 1 000 000 pending, %.1f MiB after draining",
-                         memory.idle, memory.peak, memory.drained))
+            print("6 memory: \(try await memory(pending: 1_000_000))")
         default: throw BenchmarkUsageError("no target scenario \(number); there are 4 to 6")
         }
     }
@@ -195,17 +193,35 @@ enum TargetScenarios {
         return (sorted[sorted.count / 2], sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)])
     }
 
-    /// VmRSS idle, VmHWM once `pending` records wait with the remote down, and VmRSS a second after the spool
-    /// has emptied.
-    static func memory(pending: Int) async throws -> (idle: Double, peak: Double, drained: Double) {
+    /// Scenario 6's figures, in MiB.
+    struct MemoryFigures: CustomStringConvertible {
+        /// A second after start.
+        var idle: MemoryReading
+        /// While the records arrive, until the spool holds them all.
+        var pending: MemorySampler.Peak
+        /// A second after the spool emptied.
+        var drained: MemoryReading
+
+        var description: String {
+            "idle \(idle) MiB (RSS / RssAnon / PSS); receiving 1 000 000 with the remote down, peak RssAnon "
+                + String(format: "%.1f MiB (PSS %.1f then), peak RSS %.1f MiB", pending.anonymous,
+                         pending.proportional, pending.resident)
+                + "; after they drain \(drained) MiB"
+        }
+    }
+
+    /// RSS, RssAnon and PSS idle; the peaks while `pending` records arrive with the remote down; and RSS, RssAnon
+    /// and PSS a second after the spool has emptied.
+    static func memory(pending: Int) async throws -> MemoryFigures {
         let reserved = try PortReservation()
         let daemon = try await Daemon.start(url: "http://127.0.0.1:\(reserved.port)/ingest", retryMax: "1s")
         // What it holds once started and settled: part of the measurement, not synchronisation.
         try await Task.sleep(for: .seconds(1))
-        let idle = try residentMiB(daemon.process.pid, field: "VmRSS:")
+        let idle = try MemoryReading(pid: daemon.process.pid)
+        let sampler = MemorySampler(pid: daemon.process.pid)
         try await PeerComparison.generate(lines: pending, to: daemon.stream)
         try await eventually(within: .seconds(900)) { try await daemon.status().received >= pending }
-        let peak = try residentMiB(daemon.process.pid, field: "VmHWM:")
+        let peak = sampler.stop()
         var behavior = LogReceiver.Behavior()
         behavior.decodesRecords = false
         let receiver = try await TestReceiver(port: reserved.port, behavior: behavior)
@@ -219,17 +235,8 @@ enum TargetScenarios {
             return status.claimed == 0 && status.pending.values.allSatisfy { $0 == 0 }
         }
         try await Task.sleep(for: .seconds(1))
-        let drained = try residentMiB(daemon.process.pid, field: "VmRSS:")
+        let drained = try MemoryReading(pid: daemon.process.pid)
         try await daemon.stop()
-        return (idle, peak, drained)
-    }
-
-    /// A memory figure of `pid` from /proc/PID/status (`VmRSS:`, `VmHWM:`), in MiB.
-    static func residentMiB(_ pid: pid_t, field: String) throws -> Double {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
-            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
-        else { throw WaitTimeout(description: "no \(field) for process \(pid)") }
-        return kilobytes / 1024
+        return MemoryFigures(idle: idle, pending: peak, drained: drained)
     }
 }

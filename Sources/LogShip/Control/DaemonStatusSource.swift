@@ -6,15 +6,20 @@ final class DaemonStatusSource: Sendable {
     private let shipper: Shipper
     private let spool: any Spool
     private let journal: JournalIngestServer?
+    private let refusals: ConnectionRefusals
     /// `spool.max_bytes`.
     private let spoolBudget: Int
     private let startedAt = ContinuousClock.now
 
-    init(intake: RecordIntake, shipper: Shipper, spool: any Spool, journal: JournalIngestServer?, spoolBudget: Int) {
+    init(
+        intake: RecordIntake, shipper: Shipper, spool: any Spool, journal: JournalIngestServer?,
+        refusals: ConnectionRefusals, spoolBudget: Int
+    ) {
         self.intake = intake
         self.shipper = shipper
         self.spool = spool
         self.journal = journal
+        self.refusals = refusals
         self.spoolBudget = spoolBudget
     }
 
@@ -66,7 +71,7 @@ final class DaemonStatusSource: Sendable {
         status.retriedRequests = shipping.totals.retriedRequests
         status.rejectedRequests = shipping.totals.rejectedRequests
         status.inFlight = shipping.operationsInFlight
-        status.pausedUntil = shipping.pause.map { Timestamp($0.until).rfc3339 }
+        status.pausedUntil = shipping.pausedUntil.map { Timestamp($0).rfc3339 }
         status.pauseCause = shipping.pause?.cause.rawValue
         status.lastFailure = (shipping.pause ?? shipping.lastFailure)?.reason
         status.lastError = shipping.lastError?.reason
@@ -74,7 +79,7 @@ final class DaemonStatusSource: Sendable {
         status.lastErrorPast = shipping.lastError.map { $0.at < shipping.lastAcceptedAt ?? .distantPast } ?? false
         status.lastAcceptedAt = shipping.lastAcceptedAt.map { Timestamp($0).rfc3339 }
         status.operatorPaused = shipping.pausedByOperator
-        let rate = shipper.throttle.status
+        let rate = shipper.rateStatus
         status.rateBudget = rate.budgetBytesPerSecond
         status.rateBudgetByOperator = rate.isOverridden
         status.rateEffective = rate.effectiveBytesPerSecond
@@ -83,5 +88,7 @@ final class DaemonStatusSource: Sendable {
         status.throttledSeconds = Dictionary(
             uniqueKeysWithValues: shipping.throttledSeconds.map { ($0.key.description, $0.value) })
         status.journal = journal?.statistics
+        status.refusedConnections = Dictionary(
+            uniqueKeysWithValues: refusals.totals.map { ($0.key.rawValue, $0.value) })
         return status
     }}

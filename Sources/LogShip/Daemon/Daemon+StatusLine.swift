@@ -8,7 +8,7 @@ extension Daemon {
         let shipping = shipper.statistics
         let pending = PriorityClass.mostUrgentFirst.map { "\($0)=\(spoolStatistics.pending[$0] ?? 0)" }
             .joined(separator: " ")
-        let rate = shipper.throttle.status
+        let rate = shipper.rateStatus
         var budget = ""
         if let effective = rate.effectiveBytesPerSecond {
             budget = "; rate \(ByteRateText.format(effective))"

@@ -79,7 +79,6 @@ public final class Daemon: Sendable {
         reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil
     ) async throws -> Daemon {
         for notice in configuration.notices { logger.warning("configuration: \(notice)") }
-        checkOpenFileLimit(configuration.ingest, logger: logger)
         let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
         // Trapped before anything is bound or opened. Untrapped, a SIGTERM in the moments before the service
         // group runs (its sockets already there, `systemctl stop` right after a start) or a SIGHUP just after
@@ -95,22 +94,16 @@ public final class Daemon: Sendable {
             logger.warning("tls.insecure_skip_verify is on: any server certificate is accepted, uploads can be intercepted")
         }
         let metrics = configuration.metrics.listen.isEmpty ? nil : MetricsExporter()
-        let backoff = RetryBackoff(initial: configuration.upload.retryInitial, maximum: configuration.upload.retryMax)
         let delivery = BatchDelivery(
             spool: spool,
             uploader: uploader ?? httpUploader!,
-            limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
-            backoff: backoff,
-            retryAfterMaximum: configuration.upload.retryAfterMax,
-            throttle: UploadThrottle(budget: configuration.upload.rate),
             loops: uploadLoops,
             observeRequest: metrics.map { metrics in { @Sendable duration in metrics.recordRequest(duration) } },
             logger: logger)
         let shipper = Shipper(
             spool: spool,
             delivery: delivery,
-            backoff: backoff,
-            maxInFlight: configuration.upload.maxInFlight,
+            settings: LiveConfiguration.shipperSettings(configuration),
             shutdownTimeout: configuration.upload.shutdownTimeout,
             // Every request is bounded by upload.timeout; settling adds a disk write or two.
             stuckAfter: configuration.upload.timeout * 3 + .seconds(5),
@@ -148,7 +141,7 @@ public final class Daemon: Sendable {
             }
         }
         let live = LiveConfiguration(
-            configuration, uploader: httpUploader, delivery: delivery, intake: intake, journal: journal, logLevel: reloading?.logLevel)
+            configuration, uploader: httpUploader, shipper: shipper, intake: intake, journal: journal, logLevel: reloading?.logLevel)
         var reporters: [any Service] = []
         if let reloading, let hangups {
             reporters.append(
@@ -178,19 +171,6 @@ public final class Daemon: Sendable {
             live: live, metricsAddress: metricsServer?.address, shipper: shipper, intake: intake, spool: spool,
             httpUploader: httpUploader, serviceGroup: ServiceGroup(configuration: groupConfiguration),
             shutdownRequests: shutdownRequests, notifier: serviceManager?.notifier, logger: logger)
-    }
-
-    /// Warns when the connection caps could exceed the open-file limit: the caps are there so that clients
-    /// cannot exhaust the daemon's descriptors. (`logshipd` raises the limit first; an in-process daemon leaves
-    /// its host process's alone.)
-    private static func checkOpenFileLimit(_ ingest: DaemonConfiguration.Ingest, logger: Logger) {
-        let limit = OpenFileLimit.current
-        // Two stream sockets (ingest and control) at their cap, plus the spool, HTTP connections and sockets.
-        let needed = 2 * ingest.maxConnections + 128
-        guard limit < needed else { return }
-        logger.warning(
-            "the open-file limit is below what ingest.max_connections allows on two sockets; lower the cap or raise LimitNOFILE",
-            metadata: ["logship.limit.nofile": "\(limit)", "logship.connections.maximum": "\(ingest.maxConnections)"])
     }
 
     private static func openSpool(_ configuration: DaemonConfiguration.Spool, logger: Logger) async throws

@@ -9,18 +9,18 @@ import Synchronization
 final class LiveConfiguration: Sendable {
     private let current: Mutex<DaemonConfiguration>
     private let uploader: HTTPUploader?
-    private let delivery: BatchDelivery
+    private let shipper: Shipper
     private let intake: RecordIntake
     private let journal: JournalIngestServer?
     private let logLevel: LogLevelControl?
 
     init(
-        _ configuration: DaemonConfiguration, uploader: HTTPUploader?, delivery: BatchDelivery, intake: RecordIntake,
+        _ configuration: DaemonConfiguration, uploader: HTTPUploader?, shipper: Shipper, intake: RecordIntake,
         journal: JournalIngestServer?, logLevel: LogLevelControl?
     ) {
         current = Mutex(configuration)
         self.uploader = uploader
-        self.delivery = delivery
+        self.shipper = shipper
         self.intake = intake
         self.journal = journal
         self.logLevel = logLevel
@@ -40,14 +40,21 @@ final class LiveConfiguration: Sendable {
         }
         try uploader?.update(try Self.uploadConfiguration(new))
         current.withLock { $0 = new }
-        delivery.backoff.update(initial: new.upload.retryInitial, maximum: new.upload.retryMax)
-        delivery.update(
-            limits: BatchLimits(maxRecords: new.batch.maxRecords, maxBytes: new.batch.maxBytes),
-            retryAfterMaximum: new.upload.retryAfterMax)
-        delivery.throttle.update(new.upload.rate)
+        shipper.reconfigure(Self.shipperSettings(new))
         intake.updateCrashBudget(CrashBudget.Settings(new.intake))
         journal?.updateSelection(new.journal)
         logLevel?.level = new.logLevel
+    }
+
+    /// The shipper's settings: requests in flight, batch limits, retry bounds and the link's budget.
+    static func shipperSettings(_ configuration: DaemonConfiguration) -> ShipperStateMachine.Settings {
+        let upload = configuration.upload
+        return ShipperStateMachine.Settings(
+            slots: upload.maxInFlight,
+            limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
+            retry: RetryPolicy.Bounds(
+                initial: upload.retryInitial, maximum: upload.retryMax, retryAfterMaximum: upload.retryAfterMax),
+            budget: upload.rate)
     }
 
     /// The uploader's settings. With `tls.server_name`, the URL names that host, which the client reaches at the

@@ -1,81 +1,59 @@
-import Foundation
 import Synchronization
 
-/// What a ``LogOperation`` tells its owner (the shipper) and asks it, naming itself by its id.
+/// What a ``LogOperation`` tells its owner (the shipper), naming itself by its id.
 protocol LogOperationOwner: AnyObject, Sendable {
-    /// The queue started the operation; returns whether it may claim (not once shutdown has begun, nor while
-    /// delivery is paused).
-    func operationStarted(_ id: ShipperStateMachine.OperationID) -> Bool
-    /// The operation claimed a batch, and left records of its class behind or not.
-    func operation(_ id: ShipperStateMachine.OperationID, claimedLeavingMore moreLeft: Bool)
-    /// The operation settled a batch as `report` says; returns whether it goes on to the next batch of its class.
-    func operation(_ id: ShipperStateMachine.OperationID, delivered report: DeliveryReport) -> Bool
-    /// The operation finished: the report of the batch it stopped after, or why it ended without one.
-    func operation(_ id: ShipperStateMachine.OperationID, finished result: Result<DeliveryOutcome, any Error>)
+    /// The queue started the operation.
+    func operationStarted(_ id: ShipperStateMachine.OperationID)
+    /// The operation made its claim: what it took, or `nil` when it found nothing.
+    func operation(_ id: ShipperStateMachine.OperationID, claimed claim: BatchDelivery.Claim?)
+    /// The operation finished.
+    func operation(_ id: ShipperStateMachine.OperationID, finished report: OperationReport)
 }
 
-/// Carries batches of one priority class to the remote, one request at a time.
+/// One request: a batch of one priority class, claimed when the queue starts the operation (so it holds whatever
+/// records waited while the queue's slots were busy), or a part of a refused batch, posted and settled.
 ///
-/// The first batch is claimed when the queue starts the operation, not when it is created, so it holds whatever
-/// records waited while the queue's slots were busy. The operation's `queuePriority` comes from its class, so a
-/// waiting crash operation runs before waiting chatter.
-///
-/// Once a batch is settled, the operation asks its owner whether to go on to the next batch of its class in the
-/// same slot; the shipper lets it only while nothing the queue would start first is waiting (see
-/// ``ShipperStateMachine/operationDelivered(_:_:now:)``). A slot that changes hands costs two thread switches
-/// (corelibs' queue starts every operation on a dispatch thread, the connections live on the upload loops), which
-/// for a one-record request was more than the request itself.
-///
-/// An operation runs its whole run of batches on one upload lane, the least busy when it started
-/// (``UploadLoops``), and hands it down to every request, so that the requests in flight are written and
-/// answered on threads of their own.
-final class LogOperation: ConcurrentOperation<DeliveryOutcome>, @unchecked Sendable {
+/// Its `queuePriority` comes from its class, so a waiting crash operation runs before waiting chatter. It runs its
+/// request on the least busy upload lane (``UploadLoops``), so that the two requests in flight are written and
+/// answered on threads of their own. The queue starts it on one of its dispatch threads; the delivery task is
+/// started from there straight onto the lane's event loop, one hop per request.
+final class LogOperation: ConcurrentOperation<OperationReport>, @unchecked Sendable {
     // @unchecked: Operation is not checked for Sendable; the stored properties are immutable or Sendable, `task`
     // is in a Mutex.
 
     let id: ShipperStateMachine.OperationID
-    let priorityClass: PriorityClass
+    let work: OperationWork
     private let delivery: BatchDelivery
     /// Held weakly: a shipper gone (a test's) leaves its operations to finish without telling anyone.
     private weak let owner: (any LogOperationOwner)?
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     init(
-        id: ShipperStateMachine.OperationID, priorityClass: PriorityClass, delivery: BatchDelivery,
+        id: ShipperStateMachine.OperationID, work: OperationWork, delivery: BatchDelivery,
         owner: any LogOperationOwner
     ) {
         self.id = id
-        self.priorityClass = priorityClass
+        self.work = work
         self.delivery = delivery
         self.owner = owner
-        super.init(resultHandler: { [weak owner] result in owner?.operation(id, finished: result) })
-        queuePriority = priorityClass.queuePriority
-        name = "LogOperation(\(priorityClass))"
+        super.init(resultHandler: { [weak owner] result in
+            // Only a cancellation fails an operation: its work reports everything else.
+            owner?.operation(id, finished: (try? result.get()) ?? .cancelled)
+        })
+        queuePriority = work.priorityClass.queuePriority
+        name = "LogOperation(\(work.priorityClass))"
     }
 
     override func main() {
-        guard owner?.operationStarted(id) == true else {
-            finish(.success(.nothingToSend))
-            return
-        }
+        owner?.operationStarted(id)
         let lane = delivery.loops?.take()
-        let work = Task(executorPreference: lane?.executor) { [delivery, priorityClass, id, owner] in
-            let claimed: @Sendable (Bool) -> Void = { owner?.operation(id, claimedLeavingMore: $0) }
-            let result = await Result(catching: {
-                var outcome = try await delivery.deliverNext(priorityClass, on: lane, claimed: claimed)
-                // The report of the batch the operation stops after is the result, which the shipper counts.
-                while case .attempted(let report) = outcome, !Task.isCancelled,
-                    owner?.operation(id, delivered: report) == true
-                {
-                    outcome = try await delivery.deliverNext(priorityClass, on: lane, claimed: claimed)
-                }
-                return outcome
-            })
-            if let lane { delivery.loops?.release(lane) }
-            self.finish(result)
+        let running = Task(executorPreference: lane?.executor) { [delivery, work, id, owner] in
+            let report = await delivery.perform(work, on: lane) { owner?.operation(id, claimed: $0) }
+            if let lane { delivery.loops?.giveBack(lane) }
+            self.finish(.success(report))
         }
-        task.withLock { $0 = work }
-        if isCancelled { work.cancel() }
+        task.withLock { $0 = running }
+        if isCancelled { running.cancel() }
     }
 
     override func cancelExecution() {

@@ -3,16 +3,18 @@ import Foundation
 extension Shipper {
     /// Counts since start, and what delivery is doing now.
     public struct Statistics: Sendable {
-        /// Counts of every batch settled since start.
+        /// Counts of every request finished since start.
         public var totals = DeliveryCounts()
         public var operationsInFlight = 0
         /// Set while all delivery is paused after a failure.
         public var pause: DeliveryPause?
-        /// Set after a pause ended while nothing has been accepted since.
+        /// When that pause ends, on the wall clock.
+        public var pausedUntil: Date?
+        /// Set after a pause ended while nothing has been answered since.
         public var lastFailure: DeliveryPause?
         /// Whether an operator paused uploads (`logctl pause`).
         public var pausedByOperator = false
-        /// The latest failure since start (of a request, or of the spool while settling one), and when.
+        /// The latest failure since start (of a request, or of the spool), and when.
         public var lastError: LastError?
         /// When the remote last accepted a request; a ``lastError`` before it is past.
         public var lastAcceptedAt: Date?
@@ -27,8 +29,8 @@ extension Shipper.Statistics {
     public var remoteState: String {
         if pausedByOperator {
             "uploads paused by an operator"
-        } else if let pause {
-            "paused until \(Timestamp(pause.until).rfc3339): \(pause.cause.rawValue) (\(pause.reason))"
+        } else if let pause, let pausedUntil {
+            "paused until \(Timestamp(pausedUntil).rfc3339): \(pause.cause.rawValue) (\(pause.reason))"
         } else if let lastFailure {
             "retrying after \(lastFailure.reason)"
         } else {

@@ -5,89 +5,74 @@ import Synchronization
 
 /// The dam between the spool and the network: decides what goes next and hands `LogOperation`s to the queue.
 ///
-/// The decisions are ``ShipperStateMachine``'s; the shipper feeds it events under a lock and carries out what it
-/// returns after releasing the lock: creating and enqueueing operations, suspending and resuming the queue,
-/// arming timers, cancelling operations at shutdown. The shipper alone creates operations and owns the queue; what
-/// an operation does with its slot is ``BatchDelivery``'s, which knows of neither.
+/// The decisions are ``ShipperStateMachine``'s; the shipper feeds it events under a lock, with the time on the
+/// continuous clock, and carries out what it returns. Timers, the queue's suspension and the registry of
+/// operations are changed under the same lock, so that a timer that fires is always one the machine still wants
+/// (one way to ignore a stale event); adding operations to the queue, cancelling them, logging and waking waiters
+/// happen after the lock is released. The shipper alone creates operations and owns the queue; what an operation
+/// does with its request is ``BatchDelivery``'s, which knows of neither.
 public final class Shipper: Service, Sendable {
+    private typealias Machine = ShipperStateMachine
     private typealias OperationID = ShipperStateMachine.OperationID
 
     /// The machine and everything the shipper holds for it, under one lock: the operations it knows of (so that
     /// cancellations reach them), the tasks sleeping until its timers, and who waits for it to go idle.
     private struct State {
-        var machine: ShipperStateMachine
+        var machine: Machine
         var operations: [OperationID: LogOperation] = [:]
-        /// Each timer's task with the number it was armed under, so that a task that fires removes its own entry
-        /// and never a newer one armed for the same timer.
-        var timers: [ShipperStateMachine.TimerID: (arming: UInt64, task: Task<Void, Never>)] = [:]
-        var nextArming: UInt64 = 0
+        /// Each timer's task with the number it was armed under: a task that fires reports only while it is the
+        /// one registered.
+        var timers: [Machine.TimerID: (arming: UInt64, task: Task<Void, Never>)] = [:]
+        var lastArming: UInt64 = 0
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-        var nextWaiterID: UInt64 = 0
+        var lastWaiterID: UInt64 = 0
+    }
+
+    /// What is left to do after the lock is released.
+    private struct Deferred {
+        var enqueue: [LogOperation] = []
+        var cancel: [LogOperation] = []
+        var notices: [Machine.Notice] = []
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let queue = OperationQueue()
     private let spool: any Spool
     private let delivery: BatchDelivery
-    /// The delay after which a class whose operation failed in the spool is tried again; shared with delivery.
-    private let backoff: RetryBackoff
     private let shutdownTimeout: Duration
     private let stuckAfter: Duration
     private let logger: Logger
     private let state: Mutex<State>
-    /// The generation of the queue suspension last applied (see ``setQueueSuspended(_:generation:)``).
-    private let appliedSuspension = Mutex<UInt64>(0)
 
     /// - Parameters:
     ///   - spool: Where the records wait, and what announces new ones.
     ///   - delivery: What each operation does: claim, post, settle.
-    ///   - backoff: The backoff delivery uses, also for a class whose operation failed in the spool.
-    ///   - maxInFlight: The most requests open at once (`upload.max_in_flight`).
+    ///   - settings: Requests in flight (`upload.max_in_flight`), batch limits, retry bounds and the link's budget.
     ///   - shutdownTimeout: How long requests in flight may take to finish after shutdown begins.
-    ///   - stuckAfter: How long an operation may spend on one batch before the shipping path counts as wedged
-    ///     (``isMoving``); every request is bounded by `upload.timeout`, so a few times that.
+    ///   - stuckAfter: How long a request may take before the shipping path counts as wedged (``isMoving``); every
+    ///     request is bounded by `upload.timeout`, so a few times that.
     init(
-        spool: any Spool,
-        delivery: BatchDelivery,
-        backoff: RetryBackoff,
-        maxInFlight: Int,
-        shutdownTimeout: Duration,
-        stuckAfter: Duration,
-        logger: Logger
+        spool: any Spool, delivery: BatchDelivery, settings: ShipperStateMachine.Settings,
+        shutdownTimeout: Duration, stuckAfter: Duration, logger: Logger
     ) {
-        precondition(maxInFlight > 0)
-        state = Mutex(State(machine: ShipperStateMachine(slots: maxInFlight)))
-        queue.maxConcurrentOperationCount = maxInFlight
+        state = Mutex(State(machine: Machine(settings, now: .now)))
+        queue.maxConcurrentOperationCount = settings.slots
         queue.name = "logshipd.upload"
         self.spool = spool
         self.delivery = delivery
-        self.backoff = backoff
         self.shutdownTimeout = shutdownTimeout
         self.stuckAfter = stuckAfter
         self.logger = logger
     }
 
-    /// The link's budget its operations spend.
-    public var throttle: UploadThrottle { delivery.throttle }
-
     /// Tells the shipper that records of these classes were accepted into the spool.
-    public func recordsAvailable(_ classes: some Sequence<PriorityClass>) {
+    private func recordsAvailable(_ classes: some Sequence<PriorityClass>) {
         let classes = Set(classes)
-        perform(state.withLock { $0.machine.recordsAvailable(classes, now: Date()) })
+        handle { $0.recordsAvailable(classes, now: .now) }
     }
 
     public var statistics: Statistics {
-        state.withLock { state in
-            var statistics = Statistics(
-                totals: state.machine.totals, operationsInFlight: state.machine.runningCount,
-                pausedByOperator: state.machine.isPausedByOperator, lastError: state.machine.lastError,
-                lastAcceptedAt: state.machine.lastAcceptedAt, throttledSeconds: state.machine.secondsThrottled(now: Date()))
-            switch state.machine.remote {
-            case .accepting: break
-            case .paused(let pause, _, _): statistics.pause = pause
-            case .retrying(let pause): statistics.lastFailure = pause
-            }
-            return statistics
-        }
+        state.withLock { $0.machine.statistics(at: .now, wallClock: Date()) }
     }
 
     /// Stops (`true`) or restarts uploads, as `logctl pause` and `logctl resume` ask: requests in flight finish,
@@ -95,18 +80,37 @@ public final class Shipper: Service, Sendable {
     /// - Returns: Whether it changed anything: `false` for a pause while paused, or a resume while not.
     @discardableResult
     public func setPausedByOperator(_ paused: Bool) -> Bool {
-        let (changed, actions) = state.withLock { state in
-            (state.machine.isPausedByOperator != paused, state.machine.setPausedByOperator(paused, now: Date()))
+        var changed = false
+        handle { machine in
+            let (didChange, actions) = machine.setPausedByOperator(paused, now: .now)
+            changed = didChange
+            return actions
         }
-        perform(actions)
         return changed
     }
 
-    /// Whether the shipping path moves: no operation has spent longer than `stuckAfter` on one batch. What feeds
-    /// the watchdog.
+    /// Uses new batch limits, retry bounds and budget from now on (a reload); the budget ends an operator's
+    /// `logctl throttle`.
+    func reconfigure(_ settings: ShipperStateMachine.Settings) {
+        handle { $0.reconfigure(settings, now: .now) }
+    }
+
+    /// `logctl throttle`: a byte budget in place of the configured one, or none at all (`off` lifts the request
+    /// budget too), until the next reload.
+    public func setThrottleOverride(_ override: ThrottleOverride?) {
+        handle { $0.setThrottleOverride(override, now: .now) }
+    }
+
+    /// The configured budget as last loaded.
+    public var budget: UploadRateBudget { state.withLock { $0.machine.configuredBudget } }
+
+    /// The budget and the rate in force, for status and metrics.
+    public var rateStatus: UploadRateStatus { state.withLock { $0.machine.rateStatus(at: .now) } }
+
+    /// Whether the shipping path moves: no request has taken longer than `stuckAfter`. What feeds the watchdog.
     public var isMoving: Bool {
-        guard let oldest = state.withLock({ $0.machine.oldestBatchStart }) else { return true }
-        return Date().timeIntervalSince(oldest) < stuckAfter.seconds
+        guard let oldest = state.withLock({ $0.machine.oldestRequestStart }) else { return true }
+        return ContinuousClock.now - oldest < stuckAfter
     }
 
     /// Resumes delivery of what the spool already holds, runs until graceful shutdown, then lets requests in flight
@@ -117,106 +121,130 @@ public final class Shipper: Service, Sendable {
     public func run() async throws {
         // Subscribed before reading what is pending, so that no commit falls between the two; a class announced
         // twice costs nothing.
-        spool.availability.subscribe { [weak self] classes in self?.recordsAvailable(classes) }
-        throttle.observeChanges { [weak self] in
-            self.map { shipper in shipper.perform(shipper.state.withLock { $0.machine.budgetChanged(now: Date()) }) }
+        spool.availability.subscribe { [weak self] news in
+            guard let self else { return }
+            switch news {
+            case .recordsAvailable(let classes):
+                recordsAvailable(classes)
+            case .acknowledgementsFailed(let classes, let reason):
+                handle { $0.acknowledgementsFailed(classes, reason: reason, now: .now) }
+            }
         }
         recordsAvailable(await spool.pendingClasses())
         try? await gracefulShutdown()
         await drain()
     }
 
-    // MARK: Events from timers
+    // MARK: Carrying out
 
-    private func timerFired(_ timer: ShipperStateMachine.TimerID, arming: UInt64) {
-        perform(state.withLock { state in
-            if state.timers[timer]?.arming == arming { state.timers[timer] = nil }
-            return state.machine.timerFired(timer, now: Date())
-        })
+    /// Feeds the machine an event under the lock, carries out under it what must be (timers, suspension, the
+    /// registry of operations), and the rest after releasing it.
+    private func handle(_ event: (inout Machine) -> [Machine.Action]) {
+        let deferred = state.withLock { state in
+            let actions = event(&state.machine)
+            return perform(actions, &state)
+        }
+        finish(deferred)
     }
 
-    // MARK: Actions
-
-    /// Carries out what the machine decided, in the order it gave; never called with the lock held.
-    private func perform(_ actions: [ShipperStateMachine.Action]) {
+    private func perform(_ actions: [Machine.Action], _ state: inout State) -> Deferred {
+        var deferred = Deferred()
         for action in actions {
             switch action {
-            case .setQueueSuspended(let isSuspended, let generation):
-                setQueueSuspended(isSuspended, generation: generation)
-            case .enqueue(let id, let priorityClass):
-                enqueue(id, priorityClass)
+            case .enqueue(let id, let work):
+                let operation = LogOperation(id: id, work: work, delivery: delivery, owner: self)
+                state.operations[id] = operation
+                deferred.enqueue.append(operation)
+            case .cancel(let ids):
+                deferred.cancel += ids.compactMap { state.operations[$0] }
+            case .armTimer(let timer, let instant):
+                state.lastArming += 1
+                let task = timerTask(timer, arming: state.lastArming, at: instant)
+                state.timers.updateValue((state.lastArming, task), forKey: timer)?.task.cancel()
             case .cancelTimer(let timer):
-                state.withLock { $0.timers.removeValue(forKey: timer) }?.task.cancel()
-            case .armTimer(let timer, let date):
-                arm(timer, at: date)
-            case .cancel(let id):
-                state.withLock { $0.operations[id] }?.cancel()
+                state.timers.removeValue(forKey: timer)?.task.cancel()
+            case .setQueueSuspended(let isSuspended):
+                // Resuming only schedules the queue's operations on its dispatch queues: nothing re-enters this
+                // lock from here.
+                queue.isSuspended = isSuspended
             case .wakeIdleWaiters:
-                let waiters = state.withLock { state in
-                    defer { state.idleWaiters = [:] }
-                    return Array(state.idleWaiters.values)
-                }
-                for waiter in waiters { waiter.resume() }
+                deferred.idleWaiters += state.idleWaiters.values
+                state.idleWaiters = [:]
+            case .log(let notice):
+                deferred.notices.append(notice)
             }
         }
+        return deferred
     }
 
-    private func enqueue(_ id: OperationID, _ priorityClass: PriorityClass) {
-        let operation = LogOperation(id: id, priorityClass: priorityClass, delivery: delivery, owner: self)
-        state.withLock { $0.operations[id] = operation }
-        queue.addOperation(operation)
+    private func finish(_ deferred: Deferred) {
+        for operation in deferred.enqueue { queue.addOperation(operation) }
+        for operation in deferred.cancel { operation.cancel() }
+        for notice in deferred.notices { log(notice) }
+        for waiter in deferred.idleWaiters { waiter.resume() }
     }
 
-    /// Suspends or resumes the queue, unless a later decision was applied already: two threads may carry out a
-    /// pause and its end at once, and the later one must stay. (Resuming only schedules the queue's operations on
-    /// its dispatch queue, so nothing re-enters this lock.)
-    private func setQueueSuspended(_ isSuspended: Bool, generation: UInt64) {
-        appliedSuspension.withLock { applied in
-            guard generation > applied else { return }
-            queue.isSuspended = isSuspended
-            applied = generation
-        }
-    }
-
-    /// Starts a task that reports `timer` at `date`. It is registered under the lock it would need to report, so
-    /// it cannot fire before it is registered.
-    private func arm(_ timer: ShipperStateMachine.TimerID, at date: Date) {
-        let replaced = state.withLock { state -> Task<Void, Never>? in
-            let arming = state.nextArming
-            state.nextArming += 1
-            let task = Task { [weak self] in
-                do {
-                    try await Task.sleep(for: .seconds(max(date.timeIntervalSinceNow, 0)))
-                } catch {
-                    return
-                }
-                self?.timerFired(timer, arming: arming)
+    /// A task that reports `timer` at `instant`, if it is still the one armed then.
+    private func timerTask(
+        _ timer: Machine.TimerID, arming: UInt64, at instant: ContinuousClock.Instant
+    ) -> Task<Void, Never> {
+        Task { [weak self] in
+            guard (try? await Task.sleep(until: instant, clock: .continuous)) != nil, let self else { return }
+            let deferred = state.withLock { state -> Deferred? in
+                // Cancelled or armed again while this one slept: not the timer the machine wants.
+                guard state.timers[timer]?.arming == arming else { return nil }
+                state.timers[timer] = nil
+                return perform(state.machine.timerFired(timer, now: .now), &state)
             }
-            return state.timers.updateValue((arming, task), forKey: timer)?.task
+            if let deferred { finish(deferred) }
         }
-        replaced?.cancel()
+    }
+
+    private func log(_ notice: Machine.Notice) {
+        switch notice {
+        case .paused(let pause, let isRepeated):
+            let metadata: Logger.Metadata = [
+                "logship.upload.error": "\(pause.reason)",
+                "logship.upload.retry_in": "\(pause.until - .now)",
+            ]
+            let (level, message): (Logger.Level, Logger.Message) =
+                switch pause.cause {
+                case .endpointRefused: (.error, "the remote refuses the endpoint or the credentials; delivery paused")
+                case .remoteUnavailable: (.warning, "upload failed; delivery paused, will retry")
+                }
+            logger.log(level: isRepeated ? .debug : level, message, metadata: metadata)
+        case .slowedDown(let reason, let bytesPerSecond, let isRepeated):
+            logger.log(
+                level: isRepeated ? .debug : .notice, "the remote is overloaded; upload rate lowered",
+                metadata: [
+                    "logship.upload.error": "\(reason)",
+                    "logship.upload.rate": "\(bytesPerSecond.map(ByteRateText.format) ?? "unlimited")",
+                ])
+        case .spoolFailed(let reason, let retryAfter):
+            logger.error(
+                "the spool failed; the classes it failed for wait",
+                metadata: ["logship.error": "\(reason)", "logship.spool.retry_in": "\(retryAfter)"])
+        }
     }
 
     // MARK: Shutdown
 
     private func drain() async {
-        let (actions, running) = state.withLock { ($0.machine.beginShutdown(now: Date()), $0.machine.runningCount) }
-        perform(actions)
-        let pendingTimers = state.withLock { state in
+        handle { $0.beginShutdown(now: .now) }
+        let (running, timers) = state.withLock { state in
             defer { state.timers = [:] }
-            return state.timers.values.map(\.task)
+            return (state.machine.runningCount, state.timers.values.map(\.task))
         }
-        for timer in pendingTimers { timer.cancel() }
+        for timer in timers { timer.cancel() }
         guard running > 0 else { return }
 
         logger.info("waiting for requests in flight", metadata: ["logship.requests": "\(running)"])
         if await waitUntilIdle(within: shutdownTimeout) { return }
 
-        let stragglers = state.withLock { $0.machine.shutdownTimedOut() }
         logger.warning(
             "requests still in flight at the shutdown timeout; cancelling them, their records stay spooled",
-            metadata: ["logship.requests": "\(stragglers.count)"])
-        perform(stragglers)
+            metadata: ["logship.requests": "\(state.withLock { $0.machine.runningCount })"])
+        handle { $0.shutdownTimedOut() }
         _ = await waitUntilIdle(within: .seconds(2))
     }
 
@@ -228,8 +256,8 @@ public final class Shipper: Service, Sendable {
     /// Returns true once no operation is running, or false if the task is cancelled first.
     private func idle() async -> Bool {
         let waiterID = state.withLock { state in
-            defer { state.nextWaiterID += 1 }
-            return state.nextWaiterID
+            state.lastWaiterID += 1
+            return state.lastWaiterID
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -248,44 +276,19 @@ public final class Shipper: Service, Sendable {
 }
 
 extension Shipper: LogOperationOwner {
-    /// The queue started an operation: from here on it counts as in flight, unless the machine declines it.
-    func operationStarted(_ id: ShipperStateMachine.OperationID) -> Bool {
-        let (proceed, actions) = state.withLock { $0.machine.operationStarted(id, now: Date()) }
-        perform(actions)
-        return proceed
+    func operationStarted(_ id: ShipperStateMachine.OperationID) {
+        state.withLock { $0.machine.operationStarted(id, now: .now) }
     }
 
-    func operation(_ id: ShipperStateMachine.OperationID, claimedLeavingMore moreLeft: Bool) {
-        perform(state.withLock { $0.machine.claimed(id, moreLeft: moreLeft) })
+    func operation(_ id: ShipperStateMachine.OperationID, claimed claim: BatchDelivery.Claim?) {
+        handle { $0.operationClaimed(id, claim, now: .now) }
     }
 
-    func operation(_ id: ShipperStateMachine.OperationID, delivered report: DeliveryReport) -> Bool {
-        state.withLock { $0.machine.operationDelivered(id, report, now: Date()) }
-    }
-
-    func operation(_ id: ShipperStateMachine.OperationID, finished result: Result<DeliveryOutcome, any Error>) {
-        let end: ShipperStateMachine.OperationEnd
-        switch result {
-        case .success(let outcome):
-            end = .delivered(outcome)
-        case .failure(is CancellationError):
-            end = .cancelled
-        case .failure(let error as SpoolError) where error == .closed:
-            // The spool closes at the end of shutdown: what this operation had claimed stays stored.
-            end = .cancelled
-        case .failure(let error):
-            let retryAt = Date().addingTimeInterval(backoff.nextDelay().seconds)
-            logger.error(
-                "the spool failed during delivery; class paused",
-                metadata: [
-                    "logship.error": "\(error)", "logship.spool.retry_at": "\(Timestamp(retryAt).rfc3339)",
-                ])
-            end = .failed(retryAt: retryAt)
+    func operation(_ id: ShipperStateMachine.OperationID, finished report: OperationReport) {
+        let deferred = state.withLock { state in
+            state.operations[id] = nil
+            return perform(state.machine.operationFinished(id, report, now: .now), &state)
         }
-        perform(
-            state.withLock { state in
-                state.operations[id] = nil
-                return state.machine.operationFinished(id, end, now: Date())
-            })
+        finish(deferred)
     }
 }

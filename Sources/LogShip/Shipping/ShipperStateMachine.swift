@@ -2,299 +2,615 @@ import Foundation
 
 /// The shipper's decisions, without the queue, the clock, tasks or locks: events go in, ``Action``s come out.
 ///
-/// The ``Shipper`` holds the machine in a lock, tells it what happened (records became available, the queue
-/// started an operation, a claim was made, an operation settled a batch, an operation finished, a timer fired,
-/// shutdown began) and carries out the returned actions after releasing the lock: create and enqueue operations,
-/// suspend or resume the queue, arm timers, cancel operations, wake whoever waits for the shipper to go idle.
+/// The ``Shipper`` holds the machine in a lock, tells it what happened (records became available, an operation
+/// started, claimed, finished; a timer fired; an operator paused; shutdown began) with the time on the continuous
+/// clock, and carries out the returned actions: create and enqueue operations, cancel them, arm and cancel timers,
+/// suspend the queue, log what is news, wake whoever waits for the shipper to go idle.
 ///
-/// The rules it keeps:
-/// - One *waiting* operation per class; the backlog stays in the spool. When a slot frees, the queue picks the
-///   most urgent waiting class, and that operation claims what its class accumulated.
-/// - A running operation goes on to its class's next batch, without giving up its slot, only while its class has
-///   a backlog and no operation of a more urgent class waits: a slot changes hands (a hop through the queue's
-///   threads, which costs a one-record request more than the request itself) only when the queue's priority
-///   order would choose differently. A crash operation that starts waiting is started after the request in
-///   flight, as it would be if every batch had an operation of its own.
-/// - While a class has a backlog (its last claim left records behind), it keeps one waiting operation per slot,
-///   and every operation of it that starts puts the class's next one in the queue at once, so a freeing slot
-///   always finds the class waiting. One per slot, because the queue may have taken a waiting operation to start
-///   before the machine hears of it: two slots freeing at that moment must still both find the class.
-/// - A class whose oldest record waits for a retry time is *blocked* until then: it has no waiting operation.
-/// - A remote failure *pauses* all delivery: the queue is suspended until the pause ends, and an operation the
-///   queue starts during a pause (it may have been starting as the pause began) is declined and replaced. While
-///   a crash operation waits, it alone is let through as a probe about every second (``CrashProbe``).
+/// Every request is one `LogOperation`. The machine decides only what to enqueue and when; the queue's priority
+/// order picks what runs next. The rules it keeps:
+/// - A class with records has one waiting operation; one per slot while its last claim left records behind, so
+///   that a freeing slot always finds it. An operation claims when the queue starts it, so its batch holds what
+///   came while the slots were busy. Parts of a refused batch go before new claims of their class.
+/// - A failed request is judged by the ``RetryPolicy``: sent again at once (noise), slowed down (overload: the
+///   rate of ``UploadRateLimiter`` drops), or a pause of all delivery. A pause cancels what waits in the queue and
+///   enqueues nothing until it ends; while a crash record waits, a crash operation alone probes the remote about
+///   every second, and its delivery ends the pause.
+/// - A class waits (nothing of it is enqueued) for the link's budget, or after the spool failed for it; a timer
+///   ends the wait.
+/// - An operator's pause suspends the queue: what waits stays, nothing starts, crash records too.
 /// - Once shutdown begins nothing new is created; waiting operations are cancelled, running ones may finish.
+///
+/// Timers are named by what they end: arming one again replaces it, and the ``Shipper`` arms and cancels them
+/// under the lock it feeds the machine under, so a timer that fires is always one the machine still wants.
 struct ShipperStateMachine: Sendable {
+    typealias Instant = ContinuousClock.Instant
+
     /// The longest a waiting crash record waits for a probe of a paused remote; each probe comes after a random
     /// half to all of it, so that a fleet does not probe in step.
-    static let crashProbeInterval: TimeInterval = 1
+    static let crashProbeInterval = Duration.seconds(1)
 
-    /// Requests the queue runs at once (`upload.max_in_flight`).
-    let slots: Int
-    // The state is internal, not private, so that the decisions in ShipperStateMachine+Decisions.swift can change
-    // it; nothing outside the machine's files does.
-    var phase = Phase.running
-    var operations: [OperationID: TrackedOperation] = [:]
-    var classes: [PriorityClass: ClassState] = [:]
-    /// What the remote was last seen doing; while it is `paused`, all delivery is.
-    var remote = RemoteState.accepting
-    /// Whether an operator paused uploads (`logctl pause`).
-    var isPausedByOperator = false
-    /// The queue's suspension as last decided.
-    var isQueueSuspended = false
-    /// Counts of every batch settled since start.
-    var totals = DeliveryCounts()
-    /// Seconds each class spent waiting for the link's budget, up to its last wait's end.
-    var throttledSeconds: [PriorityClass: TimeInterval] = [:]
-    /// The latest failure since start (of a request, or of the spool while settling), for status output.
-    var lastError: LastError?
-    /// When the remote last accepted a request: a ``lastError`` before it is past.
-    var lastAcceptedAt: Date?
-    /// Where operation ids, timer generations and suspension generations are drawn from.
-    var lastSerial: UInt64 = 0
-
-    /// - Parameter slots: Requests the queue runs at once (`upload.max_in_flight`).
-    init(slots: Int = 2) {
-        precondition(slots > 0)
-        self.slots = slots
+    /// What the machine is configured with; a reload may change all but `slots`.
+    struct Settings: Sendable {
+        /// Requests the queue runs at once (`upload.max_in_flight`).
+        var slots: Int
+        var limits: BatchLimits
+        var retry: RetryPolicy.Bounds
+        var budget: UploadRateBudget
     }
 
-    /// Operations the queue is running.
-    var runningCount: Int { operations.values.count { $0.isRunning } }
+    /// Names one operation for as long as it exists.
+    struct OperationID: Hashable, Comparable, Sendable, CustomStringConvertible {
+        let rawValue: UInt64
 
-    /// When the longest-running batch began, if any operation runs.
-    var oldestBatchStart: Date? { operations.values.compactMap(\.batchStartedAt).min() }
+        static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 
-    /// Seconds each class has spent waiting for the link's budget since start, a wait under way included.
-    func secondsThrottled(now: Date) -> [PriorityClass: TimeInterval] {
-        var seconds = throttledSeconds
-        for (priorityClass, state) in classes {
-            guard let since = state.throttledSince else { continue }
-            seconds[priorityClass, default: 0] += max(0, now.timeIntervalSince(since))
+        var description: String { "operation \(rawValue)" }
+    }
+
+    /// Names a timer by what it ends.
+    enum TimerID: Hashable, Sendable {
+        /// The pause of all delivery.
+        case endPause
+        /// The wait of a crash record for its probe of a paused remote.
+        case probeForCrash
+        /// A class's wait for the link's budget or for the spool.
+        case endWait(PriorityClass)
+    }
+
+    /// Something the machine decided that is worth a log line.
+    enum Notice: Hashable, Sendable {
+        /// All delivery pauses; `isRepeated` when the failure is the one logged last.
+        case paused(DeliveryPause, isRepeated: Bool)
+        /// The receiver is overloaded and the rate came down to `bytesPerSecond`.
+        case slowedDown(reason: String, bytesPerSecond: Int?, isRepeated: Bool)
+        /// The spool failed for a class, or for delivered records; the classes wait `retryAfter`.
+        case spoolFailed(reason: String, retryAfter: Duration)
+    }
+
+    /// One thing the shipper must do after an event, in the order given.
+    enum Action: Sendable {
+        /// Create an operation for the work and add it to the queue.
+        case enqueue(OperationID, OperationWork)
+        /// Cancel operations: waiting ones finish as soon as the queue starts them, running ones stop.
+        case cancel([OperationID])
+        /// At `instant`, report ``ShipperStateMachine/timerFired(_:now:)``; replaces a timer of the same name.
+        case armTimer(TimerID, at: Instant)
+        case cancelTimer(TimerID)
+        /// Suspend (`true`) or resume the queue.
+        case setQueueSuspended(Bool)
+        /// Wake those waiting for the shipper to go idle.
+        case wakeIdleWaiters
+        case log(Notice)
+    }
+
+    // MARK: State
+
+    private enum Phase {
+        case running
+        /// `logctl pause`: the queue is suspended.
+        case pausedByOperator
+        /// Shutdown has begun: nothing new is created, running operations may finish.
+        case draining
+    }
+
+    /// What the remote was last seen doing.
+    private enum Link {
+        /// Nothing has failed since the last answer (or since start).
+        case accepting
+        /// All delivery is paused until the pause ends; a waiting crash record may probe meanwhile.
+        case paused(DeliveryPause, probe: Probe)
+        /// A pause ended and nothing has been answered since: the next requests are probes.
+        case retrying(after: DeliveryPause)
+    }
+
+    /// Where a pause's probe for waiting crash records has got to.
+    private enum Probe: Equatable {
+        case idle
+        /// A crash record waits; the timer lets a crash operation through.
+        case armed
+        /// The crash operation is on its way.
+        case sending(OperationID)
+    }
+
+    /// Why a class sends nothing for now.
+    private enum Wait {
+        /// For the link's budget, since `since`.
+        case budget(until: Instant, since: Instant)
+        /// After the spool failed for it.
+        case spool(until: Instant)
+
+        var until: Instant {
+            switch self {
+            case .budget(let until, _), .spool(let until): until
+            }
         }
-        return seconds
     }
 
-    /// Operations created and not yet started.
-    var waitingClasses: [PriorityClass] { operations.values.filter { !$0.isRunning }.map(\.priorityClass) }
+    /// What the machine knows of one class.
+    private struct ClassState {
+        /// The spool may hold unclaimed records of it: a claim is worth making.
+        var hasRecords = false
+        /// Its last claim left records behind: it keeps one waiting operation per slot.
+        var isBacklogged = false
+        /// Announcements of new records so far: a claim that found nothing clears ``hasRecords`` only if none
+        /// came since its operation was created.
+        var announcements: UInt64 = 0
+        /// Parts of refused batches, claimed, to send before new claims.
+        var parts: [BatchPart] = []
+        var wait: Wait?
+    }
+
+    private enum OperationState: Equatable {
+        case waiting
+        case running(since: Instant)
+        /// Cancelled while waiting; it finishes when the queue starts it (or ran before it heard).
+        case cancelled
+    }
+
+    private struct TrackedOperation {
+        var work: OperationWork
+        var state: OperationState
+        /// The class's ``ClassState/announcements`` when it was created.
+        var announcementsAtCreation: UInt64
+    }
+
+    let slots: Int
+    private var phase = Phase.running
+    private var link = Link.accepting
+    private var classes: [PriorityClass: ClassState] = [:]
+    private var operations: [OperationID: TrackedOperation] = [:]
+    private var retry: RetryPolicy
+    private var budget: UploadRateLimiter
+    private var limits: BatchLimits
+    private var totals = DeliveryCounts()
+    /// Seconds each class spent waiting for the link's budget, up to its last wait's end.
+    private var throttledSeconds: [PriorityClass: Double] = [:]
+    /// The latest failure since start (of a request, or of the spool), for status.
+    private var lastError: LastError?
+    /// When the remote last accepted a request: a ``lastError`` before it is past.
+    private var lastAcceptedAt: Date?
+    /// The failure last logged loudly since the remote last answered: the same one again is not news.
+    private var lastNoticed: String?
+    private var lastOperationID: UInt64 = 0
+    private var jitter: Jitter
+
+    init(
+        _ settings: Settings, now: Instant, jitter: Jitter = Jitter()
+    ) {
+        precondition(settings.slots > 0)
+        slots = settings.slots
+        limits = settings.limits
+        retry = RetryPolicy(bounds: settings.retry)
+        budget = UploadRateLimiter(budget: settings.budget, now: now)
+        self.jitter = jitter
+    }
 
     // MARK: Events
 
     /// Records of `classes` became available in the spool (start-up, or a commit).
-    mutating func recordsAvailable(_ classes: Set<PriorityClass>, now: Date) -> [Action] {
-        var decisions = Decisions()
-        // Most urgent first, so a burst across classes enters the queue in the order it should leave.
-        for priorityClass in classes.sorted(by: >) {
-            enqueueIfNeeded(priorityClass, &decisions)
+    mutating func recordsAvailable(_ classes: Set<PriorityClass>, now: Instant) -> [Action] {
+        var actions: [Action] = []
+        for priorityClass in classes {
+            self.classes[priorityClass, default: ClassState()].hasRecords = true
+            self.classes[priorityClass, default: ClassState()].announcements += 1
         }
-        armCrashProbeIfNeeded(now: now, &decisions)
-        return decisions.actions
+        for priorityClass in PriorityClass.mostUrgentFirst where classes.contains(priorityClass) {
+            fill(priorityClass, now: now, &actions)
+        }
+        armCrashProbeIfNeeded(now: now, &actions)
+        return actions
     }
 
-    /// The queue started operation `id`. Returns whether it may proceed to claim.
-    ///
-    /// An operation is declined once shutdown has begun, or while delivery is paused by the remote or an
-    /// operator (the queue may have been starting it as the pause began); a declined operation finishes without
-    /// claiming, and a paused class gets a new waiting operation in its place.
-    mutating func operationStarted(_ id: OperationID, now: Date) -> (proceed: Bool, actions: [Action]) {
-        var decisions = Decisions()
-        guard phase == .running, let operation = operations[id], !operation.isRunning else {
-            return (false, decisions.actions)
-        }
-        if isPausedByOperator || (remote.pause.map { $0.until > now } ?? false) {
-            if !isPausedByOperator, operation.priorityClass == .crash, case .paused(let pause, let timer, .open) = remote {
-                remote = .paused(pause, endedBy: timer, crashProbe: .sending(id))
-                updateQueueSuspension(&decisions)
-                operations[id]?.batchStartedAt = now
-                return (true, decisions.actions)
-            }
-            operations[id] = nil
-            enqueueIfNeeded(operation.priorityClass, &decisions)
-            return (false, decisions.actions)
-        }
-        operations[id]?.batchStartedAt = now
-        if classes[operation.priorityClass]?.isBacklogged == true {
-            enqueueIfNeeded(operation.priorityClass, &decisions)
-        }
-        return (true, decisions.actions)
+    /// The queue started operation `id`: it counts as in flight from now on.
+    mutating func operationStarted(_ id: OperationID, now: Instant) {
+        operations[id]?.state = .running(since: now)
     }
 
-    /// Operation `id` made its claim; `moreLeft` says whether records of its class were left behind.
-    mutating func claimed(_ id: OperationID, moreLeft: Bool) -> [Action] {
-        var decisions = Decisions()
-        guard let operation = operations[id] else { return decisions.actions }
-        classes[operation.priorityClass, default: ClassState()].isBacklogged = moreLeft
+    /// Operation `id` made its claim: what it took, or `nil` when it found nothing.
+    mutating func operationClaimed(_ id: OperationID, _ claim: BatchDelivery.Claim?, now: Instant) -> [Action] {
+        var actions: [Action] = []
+        guard let operation = operations[id], case .claim(let priorityClass, var grant) = operation.work else {
+            return actions
+        }
+        if let claim {
+            budget.shrink(&grant, toSpoolBytes: claim.spoolBytes, now: now)
+            operations[id]?.work = .claim(priorityClass, grant)
+        }
+        let moreLeft = claim?.moreLeft ?? false
+        classes[priorityClass, default: ClassState()].isBacklogged = moreLeft
         if moreLeft {
-            enqueueIfNeeded(operation.priorityClass, &decisions)
+            classes[priorityClass]?.hasRecords = true
+        } else if classes[priorityClass]?.announcements == operation.announcementsAtCreation {
+            classes[priorityClass]?.hasRecords = false
         }
-        return decisions.actions
+        fill(priorityClass, now: now, &actions)
+        return actions
     }
 
-    /// Operation `id` settled a batch as `report` says and would claim the next one of its class. Returns whether
-    /// it may: while its class is backlogged and the batch went through, unless delivery is paused (by the remote
-    /// or an operator), shutdown has begun, the class is blocked, or an operation of a more urgent class waits.
-    ///
-    /// A batch the operation goes on from is counted here; otherwise the operation finishes with `report`, and
-    /// ``operationFinished(_:_:now:)`` counts it.
-    ///
-    /// - Note: A pause that `report` carries begins when the operation finishes, a moment after this declines:
-    ///   in that moment the other slot's operation may still go on to one more batch, which then meets the same
-    ///   remote and is handled like the first.
-    mutating func operationDelivered(_ id: OperationID, _ report: DeliveryReport, now: Date) -> Bool {
-        guard phase == .running, let operation = operations[id], operation.isRunning,
-            report.pause == nil, report.spoolFailedUntil == nil,
-            remote.pause == nil, !isPausedByOperator,
-            let state = classes[operation.priorityClass], state.isBacklogged, state.block == nil,
-            !operations.values.contains(where: { !$0.isRunning && $0.priorityClass > operation.priorityClass })
-        else { return false }
-        count(report)
-        operations[id]?.batchStartedAt = now
-        return true
-    }
-
-    /// Operation `id` finished.
-    mutating func operationFinished(_ id: OperationID, _ end: OperationEnd, now: Date) -> [Action] {
-        var decisions = Decisions()
-        guard let operation = operations.removeValue(forKey: id) else { return decisions.actions }
-        let priorityClass = operation.priorityClass
+    /// Operation `id` finished with `report`.
+    mutating func operationFinished(_ id: OperationID, _ report: OperationReport, now: Instant) -> [Action] {
+        var actions: [Action] = []
+        guard let operation = operations.removeValue(forKey: id) else { return actions }
+        let priorityClass = operation.work.priorityClass
         var wasProbe = false
-        if case .paused(let pause, let timer, .sending(id)) = remote {
+        if case .paused(let pause, .sending(id)) = link {
             wasProbe = true
-            remote = .paused(pause, endedBy: timer, crashProbe: .idle)
-            if case .delivered(.attempted(let report)) = end, report.pause == nil,
-                report.counts.delivered > 0 || report.counts.deadLettered > 0
-            {
-                // The probe got through: the shipper's pause ends, and what waited leaves in class order.
-                decisions.cancelTimers.append(timer)
-                remote = .accepting
-                updateQueueSuspension(&decisions)
-            }
+            link = .paused(pause, probe: .idle)
         }
-        switch end {
-        case .delivered(.attempted(let report)):
-            count(report)
-            if var pause = report.pause {
-                // A probe that failed the same way says the remote is still down, not that the rest should wait
-                // longer; one that meets a refusal or a Retry-After is taken as it comes.
-                if wasProbe, pause.allowsCrashProbes, let current = remote.pause { pause.until = min(pause.until, current.until) }
-                begin(pause, &decisions)
+        let grant: UploadRateLimiter.Grant? = if case .claim(_, let grant) = operation.work { grant } else { nil }
+        switch report {
+        case .nothingToSend:
+            if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
+            classes[priorityClass, default: ClassState()].isBacklogged = false
+            if classes[priorityClass]?.announcements == operation.announcementsAtCreation {
+                classes[priorityClass]?.hasRecords = false
             }
-            if let until = report.spoolFailedUntil {
-                lastError = LastError(reason: "the spool could not settle a batch", at: now)
-                block(priorityClass, until: until, &decisions)
-            } else if report.pause != nil || report.overload != nil {
-                // The batch went back to the spool: it needs an operation waiting for the queue to resume, or for
-                // the lower rate.
-                enqueueIfNeeded(priorityClass, &decisions)
+        case .cancelled:
+            if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
+            switch operation.work {
+            case .send(let part) where phase != .draining:
+                classes[priorityClass, default: ClassState()].parts.insert(part, at: 0)
+            case .send, .claim:
+                classes[priorityClass, default: ClassState()].hasRecords = true
             }
-        case .delivered(.waiting(let until)):
-            block(priorityClass, until: until, &decisions)
-        case .delivered(.throttled(let until)):
-            if classes[priorityClass]?.throttledSince == nil { classes[priorityClass, default: ClassState()].throttledSince = now }
-            block(priorityClass, until: until, &decisions)
-        case .delivered(.nothingToSend), .cancelled:
-            break
-        case .failed(let retryAt):
-            lastError = LastError(reason: "the spool failed during delivery", at: now)
-            block(priorityClass, until: retryAt, &decisions)
+        case .spoolFailed(let reason):
+            if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
+            classes[priorityClass, default: ClassState()].hasRecords = true
+            spoolFailed([priorityClass], reason: "the spool failed during delivery: \(reason)", now: now, &actions)
+        case .sent(let request):
+            budget.charge(grant ?? UploadRateLimiter.Grant(limits: limits), request.spending, now: now)
+            count(request)
+            classes[priorityClass, default: ClassState()].parts += request.parts
+            if request.isPutBack { classes[priorityClass]?.hasRecords = true }
+            judge(request, wasProbe: wasProbe, now: now, &actions)
         }
+        fill(priorityClass, now: now, &actions)
         if phase == .draining && runningCount == 0 {
-            decisions.wakeIdleWaiters = true
+            actions.append(.wakeIdleWaiters)
         }
-        armCrashProbeIfNeeded(now: now, &decisions)
-        return decisions.actions
+        armCrashProbeIfNeeded(now: now, &actions)
+        return actions
     }
 
     /// A timer fired at `now`.
-    mutating func timerFired(_ timer: TimerID, now: Date) -> [Action] {
-        var decisions = Decisions()
-        guard phase == .running else { return decisions.actions }
+    mutating func timerFired(_ timer: TimerID, now: Instant) -> [Action] {
+        var actions: [Action] = []
+        guard phase != .draining else { return actions }
         switch timer {
         case .endPause:
-            guard case .paused(let pause, timer, let probe) = remote else { return decisions.actions }
-            guard now >= pause.until else {
-                // Early (the wall clock moved): wait for the rest.
-                decisions.armTimers.append((timer, pause.until))
-                return decisions.actions
-            }
-            if case .armed(let probeTimer) = probe { decisions.cancelTimers.append(probeTimer) }
-            remote = .retrying(after: pause)
-            updateQueueSuspension(&decisions)
+            guard case .paused(let pause, let probe) = link else { return actions }
+            if probe == .armed { actions.append(.cancelTimer(.probeForCrash)) }
+            link = .retrying(after: pause)
+            letGoEveryClass(now: now, &actions)
         case .probeForCrash:
-            guard case .paused(let pause, let endTimer, .armed(timer)) = remote else { return decisions.actions }
-            let crashWaits = pause.allowsCrashProbes && classes[.crash]?.block == nil
-                && operations.values.contains { $0.priorityClass == .crash && !$0.isRunning }
-            remote = .paused(pause, endedBy: endTimer, crashProbe: crashWaits && !isPausedByOperator ? .open : .idle)
-            updateQueueSuspension(&decisions)
-        case .unblock(let priorityClass, _):
-            guard let block = classes[priorityClass]?.block, block.timer == timer else { return decisions.actions }
-            guard now >= block.until else {
-                decisions.armTimers.append((timer, block.until))
-                return decisions.actions
-            }
-            letGo(priorityClass, now: now, &decisions)
+            guard case .paused(let pause, .armed) = link else { return actions }
+            link = .paused(pause, probe: .idle)
+            sendCrashProbe(pause, now: now, &actions)
+        case .endWait(let priorityClass):
+            guard classes[priorityClass]?.wait != nil else { return actions }
+            endWait(priorityClass, now: now)
+            classes[priorityClass]?.hasRecords = true
+            fill(priorityClass, now: now, &actions)
         }
-        armCrashProbeIfNeeded(now: now, &decisions)
-        return decisions.actions
+        armCrashProbeIfNeeded(now: now, &actions)
+        return actions
     }
 
-    /// The link's budget changed (a reload, `logctl throttle`): classes waiting for the old one are let go at
-    /// once, to be measured against the new one.
-    mutating func budgetChanged(now: Date) -> [Action] {
-        var decisions = Decisions()
-        guard phase == .running else { return decisions.actions }
-        for priorityClass in PriorityClass.mostUrgentFirst where classes[priorityClass]?.throttledSince != nil {
-            if let block = classes[priorityClass]?.block { decisions.cancelTimers.append(block.timer) }
-            letGo(priorityClass, now: now, &decisions)
-        }
-        return decisions.actions
-    }
-
-    /// Ends the block of `priorityClass` (a retry time or a wait for the budget) and queues it if it has work.
-    private mutating func letGo(_ priorityClass: PriorityClass, now: Date, _ decisions: inout Decisions) {
-        classes[priorityClass]?.block = nil
-        endThrottledWait(priorityClass, now: now)
-        enqueueIfNeeded(priorityClass, &decisions)
+    /// Delivered records of `classes` could not be deleted from the spool and are pending again.
+    mutating func acknowledgementsFailed(_ classes: Set<PriorityClass>, reason: String, now: Instant) -> [Action] {
+        var actions: [Action] = []
+        spoolFailed(classes, reason: "the spool could not delete delivered records: \(reason)", now: now, &actions)
+        return actions
     }
 
     /// An operator paused (`logctl pause`) or resumed uploads; intake goes on meanwhile.
-    mutating func setPausedByOperator(_ paused: Bool, now: Date) -> [Action] {
-        var decisions = Decisions()
-        isPausedByOperator = paused
-        updateQueueSuspension(&decisions)
-        armCrashProbeIfNeeded(now: now, &decisions)
-        return decisions.actions
+    /// - Returns: Whether it changed anything, and the actions.
+    mutating func setPausedByOperator(_ paused: Bool, now: Instant) -> (changed: Bool, actions: [Action]) {
+        var actions: [Action] = []
+        switch (phase, paused) {
+        case (.running, true):
+            phase = .pausedByOperator
+            actions.append(.setQueueSuspended(true))
+            if case .paused(let pause, .armed) = link {
+                link = .paused(pause, probe: .idle)
+                actions.append(.cancelTimer(.probeForCrash))
+            }
+        case (.pausedByOperator, false):
+            phase = .running
+            actions.append(.setQueueSuspended(false))
+            armCrashProbeIfNeeded(now: now, &actions)
+        default:
+            return (false, actions)
+        }
+        return (true, actions)
+    }
+
+    /// A reload: new batch limits, retry bounds and budget (the budget ends an operator's `logctl throttle`).
+    mutating func reconfigure(_ settings: Settings, now: Instant) -> [Action] {
+        limits = settings.limits
+        retry.bounds = settings.retry
+        budget.update(settings.budget, now: now)
+        return budgetChanged(now: now)
+    }
+
+    /// `logctl throttle`: a byte budget in place of the configured one, or none at all, until the next reload.
+    mutating func setThrottleOverride(_ override: ThrottleOverride?, now: Instant) -> [Action] {
+        budget.setOverride(override, now: now)
+        return budgetChanged(now: now)
     }
 
     /// Shutdown begins: nothing new is created, timers are dropped, waiting operations are cancelled (the queue
     /// must be running for them to finish), running ones may finish.
-    mutating func beginShutdown(now: Date) -> [Action] {
-        var decisions = Decisions()
-        guard phase == .running else { return decisions.actions }
+    mutating func beginShutdown(now: Instant) -> [Action] {
+        var actions: [Action] = []
+        guard phase != .draining else { return actions }
+        if phase == .pausedByOperator { actions.append(.setQueueSuspended(false)) }
         phase = .draining
-        for priorityClass in PriorityClass.mostUrgentFirst {
-            endThrottledWait(priorityClass, now: now)
-            guard let block = classes[priorityClass]?.block else { continue }
-            decisions.cancelTimers.append(block.timer)
-            classes[priorityClass]?.block = nil
+        for priorityClass in PriorityClass.mostUrgentFirst where classes[priorityClass]?.wait != nil {
+            endWait(priorityClass, now: now)
+            actions.append(.cancelTimer(.endWait(priorityClass)))
         }
-        if case .paused(let pause, let timer, let probe) = remote {
-            decisions.cancelTimers.append(timer)
-            if case .armed(let probeTimer) = probe { decisions.cancelTimers.append(probeTimer) }
-            remote = .retrying(after: pause)
+        if case .paused(let pause, let probe) = link {
+            actions.append(.cancelTimer(.endPause))
+            if probe == .armed { actions.append(.cancelTimer(.probeForCrash)) }
+            link = .retrying(after: pause)
         }
-        updateQueueSuspension(&decisions)
-        decisions.cancel = operations.filter { !$0.value.isRunning }.map(\.key).sorted()
+        cancelWaiting(&actions)
         if runningCount == 0 {
-            decisions.wakeIdleWaiters = true
+            actions.append(.wakeIdleWaiters)
         }
-        return decisions.actions
+        return actions
     }
 
     /// Requests in flight outlived the shutdown timeout: cancel them (their records stay spooled).
     func shutdownTimedOut() -> [Action] {
-        var decisions = Decisions()
-        decisions.cancel = operations.filter(\.value.isRunning).map(\.key).sorted()
-        return decisions.actions
+        let running = operations.filter { if case .running = $0.value.state { true } else { false } }
+        return [.cancel(running.keys.sorted())]
+    }
+
+    // MARK: What it shows
+
+    /// Operations the queue is running.
+    var runningCount: Int {
+        operations.values.count { if case .running = $0.state { true } else { false } }
+    }
+
+    /// When the longest-running request began, if any runs.
+    var oldestRequestStart: Instant? {
+        operations.values.compactMap { if case .running(let since) = $0.state { since } else { nil } }.min()
+    }
+
+    /// Whether an operator paused uploads.
+    var isPausedByOperator: Bool { phase == .pausedByOperator }
+
+    /// The budget as configured (a reload's), without an operator's override.
+    var configuredBudget: UploadRateBudget { budget.budget }
+
+    /// The budget and the rate in force at `now`.
+    func rateStatus(at now: Instant) -> UploadRateStatus { budget.status(at: now) }
+
+    /// Counts since start and what delivery is doing at `now`, with wall-clock times for people.
+    func statistics(at now: Instant, wallClock: Date) -> Shipper.Statistics {
+        var statistics = Shipper.Statistics(
+            totals: totals, operationsInFlight: runningCount, pausedByOperator: phase == .pausedByOperator,
+            lastError: lastError, lastAcceptedAt: lastAcceptedAt, throttledSeconds: throttledSeconds)
+        for (priorityClass, state) in classes {
+            guard case .budget(_, let since) = state.wait else { continue }
+            statistics.throttledSeconds[priorityClass, default: 0] += max(0, (now - since).seconds)
+        }
+        switch link {
+        case .accepting:
+            break
+        case .paused(let pause, _):
+            statistics.pause = pause
+            statistics.pausedUntil = wallClock.addingTimeInterval((pause.until - now).seconds)
+        case .retrying(let pause):
+            statistics.lastFailure = pause
+        }
+        return statistics
+    }
+
+    // MARK: Deciding
+
+    /// Creates waiting operations for a class until it has what it wants: one per slot while it is backlogged or
+    /// has parts to send, one while it may have records; none while it waits, delivery is paused, or shutdown has
+    /// begun.
+    private mutating func fill(_ priorityClass: PriorityClass, now: Instant, _ actions: inout [Action]) {
+        guard phase != .draining, let state = classes[priorityClass], state.wait == nil else { return }
+        if case .paused = link { return }
+        let wanted = state.isBacklogged || !state.parts.isEmpty ? slots : (state.hasRecords ? 1 : 0)
+        var waiting = operations.values.count { $0.work.priorityClass == priorityClass && $0.state == .waiting }
+        while waiting < wanted {
+            if !(classes[priorityClass]?.parts.isEmpty ?? true) {
+                enqueue(.send(classes[priorityClass]!.parts.removeFirst()), &actions)
+            } else if classes[priorityClass]?.hasRecords == true {
+                switch budget.admit(priorityClass, within: limits, now: now) {
+                case .go(let grant):
+                    enqueue(.claim(priorityClass, grant), &actions)
+                case .wait(let delay):
+                    wait(priorityClass, .budget(until: now + delay, since: now), &actions)
+                    return
+                }
+            } else {
+                return
+            }
+            waiting += 1
+        }
+    }
+
+    private mutating func enqueue(_ work: OperationWork, _ actions: inout [Action]) {
+        lastOperationID += 1
+        let id = OperationID(rawValue: lastOperationID)
+        let announcements = classes[work.priorityClass]?.announcements ?? 0
+        operations[id] = TrackedOperation(work: work, state: .waiting, announcementsAtCreation: announcements)
+        actions.append(.enqueue(id, work))
+    }
+
+    /// Every class may have records again (a pause or an operator's pause ended): one claim each, most urgent
+    /// first, finds out.
+    private mutating func letGoEveryClass(now: Instant, _ actions: inout [Action]) {
+        for priorityClass in PriorityClass.mostUrgentFirst {
+            classes[priorityClass, default: ClassState()].hasRecords = true
+            fill(priorityClass, now: now, &actions)
+        }
+    }
+
+    /// Cancels every waiting operation: they would go out into a pause, or after shutdown began.
+    private mutating func cancelWaiting(_ actions: inout [Action]) {
+        let waiting = operations.filter { $0.value.state == .waiting }.keys.sorted()
+        guard !waiting.isEmpty else { return }
+        for id in waiting { operations[id]?.state = .cancelled }
+        actions.append(.cancel(waiting))
+    }
+
+    private mutating func wait(_ priorityClass: PriorityClass, _ wait: Wait, _ actions: inout [Action]) {
+        if case .budget(_, let since) = classes[priorityClass]?.wait, case .budget(let until, _) = wait {
+            classes[priorityClass]?.wait = .budget(until: until, since: since)
+        } else {
+            classes[priorityClass, default: ClassState()].wait = wait
+        }
+        actions.append(.armTimer(.endWait(priorityClass), at: wait.until))
+    }
+
+    /// Ends a class's wait, counting the seconds it waited for the budget.
+    private mutating func endWait(_ priorityClass: PriorityClass, now: Instant) {
+        if case .budget(_, let since) = classes[priorityClass]?.wait {
+            throttledSeconds[priorityClass, default: 0] += max(0, (now - since).seconds)
+        }
+        classes[priorityClass]?.wait = nil
+    }
+
+    /// Classes waiting for the old budget are let go at once, to be measured against the new one.
+    private mutating func budgetChanged(now: Instant) -> [Action] {
+        var actions: [Action] = []
+        guard phase != .draining else { return actions }
+        for priorityClass in PriorityClass.mostUrgentFirst {
+            guard case .budget = classes[priorityClass]?.wait else { continue }
+            endWait(priorityClass, now: now)
+            actions.append(.cancelTimer(.endWait(priorityClass)))
+            fill(priorityClass, now: now, &actions)
+        }
+        return actions
+    }
+
+    /// Adds a request's counts to the totals and keeps the latest failed and accepted requests.
+    private mutating func count(_ request: RequestReport) {
+        totals += request.counts
+        // Latest by time, not by arrival: the other slot's request may finish after this one, older.
+        if let failure = request.lastError, failure.at >= lastError?.at ?? .distantPast {
+            lastError = failure
+        }
+        if let accepted = request.lastAcceptedAt, accepted > lastAcceptedAt ?? .distantPast {
+            lastAcceptedAt = accepted
+        }
+    }
+
+    /// What a request's outcome means for the link.
+    private mutating func judge(_ request: RequestReport, wasProbe: Bool, now: Instant, _ actions: inout [Action]) {
+        switch request.outcome {
+        case .accepted, .refusedRecords:
+            retry.answered()
+            lastNoticed = nil
+            switch link {
+            case .paused(_, _) where wasProbe:
+                // The probe got through: the pause ends, and what waited leaves in the queue's order.
+                actions.append(.cancelTimer(.endPause))
+                link = .accepting
+                letGoEveryClass(now: now, &actions)
+            case .retrying:
+                link = .accepting
+            case .accepting, .paused:
+                break
+            }
+        case .failed(let error), .refusedEveryPart(let error):
+            switch retry.failed(error, jitter: jitter.next()) {
+            case .retry:
+                break
+            case .slowDown:
+                slowDown(for: error, sentAt: request.sentAt, wasProbe: wasProbe, now: now, &actions)
+            case .pause(let delay, let cause, let isAskedByRemote):
+                let pause = DeliveryPause(
+                    until: now + delay, cause: cause, reason: error.description, isAskedByRemote: isAskedByRemote)
+                begin(pause, wasProbe: wasProbe, &actions)
+            }
+        }
+    }
+
+    /// The receiver is overloaded: the rate comes down, or, at its floor already, delivery pauses.
+    private mutating func slowDown(
+        for error: UploadError, sentAt: Instant, wasProbe: Bool, now: Instant, _ actions: inout [Action]
+    ) {
+        guard budget.overloaded(sentAt: sentAt, now: now) else {
+            let delay = retry.failedElsewhere(jitter: jitter.next())
+            begin(DeliveryPause(until: now + delay, cause: .remoteUnavailable, reason: error.description),
+                  wasProbe: wasProbe, &actions)
+            return
+        }
+        let isRepeated = lastNoticed == error.description
+        lastNoticed = error.description
+        let rate = budget.effectiveBytesPerSecond(at: now).map { Int($0.rounded()) }
+        actions.append(.log(.slowedDown(reason: error.description, bytesPerSecond: rate, isRepeated: isRepeated)))
+    }
+
+    /// Pauses all delivery until the pause ends; a pause already running longer is kept, with the newer reason.
+    /// What waits in the queue is cancelled: it would go out into the pause.
+    private mutating func begin(_ newPause: DeliveryPause, wasProbe: Bool, _ actions: inout [Action]) {
+        guard phase != .draining else { return }
+        var pause = newPause
+        var probe = Probe.idle
+        if case .paused(let current, let currentProbe) = link {
+            // A probe that failed as the rest did says the remote is still down, not that the rest should wait
+            // longer; a longer pause for another reason (a Retry-After, a refusal) is taken as it comes.
+            let keepsEnd = current.until >= pause.until || (wasProbe && pause.allowsCrashProbes)
+            pause.until = keepsEnd ? current.until : pause.until
+            probe = currentProbe
+        }
+        link = .paused(pause, probe: probe)
+        actions.append(.armTimer(.endPause, at: pause.until))
+        cancelWaiting(&actions)
+        let isRepeated = lastNoticed == pause.reason
+        lastNoticed = pause.reason
+        actions.append(.log(.paused(pause, isRepeated: isRepeated)))
+    }
+
+    /// Classes wait after the spool failed for them: the same backoff as the link's failures.
+    private mutating func spoolFailed(
+        _ failed: Set<PriorityClass>, reason: String, now: Instant, _ actions: inout [Action]
+    ) {
+        lastError = LastError(reason: reason, at: Date())
+        let delay = retry.failedElsewhere(jitter: jitter.next())
+        for priorityClass in PriorityClass.mostUrgentFirst where failed.contains(priorityClass) {
+            classes[priorityClass, default: ClassState()].hasRecords = true
+            wait(priorityClass, .spool(until: now + delay), &actions)
+        }
+        actions.append(.log(.spoolFailed(reason: reason, retryAfter: delay)))
+    }
+
+    /// Arms the crash probe while the remote is paused and a crash record waits, unless the pause ends first.
+    private mutating func armCrashProbeIfNeeded(now: Instant, _ actions: inout [Action]) {
+        guard phase == .running, case .paused(let pause, .idle) = link, pause.allowsCrashProbes, hasCrashToSend
+        else { return }
+        let probeAt = now + Self.crashProbeInterval * (0.5 + jitter.next() / 2)
+        guard probeAt < pause.until else { return }
+        link = .paused(pause, probe: .armed)
+        actions.append(.armTimer(.probeForCrash, at: probeAt))
+    }
+
+    /// Lets one crash operation through the pause, if a crash record still waits.
+    private mutating func sendCrashProbe(_ pause: DeliveryPause, now: Instant, _ actions: inout [Action]) {
+        guard phase == .running, hasCrashToSend else { return }
+        if !(classes[.crash]?.parts.isEmpty ?? true) {
+            enqueue(.send(classes[.crash]!.parts.removeFirst()), &actions)
+        } else {
+            guard case .go(let grant) = budget.admit(.crash, within: limits, now: now) else { return }
+            enqueue(.claim(.crash, grant), &actions)
+        }
+        link = .paused(pause, probe: .sending(OperationID(rawValue: lastOperationID)))
+    }
+
+    private var hasCrashToSend: Bool {
+        guard let crash = classes[.crash], crash.wait == nil else { return false }
+        return crash.hasRecords || !crash.parts.isEmpty
     }
 }

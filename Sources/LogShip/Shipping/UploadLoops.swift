@@ -9,7 +9,7 @@ import Synchronization
 /// as by two workers. On one loop, the two requests' system calls (most of what a one-record request costs) took
 /// turns.
 ///
-/// - Important: Every ``take()`` is matched by exactly one ``release(_:)`` once the operation's last request has
+/// - Important: Every ``take()`` is matched by exactly one ``giveBack(_:)`` once the operation's request has
 ///   settled, or the lane counts as busy for good and later operations crowd onto the others.
 public final class UploadLoops: Sendable {
     /// One executor per loop, in the order of the loops: lane `i` runs on `executors[i]`.
@@ -27,7 +27,7 @@ public final class UploadLoops: Sendable {
     var eventLoops: [any EventLoop] { executors.map(\.eventLoop) }
 
     /// The lane with the fewest operations (the first of those tied), counted for the caller until
-    /// ``release(_:)``.
+    /// ``giveBack(_:)``.
     func take() -> UploadLane {
         let index = operationCounts.withLock { counts in
             let index = counts.indices.min { counts[$0] < counts[$1] }!
@@ -38,7 +38,7 @@ public final class UploadLoops: Sendable {
     }
 
     /// Gives back a lane from ``take()``.
-    func release(_ lane: UploadLane) {
+    func giveBack(_ lane: UploadLane) {
         operationCounts.withLock { $0[lane.index] -= 1 }
     }
 }

@@ -1,5 +1,3 @@
-import Foundation
-
 /// How delivery ends its claim on a batch (``Spool/settle(_:_:)``).
 public enum Settlement: Hashable, Sendable {
     /// The remote took the records: they are deleted, in a commit the spool makes in the background, so that the
@@ -10,9 +8,9 @@ public enum Settlement: Hashable, Sendable {
     /// and claims find nothing ready for a few seconds.
     case delivered
     /// Not delivered this time: the claim is given back (unclaimed), the records pending again at their place in
-    /// their class, ready at the given time. Nothing is written: like claims, retry times live only as long as
-    /// the process, and after a restart every record is ready at once.
-    case retry(at: Date)
+    /// their class, ready at once. Nothing is written: claims live only as long as the process. When they go
+    /// again is the shipper's to decide.
+    case putBack
     /// The remote will never accept the records: they move to the dead letters with the reason
     /// (``DeadLetterStore``), committed before ``Spool/settle(_:_:)`` returns.
     case deadLetter(DeliveryFailure)

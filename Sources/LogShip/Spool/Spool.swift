@@ -44,7 +44,7 @@ public protocol Spool: Sendable {
     /// claimed are left as they are.
     ///
     /// - Throws: ``SpoolError`` when a settling write fails or the spool is closed. Records it did not settle
-    ///   stay claimed: the caller gives them back with ``Settlement/retry(at:)``, which writes nothing and fails
+    ///   stay claimed: the caller gives them back with ``Settlement/putBack``, which writes nothing and fails
     ///   only once the spool is closed.
     func settle(_ batch: Batch, _ settlement: Settlement) async throws
 

@@ -1,6 +1,5 @@
 import ArgumentParser
-import Foundation
-import LogShip
+import LogShipClient
 
 /// `logctl dead-letters`: records the remote refused for good, and what to do with them.
 struct DeadLetters: ParsableCommand {

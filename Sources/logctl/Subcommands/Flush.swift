@@ -1,6 +1,5 @@
 import ArgumentParser
-import Foundation
-import LogShip
+import LogShipClient
 
 /// `logctl flush`: wait until what was accepted so far has been delivered (the end of a deploy script).
 struct Flush: ParsableCommand {

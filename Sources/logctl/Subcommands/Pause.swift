@@ -1,5 +1,5 @@
 import ArgumentParser
-import LogShip
+import LogShipClient
 
 /// `logctl pause`: stop uploads while intake goes on.
 struct Pause: ParsableCommand {

@@ -1,6 +1,8 @@
 import ArgumentParser
-import Foundation
-import LogShip
+#if canImport(Glibc)
+import Glibc
+#endif
+import LogShipClient
 import NIOSSL
 
 /// `logctl receive`: a small HTTP receiver that prints each record logshipd uploads.
@@ -61,7 +63,7 @@ struct Receive: AsyncParsableCommand {
                 delay: .milliseconds(delayMilliseconds), failureRate: failRate, failureStatus: failStatus,
                 retryAfter: retryAfter),
             onRequest: { request in printer.print(request) })
-        FileHandle.standardError.write(Data("logctl receive: listening on \(receiver.url)\n".utf8))
+        UnbufferedOutput.write("logctl receive: listening on \(receiver.url)\n", to: STDERR_FILENO)
         try await receiver.run()
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import LogShip
+import LogShipClient
 
 /// `logctl resume`: restart uploads after `logctl pause`.
 struct Resume: ParsableCommand {

@@ -1,6 +1,8 @@
 import ArgumentParser
-import Foundation
-import LogShip
+#if canImport(Glibc)
+import Glibc
+#endif
+import LogShipClient
 
 /// `logctl send`: hands records to the daemon and exits 0 only once it has accepted them.
 struct Send: ParsableCommand {
@@ -45,8 +47,9 @@ struct Send: ParsableCommand {
             fail("\(error)")
         }
         if demoted > 0 {
-            FileHandle.standardError.write(Data(
-                "logctl: \(demoted) crash record(s) went beyond your user's crash budget and were accepted as errors\n".utf8))
+            UnbufferedOutput.write(
+                "logctl: \(demoted) crash record(s) went beyond your user's crash budget and were accepted as errors\n",
+                to: STDERR_FILENO)
         }
     }
 }

@@ -1,6 +1,10 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import LogShip
+#endif
+import LogShipClient
 
 /// `logctl status`: what the daemon holds, has done, and is doing, at a glance (or as JSON for scripts).
 struct Status: ParsableCommand {
@@ -33,9 +37,8 @@ struct Status: ParsableCommand {
             let name = priority.description
             let age = status.oldestPendingAgeSeconds[name].map(duration) ?? "-"
             let waited = status.throttledSeconds[name].map(duration) ?? "-"
-            lines.append(name.padding(toLength: 9, withPad: " ", startingAt: 0)
-                + String(status.pending[name] ?? 0).leftPadded(to: 9) + "   " + age.padding(toLength: 9, withPad: " ", startingAt: 0)
-                + waited)
+            lines.append(name.rightPadded(to: 9) + String(status.pending[name] ?? 0).leftPadded(to: 9) + "   "
+                + age.rightPadded(to: 9) + waited)
         }
         lines.append("")
         lines.append("in flight     \(status.inFlight) request(s), \(status.claimed) record(s)")
@@ -46,6 +49,12 @@ struct Status: ParsableCommand {
             "dead letters  \(status.deadLetters) record(s) held, \(status.deadLettered) dead-lettered since start")
         lines.append("received      \(status.received) (truncated \(status.truncated)); evicted \(status.evicted), refused \(status.refused)")
         lines.append("dropped       \(status.blank) blank frame(s); \(status.demoted) crash claim(s) over budget stored as errors")
+        if !status.refusedConnections.isEmpty {
+            let reasons = status.refusedConnections.sorted { $0.key < $1.key }.map { key, count in
+                "\(count) \(ConnectionRefusal(rawValue: key).map(String.init(describing:)) ?? text(key))"
+            }
+            lines.append("connections   refused \(reasons.joined(separator: "; "))")
+        }
         let waiting = status.waitingForRoom > 0
             ? "; \(status.waitingForRoom) record(s) from the sockets wait for room (the sockets are not read)" : ""
         lines.append("spool         \(bytes(status.spoolBytes)) of \(bytes(status.spoolBudget))\(waiting)")
@@ -120,7 +129,9 @@ struct Status: ParsableCommand {
         case (let effective?, nil): line = ByteRateText.format(effective)
         }
         if status.rateHeldDownByReceiver { line += ": the receiver is overloaded (429/503), the rate recovers a step a second" }
-        if let requests = status.rateRequestsPerSecond { line += "; at most \(requests.formatted()) request(s) a second" }
+        if let requests = status.rateRequestsPerSecond {
+            line += "; at most \(ConfigurationText.number(requests)) request(s) a second"
+        }
         return line
     }
 
@@ -131,11 +142,17 @@ struct Status: ParsableCommand {
         return "\(time) (\(duration(max(0, ago))) ago)"
     }
 
+    /// `12s`, `3m05s`, `2h07m`.
     static func duration(_ seconds: Double) -> String {
+        // Rounded as printf's %.0f rounded them before: to the nearest, halves to even.
+        let whole = { (value: Double) in Int(value.rounded(.toNearestOrEven)) }
+        let twoDigits = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
         switch seconds {
-        case ..<60: String(format: "%.0fs", seconds)
-        case ..<3600: String(format: "%.0fm%02.0fs", (seconds / 60).rounded(.down), seconds.truncatingRemainder(dividingBy: 60))
-        default: String(format: "%.0fh%02.0fm", (seconds / 3600).rounded(.down), (seconds / 60).truncatingRemainder(dividingBy: 60).rounded(.down))
+        case ..<60: return "\(whole(seconds))s"
+        case ..<3600:
+            return "\(Int(seconds / 60))m" + twoDigits(whole(seconds.truncatingRemainder(dividingBy: 60))) + "s"
+        default:
+            return "\(Int(seconds / 3600))h" + twoDigits(Int((seconds / 60).truncatingRemainder(dividingBy: 60))) + "m"
         }
     }
 
@@ -147,5 +164,9 @@ struct Status: ParsableCommand {
 extension String {
     fileprivate func leftPadded(to width: Int) -> String {
         String(repeating: " ", count: max(0, width - count)) + self
+    }
+
+    fileprivate func rightPadded(to width: Int) -> String {
+        self + String(repeating: " ", count: max(0, width - count))
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import LogShip
+import LogShipClient
 
 /// `logctl throttle`: an upload budget of the operator's, until the next reload.
 struct Throttle: ParsableCommand {

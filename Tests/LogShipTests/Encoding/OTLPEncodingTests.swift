@@ -6,6 +6,7 @@ import SwiftProtobuf
 import Testing
 
 @testable import LogShip
+@testable import LogShipClient
 @testable import LogShipRecord
 
 /// Issue 31, point 2: `otlp` is OTLP/HTTP in protobuf, `otlp-json` in JSON; both parse with OpenTelemetry's own

@@ -5,6 +5,7 @@ import NIOCore
 import Testing
 
 @testable import LogShip
+@testable import LogShipClient
 @testable import LogShipRecord
 
 /// Issue 28, point 6: in every format what the host vouches for (pid, uid, gid, comm, host, source, class,

@@ -5,6 +5,7 @@ import NIOCore
 import Testing
 
 @testable import LogShip
+@testable import LogShipClient
 @testable import LogShipRecord
 
 /// `upload.format` and `upload.compression`: the exact bodies, a round trip through the receiver for every format,

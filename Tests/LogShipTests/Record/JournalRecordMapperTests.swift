@@ -3,6 +3,7 @@ import LogShipTestKit
 import Testing
 
 @testable import LogShip
+@testable import LogShipClient
 
 /// Journal entries to records, without a journal.
 @Suite("Journal entries as records")

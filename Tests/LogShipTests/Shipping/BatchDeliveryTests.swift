@@ -26,11 +26,8 @@ struct BatchDeliveryTests {
         }
     }
 
-    func delivery(_ uploader: ScriptedUploader, spool: any Spool, retryAfterMaximum: Duration = .seconds(60)) -> BatchDelivery {
-        BatchDelivery(
-            spool: spool, uploader: uploader, limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20),
-            backoff: RetryBackoff(initial: .milliseconds(100), maximum: .seconds(1)),
-            retryAfterMaximum: retryAfterMaximum, logger: .test)
+    func delivery(_ uploader: ScriptedUploader, spool: any Spool) -> BatchDelivery {
+        BatchDelivery(spool: spool, uploader: uploader, logger: .test)
     }
 
     func spool(_ lines: [String], kind: SpoolKind = .memory) async throws -> any Spool & DeadLetterStore {
@@ -39,9 +36,31 @@ struct BatchDeliveryTests {
         return spool
     }
 
-    func report(_ outcome: DeliveryOutcome) throws -> DeliveryReport {
-        guard case .attempted(let report) = outcome else { throw WaitTimeout(description: "no attempt: \(outcome)") }
-        return report
+    /// What a claim of `.info` and every part it leads to came to, the parts sent one after another as the
+    /// shipper's machine sends them (first come, first sent).
+    struct Run {
+        var counts = DeliveryCounts()
+        /// The outcome of each request, in order.
+        var outcomes: [RequestReport.Outcome] = []
+
+        var refusedEveryPart: Bool {
+            outcomes.contains { if case .refusedEveryPart = $0 { true } else { false } }
+        }
+    }
+
+    func run(_ delivery: BatchDelivery) async throws -> Run {
+        let grant = UploadRateLimiter.Grant(limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20))
+        var work: [OperationWork] = [.claim(.info, grant)]
+        var run = Run()
+        while !work.isEmpty {
+            guard case .sent(let report) = await delivery.perform(work.removeFirst()) else {
+                throw WaitTimeout(description: "an operation sent nothing")
+            }
+            run.counts += report.counts
+            run.outcomes.append(report.outcome)
+            work += report.parts.map { .send($0) }
+        }
+        return run
     }
 
     @Test("an unclear 4xx for some records only: those are dead-lettered, the rest delivered")
@@ -51,10 +70,10 @@ struct BatchDeliveryTests {
         let uploader = ScriptedUploader { lines in
             if lines.contains(where: { $0.hasPrefix("bad") }) { throw UploadError.status(409, responseExcerpt: "conflict") }
         }
-        let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
-        #expect(report.counts.delivered == 14 && report.counts.deadLettered == 2 && report.pause == nil)
-        #expect(report.counts.requests == uploader.requests && report.counts.retriedRequests == 0)
-        #expect(report.counts.rejectedRequests == report.counts.failedRequests, "every refusal was the records'")
+        let run = try await run(delivery(uploader, spool: spool))
+        #expect(run.counts.delivered == 14 && run.counts.deadLettered == 2 && !run.refusedEveryPart)
+        #expect(run.counts.requests == uploader.requests && run.counts.retriedRequests == 0)
+        #expect(run.counts.rejectedRequests == run.counts.failedRequests, "every refusal was the records'")
         #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 5", "bad 6"])
     }
 
@@ -62,11 +81,11 @@ struct BatchDeliveryTests {
     func unclearAll() async throws {
         let spool = try await spool((0..<100).map { "record \($0)" })
         let uploader = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }
-        let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
-        #expect(report.counts.deadLettered == 0 && report.counts.delivered == 0)
-        #expect(report.pause?.cause == .endpointRefused)
+        let run = try await run(delivery(uploader, spool: spool))
+        #expect(run.counts.deadLettered == 0 && run.counts.delivered == 0)
+        #expect(run.refusedEveryPart, "the endpoint refuses: the shipper pauses")
         #expect(uploader.requests == 3, "the batch, then its two halves")
-        #expect(report.counts.failedRequests == 3 && report.counts.retriedRequests == 3, "none was the records' fault")
+        #expect(run.counts.failedRequests == 3 && run.counts.retriedRequests == 3, "none was the records' fault")
         let statistics = await spool.statistics()
         #expect(statistics.claimed == 0 && statistics.pending[.info] == 100, "everything is back, waiting out the pause")
     }
@@ -78,8 +97,8 @@ struct BatchDeliveryTests {
         let uploader = ScriptedUploader { lines in
             if lines.contains(where: { $0.hasPrefix("bad") }) { throw UploadError.status(409, responseExcerpt: "") }
         }
-        let report = try report(try await delivery(uploader, spool: spool).deliverNext(.info))
-        #expect(report.counts.delivered == 14 && report.counts.deadLettered == 2 && report.pause == nil)
+        let run = try await run(delivery(uploader, spool: spool))
+        #expect(run.counts.delivered == 14 && run.counts.deadLettered == 2 && !run.refusedEveryPart)
     }
 
     @Test("bad records in both halves: paused the first time, split finer and isolated the next")
@@ -90,18 +109,12 @@ struct BatchDeliveryTests {
         }
         let spool = try await spool(lines)
         let delivery = delivery(uploader, spool: spool)
-        let paused = try report(try await delivery.deliverNext(.info))
-        #expect(paused.pause?.cause == .endpointRefused && paused.counts.deadLettered == 0 && paused.counts.delivered == 0)
+        let paused = try await run(delivery)
+        #expect(paused.refusedEveryPart && paused.counts.deadLettered == 0 && paused.counts.delivered == 0)
 
-        // The same records again, once the pause the delivery set is over (the batch waits until then).
-        var outcome = try await delivery.deliverNext(.info)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while case .waiting = outcome, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))  // polling until the batch's retry time
-            outcome = try await delivery.deliverNext(.info)
-        }
-        let isolated = try report(outcome)
-        #expect(isolated.pause == nil && isolated.counts.delivered == 14 && isolated.counts.deadLettered == 2)
+        // The same records again, as after the pause.
+        let isolated = try await run(delivery)
+        #expect(!isolated.refusedEveryPart && isolated.counts.delivered == 14 && isolated.counts.deadLettered == 2)
         #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 0", "bad 8"])
     }
 
@@ -109,14 +122,14 @@ struct BatchDeliveryTests {
     func loneRecords() async throws {
         let badRequest = try await spool(["one"])
         let refused = ScriptedUploader { _ in throw UploadError.status(400, responseExcerpt: "bad") }
-        let deadLettered = try report(try await delivery(refused, spool: badRequest).deliverNext(.info)).counts
+        let deadLettered = try await run(delivery(refused, spool: badRequest)).counts
         #expect(deadLettered.deadLettered == 1 && deadLettered.rejectedRequests == 1 && deadLettered.retriedRequests == 0)
 
         let conflict = try await spool(["one"])
         let unclear = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }
-        let report = try report(try await delivery(unclear, spool: conflict).deliverNext(.info))
-        #expect(report.counts.deadLettered == 0 && report.pause?.cause == .endpointRefused)
-        #expect(report.counts.retriedRequests == 1 && report.counts.rejectedRequests == 0)
+        let run = try await run(delivery(unclear, spool: conflict))
+        #expect(run.counts.deadLettered == 0 && run.refusedEveryPart)
+        #expect(run.counts.retriedRequests == 1 && run.counts.rejectedRequests == 0)
         #expect(await conflict.statistics().pending[.info] == 1)
     }
 
@@ -134,26 +147,18 @@ struct BatchDeliveryTests {
             try Task.checkCancellation()
         }
         let delivery = delivery(uploader, spool: spool)
-        let task = Task { try await delivery.deliverNext(.info) }
+        let grant = UploadRateLimiter.Grant(limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20))
+        let task = Task { await delivery.perform(.claim(.info, grant)) }
         await started.wait()
         task.cancel()
-        let report = try report(try await task.value)
-        #expect(report.counts.delivered == 0 && report.pause == nil)
+        guard case .cancelled = await task.value else {
+            Issue.record("not reported as cancelled")
+            return
+        }
         let statistics = await spool.statistics()
         #expect(statistics.claimed == 0 && statistics.pending[.info] == 10)
         guard case .batch(let batch, _) = try await spool.claim(.info, limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20))
         else { Issue.record("the batch is not ready again"); return }
         #expect(batch.records.count == 10)
-    }
-
-    @Test("Retry-After beyond upload.retry_after_max pauses for the maximum")
-    func retryAfterCap() async throws {
-        let spool = try await spool(["one"])
-        let uploader = ScriptedUploader { _ in throw UploadError.status(503, responseExcerpt: "", retryAfter: 1e30) }
-        let before = Date()
-        let report = try report(try await delivery(uploader, spool: spool, retryAfterMaximum: .seconds(5)).deliverNext(.info))
-        let pause = try #require(report.pause)
-        #expect(pause.cause == .remoteUnavailable)
-        #expect(pause.until >= before.addingTimeInterval(5) && pause.until <= Date().addingTimeInterval(5))
     }
 }

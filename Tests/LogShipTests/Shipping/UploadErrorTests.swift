@@ -46,29 +46,4 @@ struct UploadErrorTests {
         #expect(HTTPUploader.retryAfterSeconds("-5", now: now) == nil)
         #expect(HTTPUploader.retryAfterSeconds("", now: now) == nil)
     }
-
-    @Test("backoff grows exponentially to its cap, never below half the ceiling")
-    func backoff() {
-        let backoff = RetryBackoff(initial: .milliseconds(100), maximum: .seconds(2))
-        #expect(backoff.ceiling(afterFailures: 1) == .milliseconds(100))
-        #expect(backoff.ceiling(afterFailures: 3) == .milliseconds(400))
-        #expect(backoff.ceiling(afterFailures: 10) == .seconds(2))
-        #expect(backoff.ceiling(afterFailures: 10_000) == .seconds(2))
-        for failure in 1...100 {
-            let delay = backoff.nextDelay()
-            let ceiling = backoff.ceiling(afterFailures: failure)
-            #expect(delay <= ceiling && delay >= ceiling / 2, "failure \(failure): \(delay)")
-        }
-        backoff.reset()
-        let first = backoff.nextDelay()
-        #expect(first <= .milliseconds(100) && first >= .milliseconds(50))
-    }
-
-    @Test("the longest configurable delays do not overflow the backoff")
-    func extremeBackoff() {
-        let longest = ValueParser<Duration>.longestDuration
-        let backoff = RetryBackoff(initial: longest, maximum: longest)
-        #expect(backoff.ceiling(afterFailures: 62) == longest)
-        #expect(backoff.nextDelay() <= longest)
-    }
 }

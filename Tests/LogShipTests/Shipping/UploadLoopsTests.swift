@@ -8,7 +8,7 @@ import LogShipTestKit
 /// How requests in flight are spread over the upload loops, and that each goes out on its own loop's connection.
 @Suite("Upload loops")
 struct UploadLoopsTests {
-    @Test("an operation takes the lane with the fewest operations, the first when tied; a release makes a lane free")
+    @Test("an operation takes the lane with the fewest operations, the first when tied; giving one back makes a lane free")
     func leastBusy() throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         defer { try? group.syncShutdownGracefully() }
@@ -17,10 +17,10 @@ struct UploadLoopsTests {
         let taken = (0..<4).map { _ in loops.take() }
         #expect(taken.map(\.index) == [0, 1, 0, 1], "taken in turn: 1–0, 1–1, 2–1, 2–2")
         #expect(taken.allSatisfy { $0.executor === loops.executors[$0.index] }, "a lane runs on its own loop")
-        loops.release(taken[1])
-        #expect(loops.take().index == 1, "2–1 after the release: the second lane is the less busy")
-        loops.release(taken[0])
-        loops.release(taken[2])
+        loops.giveBack(taken[1])
+        #expect(loops.take().index == 1, "2–1 after it was given back: the second lane is the less busy")
+        loops.giveBack(taken[0])
+        loops.giveBack(taken[2])
         #expect(loops.take().index == 0, "0–2")
     }
 

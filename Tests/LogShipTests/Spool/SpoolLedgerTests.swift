@@ -83,18 +83,18 @@ struct SpoolLedgerTests {
         #expect(ledger.claimResult(.info) == .empty)
     }
 
-    @Test("an unclaimed batch goes back to its place; while it waits for its retry time, its class waits with it")
+    @Test("an unclaimed batch goes back to its place, ahead of the records claimed after it")
     func unclaimKeepsPlace() throws {
         var ledger = SpoolLedger.inMemory()
         try ledger.store((1...4).map { Self.record(.info, "i\($0)") })
-        let now = Date()
-        let head = try ledger.claimed(.info, maxRecords: 2, now: now)
-        let retryAt = now.addingTimeInterval(60)
+        let head = try ledger.claimed(.info, maxRecords: 2)
+        let middle = try ledger.claimed(.info, maxRecords: 1)
 
-        ledger.unclaim(head, retryAt: retryAt)
-        #expect(ledger.statistics().claimed == 0 && ledger.statistics().pending[.info] == 4)
-        #expect(ledger.claimResult(.info, now: now) == .waiting(until: retryAt), "i3 is ready, but i1 goes first")
-        #expect(try ledger.claimed(.info, now: retryAt).texts == ["i1", "i2", "i3", "i4"])
+        ledger.unclaim(head)
+        #expect(ledger.statistics().claimed == 1 && ledger.statistics().pending[.info] == 3)
+        #expect(try ledger.claimed(.info).texts == ["i1", "i2", "i4"], "i3 is still claimed")
+        ledger.unclaim(middle)
+        #expect(try ledger.claimed(.info).texts == ["i3"])
     }
 
     @Test("unclaiming gives back only what is still claimed")
@@ -105,7 +105,7 @@ struct SpoolLedgerTests {
         let delivered = ledger.settle([Batch(priority: .info, records: [batch.records[0]])])
         ledger.apply(delivered.writes)
 
-        ledger.unclaim(batch, retryAt: nil)
+        ledger.unclaim(batch)
         #expect(ledger.statistics().pending[.info] == 2 && ledger.statistics().claimed == 0)
         #expect(try ledger.claimed(.info).texts == ["i2", "i3"])
     }
@@ -160,7 +160,7 @@ struct SpoolLedgerTests {
         try ledger.store((1...3).map { Self.record(.info, "i\($0)") })
         let batch = try ledger.claimed(.info)
         let refused = Batch(priority: .info, records: [batch.records[0]])
-        ledger.unclaim(Batch(priority: .info, records: Array(batch.records.dropFirst())), retryAt: nil)
+        ledger.unclaim(Batch(priority: .info, records: Array(batch.records.dropFirst())))
         let plan = ledger.planDeadLetters(refused, maximumBytes: 1 << 30)
         ledger.apply(plan.writes)
         ledger.countDeadLetters(added: plan.letters, trimmed: (0, 0))
@@ -174,16 +174,6 @@ struct SpoolLedgerTests {
         ledger.markRequeued(changes, letters: letters)
         #expect(ledger.statistics().deadLetters == 0 && ledger.statistics().deadLetterBytes == 0)
         #expect(try ledger.claimed(.info).texts == ["i1", "i2", "i3"])
-    }
-
-    @Test("after acknowledgements failed, claims wait until the given time")
-    func claimsWait() throws {
-        var ledger = SpoolLedger.inMemory()
-        try ledger.store([Self.record(.info, "i1")])
-        let now = Date()
-        ledger.claimsWaitUntil = now.addingTimeInterval(5)
-        #expect(ledger.claimResult(.info, now: now) == .waiting(until: now.addingTimeInterval(5)))
-        #expect(try ledger.claimed(.info, now: now.addingTimeInterval(5)).texts == ["i1"])
     }
 }
 
@@ -220,18 +210,18 @@ extension SpoolLedger {
     }
 
     mutating func claimResult(
-        _ priority: PriorityClass, maxRecords: Int = 100, maxBytes: Int = 1 << 20, now: Date = Date()
+        _ priority: PriorityClass, maxRecords: Int = 100, maxBytes: Int = 1 << 20
     ) -> ClaimResult? {
-        guard case .done(let result) = claim(priority, limits: BatchLimits(maxRecords: maxRecords, maxBytes: maxBytes), now: now)
+        guard case .done(let result) = claim(priority, limits: BatchLimits(maxRecords: maxRecords, maxBytes: maxBytes))
         else { return nil }
         return result
     }
 
     /// Claims a batch of `priority`; throws when the claim finds none.
     mutating func claimed(
-        _ priority: PriorityClass, maxRecords: Int = 100, maxBytes: Int = 1 << 20, now: Date = Date()
+        _ priority: PriorityClass, maxRecords: Int = 100, maxBytes: Int = 1 << 20
     ) throws -> Batch {
-        guard case .batch(let batch, _) = claimResult(priority, maxRecords: maxRecords, maxBytes: maxBytes, now: now)
+        guard case .batch(let batch, _) = claimResult(priority, maxRecords: maxRecords, maxBytes: maxBytes)
         else { throw LedgerStepError(description: "no batch of \(priority)") }
         return batch
     }

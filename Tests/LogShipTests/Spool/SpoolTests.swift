@@ -93,24 +93,20 @@ struct SpoolTests {
         await spool.close()
     }
 
-    @Test("a batch unclaimed for a retry goes back before later records and waits for its retry time", arguments: SpoolKind.allCases)
-    func unclaimKeepsOrder(_ kind: SpoolKind) async throws {
+    @Test("a batch put back goes before later records, ready at once", arguments: SpoolKind.allCases)
+    func putBackKeepsOrder(_ kind: SpoolKind) async throws {
         let spool = try await kind.make()
         _ = try await spool.append((1...4).map { entry(.error, "e\($0)") })
         let first = try await claimBatch(spool, .error, maxRecords: 2)
         let (head, tail) = first.halves()
-        try await spool.settle(tail, .retry(at: Date(timeIntervalSinceNow: -1)))
+        try await spool.settle(tail, .putBack)
         let again = try await claimBatch(spool, .error, maxRecords: 2)
-        #expect(messages(again) == ["e2", "e3"], "the unclaimed record is ready and first")
-        try await spool.settle(again, .retry(at: Date(timeIntervalSinceNow: -1)))
-        try await spool.settle(head, .retry(at: Date(timeIntervalSinceNow: 3600)))
-        guard case .waiting(let until) = try await spool.claim(.error, limits: limits) else {
-            Issue.record("the head waits for its retry time, and nothing of the class may pass it")
-            return
-        }
-        #expect(until > Date())
+        #expect(messages(again) == ["e2", "e3"], "the record put back is ready and first")
+        try await spool.settle(again, .putBack)
+        try await spool.settle(head, .putBack)
         let statistics = await spool.statistics()
         #expect(statistics.pending[.error] == 4 && statistics.claimed == 0)
+        #expect(messages(try await claimBatch(spool, .error, maxRecords: 4)) == ["e1", "e2", "e3", "e4"])
         await spool.close()
     }
 
@@ -333,7 +329,9 @@ struct SpoolTests {
         let spool = try await kind.make()
         _ = try await spool.append([entry(.debug, "before anyone listens")])
         let heard = Mutex<[Set<PriorityClass>]>([])
-        spool.availability.subscribe { classes in heard.withLock { $0.append(classes) } }
+        spool.availability.subscribe { news in
+            if case .recordsAvailable(let classes) = news { heard.withLock { $0.append(classes) } }
+        }
         _ = try await spool.append([entry(.warning, "w"), entry(.crash, "c")])
         #expect(heard.withLock { $0 } == [[.warning, .crash]], "announced by the time append returns")
         try await spool.enqueue([entry(.info, "i")])

@@ -27,12 +27,3 @@ public struct UploadRateBudget: Hashable, Sendable {
         self.exempt = exempt
     }
 }
-
-/// What an operator set with `logctl throttle`, in place of the configured byte budget until the next reload or
-/// restart.
-public enum ThrottleOverride: Hashable, Sendable {
-    /// This many request body bytes per second.
-    case bytesPerSecond(Int)
-    /// No budget at all: neither bytes nor `requests_per_second`.
-    case off
-}

@@ -1,5 +1,10 @@
-/// The decisions of ``UploadThrottle``, without a clock or a lock: whether a class may claim now and how much,
-/// what the requests spent, how fast an overloaded receiver lets us go.
+/// The link's budget (`upload.rate.*`) and the receiver's overload, without a clock or a lock: whether a class
+/// may claim now and how much, what the requests spent, how fast an overloaded receiver lets us go. The shipper's
+/// machine holds it and tells it the time.
+///
+/// The budget sizes claims: a class waits for a request's worth of it and claims what the tokens allow. A limit
+/// that only the receiver's overload sets spaces requests instead: a class waits until what the last requests
+/// spent is paid back, and claims a whole batch (no budget asked for smaller ones).
 ///
 /// Spending is counted in request body bytes as sent, but a claim is sized in the spool's bytes; the two are
 /// related by the ratio of the last requests (``wireBytesPerSpoolByte``: above 1 for OTLP's JSON, far below for
@@ -23,7 +28,7 @@ struct UploadRateLimiter: Sendable {
     }
 
     enum Admission: Hashable, Sendable {
-        /// Claim within the grant's limits, and settle it when the batch is done.
+        /// Claim within the grant's limits, and charge it with what the request spent when it is done.
         case go(Grant)
         /// Come back after this long.
         case wait(Duration)
@@ -34,11 +39,9 @@ struct UploadRateLimiter: Sendable {
     private(set) var override: ThrottleOverride?
     private var bytes: TokenBucket?
     private var requests: TokenBucket?
-    private var overload = OverloadControl()
+    private var overload = OverloadController()
     /// Request body bytes per spooled byte, over the last requests.
     private(set) var wireBytesPerSpoolByte = 1.0
-    /// What was spent within the last second: the rate to halve when an overload meets no limit.
-    private var recent = RecentSpending()
     /// Classes told to wait, and when they should come back: a less urgent class does not take the tokens they
     /// wait for.
     private var waiting: [PriorityClass: ContinuousClock.Instant] = [:]
@@ -81,7 +84,9 @@ struct UploadRateLimiter: Sendable {
     ///
     /// An exempt class always may. Another waits until the budget holds a request's worth (the least of the
     /// burst, ``requestShare`` of the rate, and a full batch) and a request, and until every more urgent class
-    /// told to wait has had its turn; then it may claim everything the tokens allow, at least one record.
+    /// told to wait has had its turn; then it may claim everything the tokens allow, at least one record. Under
+    /// a limit set only by the receiver's overload, it waits until the tokens are no longer owed, and claims a
+    /// whole batch.
     mutating func admit(_ priorityClass: PriorityClass, within limits: BatchLimits, now: ContinuousClock.Instant) -> Admission {
         refresh(now: now)
         guard !budget.exempt.contains(priorityClass) else { return .go(Grant(limits: limits)) }
@@ -93,9 +98,13 @@ struct UploadRateLimiter: Sendable {
                 wait = max(wait, due + Self.urgentGrace - now)
             }
         }
+        let isBudgeted = bytesPerSecond != nil
         if let bytes {
-            let quantum = min(bytes.capacity, bytes.rate * Self.requestShare.seconds, Double(limits.maxBytes) * wireBytesPerSpoolByte)
-            wait = max(wait, bytes.waitUntilHolding(max(1, quantum), now: now))
+            let quantum = isBudgeted
+                ? max(1, min(bytes.capacity, bytes.rate * Self.requestShare.seconds,
+                             Double(limits.maxBytes) * wireBytesPerSpoolByte))
+                : 0
+            wait = max(wait, bytes.waitUntilHolding(quantum, now: now))
         }
         if let requests {
             wait = max(wait, requests.waitUntilHolding(1, now: now))
@@ -106,7 +115,7 @@ struct UploadRateLimiter: Sendable {
         }
         waiting[priorityClass] = nil
         var grant = Grant(limits: limits)
-        if var bucket = bytes {
+        if var bucket = bytes, isBudgeted {
             let allowed = min(bucket.tokens(at: now), bucket.capacity)
             grant.limits.maxBytes = min(limits.maxBytes, max(1, Int(allowed / wireBytesPerSpoolByte)))
             grant.reservedBytes = allowed
@@ -141,35 +150,33 @@ struct UploadRateLimiter: Sendable {
     }
 
     /// What a granted claim came to: its requests, and what they carried.
-    mutating func settle(_ grant: Grant, _ spending: Spending, now: ContinuousClock.Instant) {
+    mutating func charge(_ grant: Grant, _ spending: Spending, now: ContinuousClock.Instant) {
         refresh(now: now)
         if spending.sentBytes > 0 && spending.sentSpoolBytes > 0 {
             // Weighted towards the newest requests, so that a change of format or compression shows within a few.
             wireBytesPerSpoolByte = 0.7 * wireBytesPerSpoolByte
                 + 0.3 * Double(spending.sentBytes) / Double(spending.sentSpoolBytes)
         }
-        let spent = Double(spending.sentBytes) + Double(spending.failedSpoolBytes) * wireBytesPerSpoolByte
+        let refused = Double(spending.failedSpoolBytes) * wireBytesPerSpoolByte
+        let spent = Double(spending.sentBytes) + refused
+        overload.answered(acceptedBytes: Double(spending.sentBytes), refusedBytes: refused, at: now)
         let owed = spent - grant.reservedBytes
         if owed >= 0 { bytes?.debit(owed, now: now) } else { bytes?.credit(-owed, now: now) }
         let owedRequests = Double(spending.requests) - grant.reservedRequests
         if owedRequests >= 0 { requests?.debit(owedRequests, now: now) } else { requests?.credit(-owedRequests, now: now) }
-        if spent > 0 { recent.add(spent, at: now) }
     }
 
     // MARK: The receiver's overload
 
-    /// The receiver answered 429 or 503 without `Retry-After` to a request sent at `sentAt`, which carried
-    /// `requestSpoolBytes` of the spool. Returns whether the rate answers it (halved now, or already for this request); `false` at the
-    /// floor, where the caller pauses instead.
-    mutating func overloaded(sentAt: ContinuousClock.Instant, requestSpoolBytes: Int, now: ContinuousClock.Instant) -> Bool {
+    /// The receiver refused a request sent at `sentAt` as overloaded (``RetryPolicy`` says which refusals are).
+    /// Returns whether the limit answers it (lowered now, or already for this round trip); `false` at the floor,
+    /// where the caller pauses instead.
+    mutating func overloaded(sentAt: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Bool {
         refresh(now: now)
-        // With no limit in force, the rate to halve is what went in the last second, this request included.
-        let measured = recent.total(at: now) + Double(requestSpoolBytes) * wireBytesPerSpoolByte
         // The floor is never above the budget in force, an operator's lower one included.
         let floor = Double(min(budget.minimumBytesPerSecond, bytesPerSecond ?? .max))
         let handled = overload.overloaded(
-            sentAt: sentAt, now: now, rate: effectiveBytesPerSecond(at: now) ?? measured,
-            budget: bytesPerSecond.map(Double.init), floor: floor)
+            sentAt: sentAt, now: now, budget: bytesPerSecond.map(Double.init), floor: floor)
         refresh(now: now)
         // What the bucket held was filled at the old rate: the next request waits for the new one.
         bytes?.empty(now: now)
@@ -195,7 +202,7 @@ struct UploadRateLimiter: Sendable {
     /// Brings the buckets to the rates in force at `now`: the byte rate follows the budget and the overload,
     /// the request rate the budget. A bucket that appears starts empty.
     private mutating func refresh(now: ContinuousClock.Instant) {
-        overload.settle(at: now, budget: bytesPerSecond.map(Double.init))
+        overload.liftIfGrownOut(at: now, budget: bytesPerSecond.map(Double.init))
         bytes = Self.bucket(bytes, rate: effectiveBytesPerSecond(at: now), burstSeconds: budget.burstSeconds, now: now)
         requests = Self.bucket(requests, rate: requestsPerSecond, burstSeconds: budget.burstSeconds, now: now)
     }

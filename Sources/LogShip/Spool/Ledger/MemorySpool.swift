@@ -113,9 +113,8 @@ public final class MemorySpool: Spool, DeadLetterStore {
     }
 
     public func claim(_ priority: PriorityClass, limits: BatchLimits) async throws -> ClaimResult {
-        let now = Date()
-        return try withOpenState { state in
-            guard case .done(let result) = state.ledger.claim(priority, limits: limits, now: now) else {
+        try withOpenState { state in
+            guard case .done(let result) = state.ledger.claim(priority, limits: limits) else {
                 preconditionFailure("a memory spool holds every chunk's lines")
             }
             return result
@@ -129,8 +128,8 @@ public final class MemorySpool: Spool, DeadLetterStore {
                 let writes = state.ledger.settle([batch]).writes
                 state.ledger.apply(writes)
             }
-        case .retry(let date):
-            state.withLock { $0.ledger.unclaim(batch, retryAt: date) }
+        case .putBack:
+            state.withLock { $0.ledger.unclaim(batch) }
         case .deadLetter(let failure):
             deadLetter(batch, failure: failure)
         }

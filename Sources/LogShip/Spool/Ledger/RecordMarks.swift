@@ -1,10 +1,8 @@
-import Foundation
-
 /// What delivery has done with each record of one chunk: kept only once a record of it has been claimed or
 /// settled, so a chunk that waits untouched costs nothing per record.
 struct RecordMarks: Sendable {
     enum Mark: UInt8, Sendable {
-        /// Waiting to be claimed (ready, or at its retry time).
+        /// Waiting to be claimed.
         case pending
         /// Taken by an operation in flight.
         case claimed
@@ -13,8 +11,6 @@ struct RecordMarks: Sendable {
     }
 
     private(set) var marks: [Mark]
-    /// Retry times of unclaimed records, by index; a record without one is ready.
-    private(set) var retryTimes: [Int: Date] = [:]
     private(set) var claimedCount = 0
     private(set) var settledCount = 0
     /// No record before this index is pending, so claims start looking here.
@@ -30,31 +26,26 @@ struct RecordMarks: Sendable {
 
     subscript(index: Int) -> Mark { marks[index] }
 
-    /// The retry time of a pending record, if it was unclaimed with one.
-    func retryTime(_ index: Int) -> Date? { retryTimes[index] }
-
     /// Makes room for records added at the end of the chunk, all pending.
     mutating func grow(to count: Int) {
         guard count > marks.count else { return }
         marks += Array(repeating: .pending, count: count - marks.count)
     }
 
-    /// Changes the records `range`, every one of them marked `previous`, to `mark`; a record going back to
-    /// pending is ready at `retryAt` (`nil`: at once).
-    mutating func change(_ range: Range<Int>, from previous: Mark, to mark: Mark, retryAt: Date? = nil) {
+    /// Changes the records `range`, every one of them marked `previous`, to `mark`.
+    mutating func change(_ range: Range<Int>, from previous: Mark, to mark: Mark) {
         guard previous != mark, !range.isEmpty else { return }
         for index in range {
             precondition(marks[index] == previous, "record \(index) is \(marks[index]), not \(previous)")
             marks[index] = mark
         }
         switch previous {
-        case .pending: if !retryTimes.isEmpty { for index in range { retryTimes[index] = nil } }
+        case .pending: break
         case .claimed: claimedCount -= range.count
         case .settled: settledCount -= range.count
         }
         switch mark {
         case .pending:
-            if let retryAt { for index in range { retryTimes[index] = retryAt } }
             firstPending = min(firstPending, range.lowerBound)
         case .claimed: claimedCount += range.count
         case .settled: settledCount += range.count

@@ -1,5 +1,3 @@
-import Foundation
-
 extension SpoolLedger {
     /// What a claim came to: an answer, or the lines of a chunk it must read first.
     enum ClaimStep: Sendable {
@@ -11,18 +9,16 @@ extension SpoolLedger {
 
     /// Claims the oldest ready records of `priority`, up to `limits`, in arrival order.
     ///
-    /// An unclaimed record keeps its place: while the oldest pending record waits for its retry time, nothing of
-    /// its class is claimed, and a batch stops before a record that is not ready yet.
+    /// An unclaimed record keeps its place: the next claim of its class starts with it.
     ///
     /// - Parameter stoppingAtMissingLines: End the batch before a chunk whose lines are not in memory instead of
     ///   asking for them, unless it would be empty: for a claim that has read lines several times already.
     mutating func claim(
-        _ priority: PriorityClass, limits: BatchLimits, now: Date, stoppingAtMissingLines: Bool = false
+        _ priority: PriorityClass, limits: BatchLimits, stoppingAtMissingLines: Bool = false
     ) -> ClaimStep {
-        if let until = claimsWaitUntil, until > now { return .done(.waiting(until: until)) }
         guard queues[priority.rawValue].pending > 0 else { return .done(.empty) }
         let picks: [(chunk: Int, record: Int)]
-        switch choose(priority, limits: limits, now: now, stoppingAtMissingLines: stoppingAtMissingLines) {
+        switch choose(priority, limits: limits, stoppingAtMissingLines: stoppingAtMissingLines) {
         case .picked(let chosen): picks = chosen
         case .step(let step): return step
         }
@@ -48,16 +44,13 @@ extension SpoolLedger {
     }
 
     /// The records a claim would take, by chunk position and index; changes nothing.
-    private func choose(_ priority: PriorityClass, limits: BatchLimits, now: Date, stoppingAtMissingLines: Bool) -> Choice {
+    private func choose(_ priority: PriorityClass, limits: BatchLimits, stoppingAtMissingLines: Bool) -> Choice {
         var picks: [(chunk: Int, record: Int)] = []
         var bytes = 0
         let chunks = queues[priority.rawValue].chunks
         for position in chunks.indices where chunks[position].pendingCount > 0 {
             let chunk = chunks[position]
             for index in (chunk.marks?.firstPending ?? 0)..<chunk.count where chunk.mark(index) == .pending {
-                if let retry = chunk.marks?.retryTime(index), retry > now {
-                    return picks.isEmpty ? .step(.done(.waiting(until: retry))) : .picked(picks)
-                }
                 guard let lines = chunk.lines else {
                     return stoppingAtMissingLines && !picks.isEmpty ? .picked(picks) : .step(.needsLines(chunkID: chunk.id))
                 }
@@ -72,12 +65,11 @@ extension SpoolLedger {
         return .picked(picks)
     }
 
-    /// Puts claimed records back at their place, ready at `retryAt` (`nil`: at once). Records no longer claimed
-    /// are left as they are.
-    mutating func unclaim(_ batch: Batch, retryAt: Date?) {
+    /// Puts claimed records back at their place, ready at once. Records no longer claimed are left as they are.
+    mutating func unclaim(_ batch: Batch) {
         let claimed = locate(batch).filter { queues[batch.priority.rawValue].chunks[$0.chunk].mark($0.record) == .claimed }
         for (position, run) in Self.runs(claimed.lazy.map { ($0.chunk, $0.record) }) {
-            setMarks(.pending, of: run, chunkAt: position, batch.priority, from: .claimed, retryAt: retryAt)
+            setMarks(.pending, of: run, chunkAt: position, batch.priority, from: .claimed)
         }
     }
 

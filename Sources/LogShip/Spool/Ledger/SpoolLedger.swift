@@ -44,8 +44,6 @@ struct SpoolLedger: Sendable {
     var setAside: SpoolSetAside?
     /// Claims made since the spool opened, numbering batches in the order they took their records.
     var claims = 0
-    /// Set when acknowledgements failed to commit: claims find nothing ready until then.
-    var claimsWaitUntil: Date?
     var isClosed = false
     /// How long after the last acknowledgement delivery still counts as going on.
     static let deliveringWindow: TimeInterval = 5
@@ -95,7 +93,7 @@ struct SpoolLedger: Sendable {
     @discardableResult
     mutating func setMarks(
         _ mark: RecordMarks.Mark, of records: Range<Int>, chunkAt position: Int, _ priority: PriorityClass,
-        from previous: RecordMarks.Mark, retryAt: Date? = nil
+        from previous: RecordMarks.Mark
     ) -> Change {
         let p = priority.rawValue
         let change = Change(priority: priority, chunkID: queues[p].chunks[position].id, records: records, mark: previous)
@@ -113,7 +111,7 @@ struct SpoolLedger: Sendable {
         case .claimed: queues[p].claimed += records.count
         case .settled: queues[p].changeBytes(by: -bytes, of: sender)
         }
-        queues[p].chunks[position].withMarks { $0.change(records, from: previous, to: mark, retryAt: retryAt) }
+        queues[p].chunks[position].withMarks { $0.change(records, from: previous, to: mark) }
         return change
     }
 

@@ -15,7 +15,7 @@ extension SQLiteSpool {
         var missing: Set<Int64> = []
         while true {
             let step = ledger.withLock {
-                $0.claim(priority, limits: limits, now: Date(), stoppingAtMissingLines: reads >= Self.chunkReadsPerClaim)
+                $0.claim(priority, limits: limits, stoppingAtMissingLines: reads >= Self.chunkReadsPerClaim)
             }
             guard case .needsLines(let id) = step else {
                 guard case .done(let result) = step else { preconditionFailure("unreachable") }
@@ -63,9 +63,9 @@ extension SQLiteSpool {
         switch settlement {
         case .delivered:
             try await acknowledgements.enqueue(batch)
-        case .retry(let date):
+        case .putBack:
             try checkOpen()
-            ledger.withLock { $0.unclaim(batch, retryAt: date) }
+            ledger.withLock { $0.unclaim(batch) }
             // Unclaimed records may be evicted again, for what waits for room.
             commits.roomMayHaveChanged()
         case .deadLetter(let failure):
@@ -92,13 +92,10 @@ extension SQLiteSpool {
         }
     }
 
-    /// After acknowledgements could not be committed: their records are unclaimed, to be delivered again, and
-    /// claims wait ``claimPauseAfterFailedAcknowledgement`` so that a failing disk is not met with the same
-    /// batches over and over.
+    /// After acknowledgements could not be committed: their records are unclaimed, to be delivered again.
     func acknowledgementsFailed(_ batches: [Batch]) {
         ledger.withLock { ledger in
-            for batch in batches { ledger.unclaim(batch, retryAt: nil) }
-            ledger.claimsWaitUntil = Date().addingTimeInterval(Self.claimPauseAfterFailedAcknowledgement)
+            for batch in batches { ledger.unclaim(batch) }
         }
     }
 

@@ -29,8 +29,6 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
     /// How long acknowledgements wait to be committed together: the records stay claimed meanwhile, and a
     /// `kill -9` in that time sends them again.
     static let acknowledgementLinger = Duration.milliseconds(5)
-    /// How long claims wait after acknowledgements failed to commit (their records are pending again).
-    static let claimPauseAfterFailedAcknowledgement: TimeInterval = 5
     /// `spool.max_cache_bytes` when the configuration does not set it: what delivery claims from memory rather
     /// than reads back (``SpoolLedger/CacheBudget``). BENCHMARKS.md's Delivery cache section weighs it against
     /// 1 and 16 MiB.
@@ -115,7 +113,7 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
             },
             reportFailure: { error, batches in
                 try? owner.spool().acknowledgementsFailed(batches)
-                availability.announce(Set(batches.map(\.priority)))
+                availability.announceFailedAcknowledgements(Set(batches.map(\.priority)), reason: "\(error)")
                 logger.error(
                     "delivered records could not be deleted from the spool; they are pending again and will be sent again",
                     metadata: [

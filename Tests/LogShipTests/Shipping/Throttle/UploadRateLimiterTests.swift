@@ -35,7 +35,7 @@ struct UploadRateLimiterTests {
         let granted = try #require(grant(admission))
         #expect(granted.limits.maxBytes == 600)
         #expect(granted.limits.maxRecords == limits.maxRecords)
-        limiter.settle(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 600, sentSpoolBytes: 600), now: at(0.6))
+        limiter.charge(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 600, sentSpoolBytes: 600), now: at(0.6))
         admission = limiter.admit(.info, within: limits, now: at(0.6))
         #expect(wait(admission) == .milliseconds(250))
     }
@@ -54,7 +54,7 @@ struct UploadRateLimiterTests {
         var admission = limiter.admit(.info, within: limits, now: at(1))
         let first = try #require(grant(admission))
         // The body weighed twice the spooled bytes (a JSON format, say): owed is the difference.
-        limiter.settle(first, UploadRateLimiter.Spending(requests: 1, sentBytes: 2000, sentSpoolBytes: 1000), now: at(1))
+        limiter.charge(first, UploadRateLimiter.Spending(requests: 1, sentBytes: 2000, sentSpoolBytes: 1000), now: at(1))
         #expect(abs(limiter.wireBytesPerSpoolByte - 1.3) < 1e-9)
         admission = limiter.admit(.info, within: limits, now: at(1))
         #expect(wait(admission) == .milliseconds(1250), "the extra 1000 is a debt")
@@ -69,7 +69,7 @@ struct UploadRateLimiterTests {
         var admission = limiter.admit(.crash, within: limits, now: at(0))
         let crash = try #require(grant(admission))
         #expect(crash.limits == limits)
-        limiter.settle(crash, UploadRateLimiter.Spending(requests: 1, sentBytes: 3000, sentSpoolBytes: 3000), now: at(0))
+        limiter.charge(crash, UploadRateLimiter.Spending(requests: 1, sentBytes: 3000, sentSpoolBytes: 3000), now: at(0))
         admission = limiter.admit(.info, within: limits, now: at(0))
         #expect(wait(admission) == .milliseconds(3250))
         admission = limiter.admit(.crash, within: limits, now: at(0))
@@ -108,7 +108,7 @@ struct UploadRateLimiterTests {
         #expect(wait(admission) == .milliseconds(250))
         admission = limiter.admit(.info, within: limits, now: at(0.25))
         let granted = try #require(grant(admission))
-        limiter.settle(granted, UploadRateLimiter.Spending(requests: 3, sentBytes: 10, sentSpoolBytes: 10), now: at(0.25))
+        limiter.charge(granted, UploadRateLimiter.Spending(requests: 3, sentBytes: 10, sentSpoolBytes: 10), now: at(0.25))
         admission = limiter.admit(.info, within: limits, now: at(0.25))
         #expect(wait(admission) == .milliseconds(750), "isolation requests count too")
     }
@@ -122,7 +122,7 @@ struct UploadRateLimiterTests {
         #expect(limiter.requestsPerSecond == nil)
         for _ in 0..<3 {
             let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(0))), "no request budget")
-            limiter.settle(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 100, sentSpoolBytes: 100), now: at(0))
+            limiter.charge(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 100, sentSpoolBytes: 100), now: at(0))
         }
         limiter.update(UploadRateBudget(requestsPerSecond: 1), now: at(1))
         #expect(limiter.requestsPerSecond == 1)
@@ -141,25 +141,28 @@ struct UploadRateLimiterTests {
     }
 
     @Test("an overload empties the bucket: the next request waits for the lower rate, not one per round trip")
-    func overloadEmptiesTheBucket() {
+    func overloadEmptiesTheBucket() throws {
         var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
-        let handled = limiter.overloaded(sentAt: at(2), requestSpoolBytes: 1000, now: at(2.05))
+        let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(1.5))))
+        limiter.charge(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 80_000, sentSpoolBytes: 80_000), now: at(1.5))
+        let handled = limiter.overloaded(sentAt: at(2), now: at(2.05))
         #expect(handled)
+        #expect(limiter.effectiveBytesPerSecond(at: at(2.05)) == 68_000, "0.85 of the 80 000 B/s accepted")
         let admission = limiter.admit(.info, within: limits, now: at(2.05))
-        #expect(wait(admission) == .milliseconds(250), "a quarter second at 50 000 B/s")
+        #expect(wait(admission) == .milliseconds(250), "a quarter second of the lower rate")
     }
 
-    @Test("an operator's budget below the floor is the floor: it is not halved below itself, and a 429 pauses")
+    @Test("an operator's budget below the floor is the floor: it is not lowered below itself, and a 429 pauses")
     func floorFollowsAnOverride() {
         var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 16_384), now: at(0))
         limiter.setOverride(.bytesPerSecond(12_000), now: at(0))
-        let handled = limiter.overloaded(sentAt: at(0), requestSpoolBytes: 100, now: at(0.1))
+        let handled = limiter.overloaded(sentAt: at(0), now: at(0.1))
         #expect(!handled)
         #expect(limiter.effectiveBytesPerSecond(at: at(0.1)) == 12_000)
         limiter.setOverride(.bytesPerSecond(40_000), now: at(1))
-        let halved = limiter.overloaded(sentAt: at(1), requestSpoolBytes: 100, now: at(1.1))
-        #expect(halved)
-        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 20_000)
+        let lowered = limiter.overloaded(sentAt: at(1), now: at(1.1))
+        #expect(lowered)
+        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 20_000, "nothing accepted to measure: halved")
     }
 
     @Test("an unused grant gives its tokens back")
@@ -167,26 +170,34 @@ struct UploadRateLimiterTests {
         var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 1000), now: at(0))
         var admission = limiter.admit(.info, within: limits, now: at(1))
         let granted = try #require(grant(admission))
-        limiter.settle(granted, UploadRateLimiter.Spending(), now: at(1))
+        limiter.charge(granted, UploadRateLimiter.Spending(), now: at(1))
         admission = limiter.admit(.info, within: limits, now: at(1))
         #expect(grant(admission)?.limits.maxBytes == 1000)
     }
 
-    @Test("an overload halves the rate in force; without a budget, the rate measured over the last second")
-    func overload() {
+    @Test("an overload lowers the rate in force to a little under what was accepted, or halves it with nothing to measure; it grows back to the budget, or without one to what was sent, and lets go")
+    func overload() throws {
         var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
-        var admission = limiter.overloaded(sentAt: at(0), requestSpoolBytes: 1000, now: at(0.1))
-        #expect(admission)
-        #expect(limiter.effectiveBytesPerSecond(at: at(0.1)) == 50_000)
-        #expect(limiter.isHeldDownByReceiver(at: at(0.1)))
-        #expect(!limiter.isHeldDownByReceiver(at: at(11)), "recovered after ten healthy seconds")
+        let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(1))))
+        limiter.charge(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 60_000, sentSpoolBytes: 60_000), now: at(1))
+        let lowered = limiter.overloaded(sentAt: at(1), now: at(1.1))
+        #expect(lowered)
+        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 51_000)
+        #expect(limiter.isHeldDownByReceiver(at: at(1.1)))
+        #expect(limiter.isHeldDownByReceiver(at: at(16)), "3 000 B/s a second, a twentieth of what was accepted")
+        #expect(!limiter.isHeldDownByReceiver(at: at(18)), "back at the budget")
 
         var open = UploadRateLimiter(budget: UploadRateBudget(minimumBytesPerSecond: 1000), now: at(0))
-        let granted = grant(open.admit(.info, within: limits, now: at(0)))!
-        open.settle(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 39_000, sentSpoolBytes: 39_000), now: at(0.5))
-        admission = open.overloaded(sentAt: at(0.6), requestSpoolBytes: 1000, now: at(0.7))
-        #expect(admission)
-        #expect(open.effectiveBytesPerSecond(at: at(0.7)) == 20_000, "(39 000 + 1 000) / 2")
+        let all = try #require(grant(open.admit(.info, within: limits, now: at(0))))
+        open.charge(all, UploadRateLimiter.Spending(requests: 1, sentBytes: 39_000, sentSpoolBytes: 39_000), now: at(0.5))
+        open.charge(all, UploadRateLimiter.Spending(requests: 1, failedSpoolBytes: 40_000), now: at(0.6))
+        let openLowered = open.overloaded(sentAt: at(0.6), now: at(0.7))
+        #expect(openLowered)
+        #expect(open.effectiveBytesPerSecond(at: at(0.7)) == 33_150, "0.85 of 39 000 B/s accepted")
+        #expect(open.effectiveBytesPerSecond(at: at(23)) != nil)
+        #expect(open.effectiveBytesPerSecond(at: at(25)) == nil, "79 000 B/s were sent: lifted once it grew there")
+        let whole = try #require(grant(open.admit(.info, within: limits, now: at(0.7))))
+        #expect(whole.limits == limits, "no budget asked for smaller batches: a whole one goes")
     }
 
     @Test("logctl throttle overrides the budget until a reload, which also takes a new budget at once")
@@ -220,7 +231,7 @@ struct UploadRateLimiterTests {
                 // Records of 200 bytes: the claim holds whole records, at least one.
                 let bytes = max(200, grant.limits.maxBytes / 200 * 200)
                 sent.append(((now - start).seconds, bytes))
-                limiter.settle(grant, UploadRateLimiter.Spending(requests: 1, sentBytes: bytes, sentSpoolBytes: bytes), now: now + latency)
+                limiter.charge(grant, UploadRateLimiter.Spending(requests: 1, sentBytes: bytes, sentSpoolBytes: bytes), now: now + latency)
                 slotFree[slot] = now + latency
             }
         }

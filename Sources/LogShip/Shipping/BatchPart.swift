@@ -1,0 +1,14 @@
+/// Part of a refused batch, still claimed, waiting to be sent on its own while the refused records are isolated.
+struct BatchPart: Hashable, Sendable {
+    /// What is being found out about the batch the part comes from.
+    enum Isolation: Hashable, Sendable {
+        /// The remote refused the batch for what its records hold: its parts are halved until the refused records
+        /// are alone, and those are dead-lettered.
+        case records
+        /// The remote refused the batch with an unclear 4xx: the records, or everything? (``RefusalProbes``)
+        case probe(RefusalProbes.ProbeID)
+    }
+
+    var batch: Batch
+    var isolation: Isolation
+}

@@ -1,9 +1,0 @@
-import Foundation
-
-extension Duration {
-    /// The duration in seconds, as `TimeInterval`, for arithmetic with `Date`.
-    package var seconds: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-}

@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+
+@testable import LogShip
+
+/// The retry policy alone: what each failure means for the link.
+@Suite("Retry policy")
+struct RetryPolicyTests {
+    static let bounds = RetryPolicy.Bounds(initial: .milliseconds(100), maximum: .seconds(2), retryAfterMaximum: .seconds(5))
+
+    @Test("random 503s at 5% and 20% are sent again at once: never a pause, never a lower rate")
+    func noise() {
+        for share in [0.05, 0.2] {
+            var policy = RetryPolicy(bounds: Self.bounds)
+            var jitter = Jitter(seed: 42)
+            var reactions: [RetryPolicy.Reaction] = []
+            for _ in 0..<2_000 {
+                if jitter.next() < share {
+                    reactions.append(policy.failed(.status(503, responseExcerpt: ""), jitter: 0.5))
+                } else {
+                    policy.answered()
+                }
+            }
+            let slowed = reactions.count { $0 == .slowDown }
+            let paused = reactions.count { if case .pause = $0 { true } else { false } }
+            #expect(slowed == 0, "\(share): \(slowed) slowdowns")
+            // Three in a row happen by chance at 20% (0.8% of requests): a short pause each, never more.
+            #expect(Double(paused) <= 2_000 * share * share * share * 3 + 1, "\(share): \(paused) pauses")
+        }
+    }
+
+    @Test("503s that are most of the last answers ask for less; a 429 always does")
+    func sustainedOverload() {
+        var policy = RetryPolicy(bounds: Self.bounds)
+        var reactions: [RetryPolicy.Reaction] = []
+        for index in 0..<20 {
+            if index % 3 == 0 { policy.answered() } else {
+                reactions.append(policy.failed(.status(503, responseExcerpt: ""), jitter: 0.5))
+            }
+        }
+        #expect(reactions.contains(.slowDown), "two thirds refused: sustained")
+        var fresh = RetryPolicy(bounds: Self.bounds)
+        #expect(fresh.failed(.status(429, responseExcerpt: ""), jitter: 0.5) == .slowDown)
+    }
+
+    @Test("no answer is an outage: a pause at once, as long as the backoff, which grows with failures in a row")
+    func outage() {
+        var policy = RetryPolicy(bounds: Self.bounds)
+        let refused = UploadError.transport("cannot connect to 127.0.0.1:8514: connection refused")
+        #expect(policy.failed(refused, jitter: 1) == .pause(.milliseconds(100), .remoteUnavailable, isAskedByRemote: false))
+        #expect(policy.failed(refused, jitter: 1) == .pause(.milliseconds(200), .remoteUnavailable, isAskedByRemote: false))
+        #expect(policy.failed(refused, jitter: 0) == .pause(.milliseconds(200), .remoteUnavailable, isAskedByRemote: false),
+                "half the ceiling at least")
+        policy.answered()
+        #expect(policy.failed(.timeout("timed out"), jitter: 1) == .pause(.milliseconds(100), .remoteUnavailable, isAskedByRemote: false))
+    }
+
+    @Test("Retry-After is obeyed up to upload.retry_after_max, never below the backoff")
+    func retryAfter() {
+        var policy = RetryPolicy(bounds: Self.bounds)
+        #expect(policy.failed(.status(429, responseExcerpt: "", retryAfter: 3), jitter: 1)
+            == .pause(.seconds(3), .remoteUnavailable, isAskedByRemote: true))
+        #expect(policy.failed(.status(503, responseExcerpt: "", retryAfter: 1e30), jitter: 1)
+            == .pause(.seconds(5), .remoteUnavailable, isAskedByRemote: true))
+        var zero = RetryPolicy(bounds: Self.bounds)
+        #expect(zero.failed(.status(503, responseExcerpt: "", retryAfter: 0), jitter: 1)
+            == .pause(.milliseconds(100), .remoteUnavailable, isAskedByRemote: false), "a Retry-After of 0 is no licence to hammer")
+    }
+
+    @Test("a refused endpoint or credentials, or every part refused, pauses with the endpoint's cause")
+    func endpoint() {
+        var policy = RetryPolicy(bounds: Self.bounds)
+        #expect(policy.failed(.status(401, responseExcerpt: ""), jitter: 1) == .pause(.milliseconds(100), .endpointRefused, isAskedByRemote: false))
+        #expect(policy.failed(.status(409, responseExcerpt: ""), jitter: 1) == .pause(.milliseconds(200), .endpointRefused, isAskedByRemote: false))
+    }
+
+    @Test("the backoff grows exponentially to its cap; the longest configurable delays do not overflow it")
+    func backoff() {
+        #expect(RetryPolicy.ceiling(afterFailures: 1, Self.bounds) == .milliseconds(100))
+        #expect(RetryPolicy.ceiling(afterFailures: 3, Self.bounds) == .milliseconds(400))
+        #expect(RetryPolicy.ceiling(afterFailures: 10, Self.bounds) == .seconds(2))
+        #expect(RetryPolicy.ceiling(afterFailures: 10_000, Self.bounds) == .seconds(2))
+        let longest = ValueParser<Duration>.longestDuration
+        let extreme = RetryPolicy.Bounds(initial: longest, maximum: longest, retryAfterMaximum: longest)
+        #expect(RetryPolicy.ceiling(afterFailures: 62, extreme) == longest)
+        var policy = RetryPolicy(bounds: extreme)
+        #expect(policy.failedElsewhere(jitter: 1) <= longest)
+    }
+}
