@@ -45,6 +45,7 @@ struct OperatorCommandsTests {
             #expect(result.status != 0, "\(command) on \(socket)")
             let expected = socket == daemon.streamPath ? "no greeting within" : "a datagram socket"
             #expect(result.standardError.contains(expected) && result.standardError.contains(socket), "\(result.standardError)")
+            #expect(result.standardError.contains("is not logshipd's control socket"), "\(result.standardError)")
             #expect(result.standardError.contains("control.sock by default"), "names the socket it wants")
             #expect(ContinuousClock.now - started < .seconds(60), "no hang")
         }
@@ -64,10 +65,14 @@ struct OperatorCommandsTests {
         let control = "\(directory)/control.sock"
         _ = try await LogshipdProcess.status(directory: directory)
 
-        daemon.signal(SIGSTOP)
-        try await waitUntil { (try? ProcessStat(path: "/proc/\(daemon.pid)/stat").state) == "T" }
-        let stopped = try await logctl(["send", "while stopped"], socket: control)
-        daemon.signal(SIGCONT)
+        let stopped: ProcessResult
+        do {
+            daemon.signal(SIGSTOP)
+            // Continued however this block ends, so that a failed wait leaves no stopped daemon behind.
+            defer { daemon.signal(SIGCONT) }
+            try await waitUntil { (try? ProcessStat(path: "/proc/\(daemon.pid)/stat").state) == "T" }
+            stopped = try await logctl(["send", "while stopped"], socket: control)
+        }
         #expect(stopped.status == 1)
         #expect(stopped.standardError.hasPrefix("logctl: logshipd (pid \(daemon.pid)) is stopped"), "\(stopped.standardError)")
         #expect(!stopped.standardError.contains("not logshipd's control socket"), "\(stopped.standardError)")

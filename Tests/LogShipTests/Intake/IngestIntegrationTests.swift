@@ -320,6 +320,31 @@ struct IngestIntegrationTests {
         #expect(try await daemon.status().refused == 0)
         try await daemon.stop()
     }
+
+    @Test("a connection whose lines wait for room holds up only itself: a crash record from another connection is stored meanwhile")
+    func waitingHoldsOnlyItsConnection() async throws {
+        let daemon = try await TestDaemon.start { $0.spool.maxBytes = 64 << 10 }
+        #expect(try await run(Binaries.logctl, ["pause", "--socket", daemon.controlPath]).status == 0)
+        var errors = 0
+        while try await daemon.status().evicted == 0 {
+            try await daemon.send(count: 50, priority: "error", prefix: "error \(errors)")
+            errors += 50
+        }
+        // More than the commit queue holds (1 024 records): were the lines waiting for room to keep every socket
+        // out, the crash record would wait behind them.
+        try await daemon.ingest((0..<3000).map { "<14>flood \($0)" })
+        try await eventually { try await daemon.status().waitingForRoom > 0 }
+        try await daemon.ingest([#"{"priority":"crash","message":"crash while a flood waits"}"#])
+        try await eventually { try await daemon.status().pending["crash"] == 1 }
+        let meanwhile = try await daemon.status()
+        #expect(meanwhile.waitingForRoom > 0 && meanwhile.refused == 0, "\(meanwhile)")
+
+        #expect(try await run(Binaries.logctl, ["resume", "--socket", daemon.controlPath]).status == 0)
+        try await daemon.receiver.waitUntil { requests in
+            requests.contains { $0.records.contains { $0.message == "crash while a flood waits" } }
+        }
+        try await daemon.stop()
+    }
 }
 
 extension String {

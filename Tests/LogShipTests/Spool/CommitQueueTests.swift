@@ -138,7 +138,8 @@ struct CommitQueueTests {
                 commit: { items in
                     self.commits.withLock { $0.append(items) }
                     let limit = self.room.withLock { $0 }
-                    return .init(receipts: items, waiting: items.filter { $0 > limit })
+                    let waiting = items.enumerated().filter { $0.element > limit }
+                    return .init(receipts: items, waiting: Dictionary(uniqueKeysWithValues: waiting.map { ($0, $1) }))
                 },
                 reportFailure: { error, items in
                     if error as? SpoolError == .closed { self.abandoned.withLock { $0 += items } }
@@ -146,34 +147,44 @@ struct CommitQueueTests {
         }
     }
 
-    @Test("items a commit hands back wait for room: they hold the capacity, and go first once room may have been made")
+    @Test("while items wait for room, a caller is held until its own item is stored: one with room goes on, one without waits, and the waiting go first, in order, once room may have been made")
     func waitingForRoom() async throws {
         let committer = RoomCommitter()
         let queue = committer.queue()
-        try await queue.enqueue(1)
-        try await queue.enqueue(2)
+        try await queue.enqueue(5)  // nothing waits yet: queued without waiting
+        try await waitUntil { queue.waitingWeight == 1 }
+        let stored = Flag()
+        let held = Task {
+            try await queue.enqueue(7)
+            stored.set()
+        }
         try await waitUntil { queue.waitingWeight == 2 }
-        let third = Task { try await queue.enqueue(3) }  // the queue weighs its capacity: it waits
-        committer.room.withLock { $0 = 3 }
+        try await queue.enqueue(0)  // room for it: stored, and the caller goes on
+        #expect(!stored.isSet, "the caller whose item finds no room is still held")
+        #expect(queue.waitingWeight == 2)
+
+        committer.room.withLock { $0 = 10 }
         queue.roomMayHaveChanged()
-        try await third.value
+        try await held.value
+        #expect(stored.isSet && queue.waitingWeight == 0)
         await queue.close()
         let history = committer.commits.withLock { $0 }
-        let lastRetry = try #require(history.lastIndex { $0.contains(1) })
-        let firstWithThree = try #require(history.firstIndex { $0.contains(3) })
-        #expect(lastRetry < firstWithThree, "the third joined only once the first two were stored: \(history)")
-        #expect(history.allSatisfy { $0 == [1, 2] || $0 == [3] }, "\(history)")
-        #expect(queue.waitingWeight == 0 && committer.abandoned.withLock { $0 }.isEmpty)
+        #expect(history.last == [5, 7], "\(history)")
+        #expect(history.allSatisfy { !$0.contains(0) || $0.firstIndex(of: 5) ?? 0 < $0.firstIndex(of: 0)! }, "\(history)")
+        #expect(committer.abandoned.withLock { $0 }.isEmpty)
     }
 
-    @Test("items still waiting for room when the queue closes are reported, not waited for")
+    @Test("items still waiting for room when the queue closes are reported, not waited for; a caller held for one is told the queue closed")
     func closingAbandonsWaiting() async throws {
         let committer = RoomCommitter()
         let queue = committer.queue()
         try await queue.enqueue(1)
         try await waitUntil { queue.waitingWeight == 1 }
+        let held = Task { try await queue.enqueue(2) }
+        try await waitUntil { queue.waitingWeight == 2 }
         await queue.close()
-        #expect(committer.abandoned.withLock { $0 } == [1])
+        await #expect(throws: SpoolError.closed) { try await held.value }
+        #expect(committer.abandoned.withLock { $0 } == [1, 2])
         #expect(queue.waitingWeight == 0)
     }
 }

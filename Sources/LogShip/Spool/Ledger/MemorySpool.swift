@@ -76,7 +76,7 @@ public final class MemorySpool: Spool, DeadLetterStore {
             state.ledger.apply(plan.writes)
             state.ledger.count(plan)
             for position in plan.positions { state.positions[position.input] = position.cursor }
-            return (plan.receipts.first ?? AppendReceipt(), plan.waiting.first, state.settlements, plan)
+            return (plan.receipts.first ?? AppendReceipt(), plan.waiting[0], state.settlements, plan)
         }
         if !plan.classes.isEmpty { availability.announce(plan.classes) }
         reports.note(plan.room)

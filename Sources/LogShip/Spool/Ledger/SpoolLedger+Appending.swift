@@ -12,9 +12,9 @@ extension SpoolLedger {
         var changes: [Change] = []
         /// The classes that gain records.
         var classes: Set<PriorityClass> = []
-        /// What the groups that wait for room could not store yet: each such group's first entry without room
-        /// and every entry after it, to be planned again once room may have been made.
-        var waiting: [SpoolAppend] = []
+        /// What the groups that wait for room could not store yet, by the group's index: its first entry without
+        /// room and every entry after it, to be planned again once room may have been made.
+        var waiting: [Int: SpoolAppend] = [:]
         /// What the plan evicted and refused, by cause and reason, for the log.
         var room = SpoolRoomReports.Tally()
     }
@@ -65,7 +65,7 @@ extension SpoolLedger {
         // What each sender gains by this plan in each class, weighed with what it holds when evicting: counted
         // from the first eviction on, since nearly every plan evicts nothing.
         var planned: [[UInt32?: Int]]?
-        for group in groups {
+        for (groupIndex, group) in groups.enumerated() {
             var receipt = AppendReceipt()
             if !group.evicting {
                 let needed = group.entries.reduce(0) { $0 + $1.accountedBytes }
@@ -104,7 +104,7 @@ extension SpoolLedger {
                         of: entry, maximumBytes: maximumBytes, disk: disk,
                         diskIsShort: !fitsCommit || diskRoom < maximumBytes - total)
                     if group.waitsForRoom && !refusal.isPermanent {
-                        plan.waiting.append(SpoolAppend(entries: Array(group.entries[index...]), waitsForRoom: true))
+                        plan.waiting[groupIndex] = SpoolAppend(entries: Array(group.entries[index...]), waitsForRoom: true)
                         break
                     }
                     receipt.refused += 1

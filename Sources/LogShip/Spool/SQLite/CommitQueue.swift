@@ -8,15 +8,16 @@ import Synchronization
 /// appends (weighed in records) and one for acknowledgements.
 ///
 /// A commit may hand back fire-and-forget items it has no room for (``Outcome/waiting``): they stay queued, first
-/// in every later commit, and weigh against `capacity` until a commit takes them, so that fire-and-forget callers
-/// wait while they do (an ingest socket is then not read). They are tried again when a new item comes, when the
-/// owner says room may have been made (``roomMayHaveChanged()``), and every ``waitingRetryInterval``.
+/// in every later commit, until a commit takes them. They are tried again when a new item comes, when the owner
+/// says room may have been made (``roomMayHaveChanged()``), and every ``waitingRetryInterval``. While any wait,
+/// a fire-and-forget caller's item is queued at once, but the caller is held until its item is stored: a sender
+/// whose records find no room stops reading its own socket, and a crash record from another goes on in.
 final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
-    /// What one commit did: a receipt per item, in order, and the items, or the parts of items, that must wait
-    /// for room; only items no caller waits for may wait.
+    /// What one commit did: a receipt per item, in order, and, by the index of the item, the items or parts of
+    /// items that must wait for room; only items no caller waits a receipt for may wait.
     struct Outcome: Sendable {
         var receipts: [Receipt]
-        var waiting: [Item] = []
+        var waiting: [Int: Item] = [:]
     }
 
     /// Commits items in one transaction.
@@ -32,14 +33,20 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
     private struct Pending {
         var item: Item
         var waiter: CheckedContinuation<Receipt, any Error>?
+        /// A fire-and-forget caller held until its item is stored, because items were waiting for room when it
+        /// came.
+        var held: CheckedContinuation<Void, any Error>? = nil
     }
 
     private struct State {
         var pending: [Pending] = []
+        /// The weight of the pending items no caller is held for.
         var pendingWeight = 0
-        /// Items handed back for want of room, and their weight, which counts against `capacity` too.
-        var waiting: [Item] = []
+        /// Items handed back for want of room. Their weight is kept while a commit tries them again: it says
+        /// that items wait. Of it, what no caller is held for counts against `capacity` too.
+        var waiting: [Pending] = []
         var waitingWeight = 0
+        var unheldWaitingWeight = 0
         /// Whether room may have been made since the waiting items were last tried.
         var roomChanged = false
         /// The writer, while it has nothing to commit but waiting items.
@@ -49,7 +56,8 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         var roomWaiters: [CheckedContinuation<Void, Never>] = []
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
-        var weight: Int { pendingWeight + waitingWeight }
+        /// What counts against `capacity`: items queued or waiting that no caller waits or is held for.
+        var weight: Int { pendingWeight + unheldWaitingWeight }
     }
 
     let capacity: Int
@@ -100,14 +108,30 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         }
     }
 
-    /// Queues `item` for the next commit; waits only while the queue is full.
+    /// Queues `item` for the next commit; waits while the queue is full, or, while items wait for room, until
+    /// `item` is stored.
     ///
     /// The queue takes an item only while it weighs less than `capacity`, checked as the item goes in: what
-    /// fire-and-forget callers have queued is at most `capacity` plus one item, however many of them race.
+    /// fire-and-forget callers have queued without being held is at most `capacity` plus one item, however many
+    /// of them race, and each held caller holds one more.
+    ///
+    /// - Throws: ``SpoolError/closed`` once the queue is closing, also to a held caller whose item still waited.
     func enqueue(_ item: Item) async throws {
         while true {
             try await waitForRoom()
-            if submit(Pending(item: item, waiter: nil), onlyIfRoom: true) { return }
+            var submitted = false
+            try await withCheckedThrowingContinuation { (held: CheckedContinuation<Void, any Error>) in
+                switch submit(Pending(item: item, waiter: nil, held: held), onlyIfRoom: true) {
+                case .queued:
+                    submitted = true
+                    held.resume()
+                case .held, .refused:
+                    submitted = true
+                case .full:
+                    held.resume()
+                }
+            }
+            if submitted { return }
         }
     }
 
@@ -122,7 +146,7 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         writer?.resume()
     }
 
-    /// The weight of the items waiting for room now.
+    /// The weight of the items waiting for room now, with those a commit is trying again.
     var waitingWeight: Int { state.withLock { $0.waitingWeight } }
 
     /// Refuses new items and waits until everything queued is committed; items still waiting for room then
@@ -148,16 +172,17 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         for waiter in roomWaiters { waiter.resume() }
     }
 
+    /// Waits until the queue has room, or items wait for room (a caller is then held, not kept out).
     private func waitForRoom() async throws {
         while true {
             let hasRoom = try state.withLock { state in
                 guard !state.isClosed else { throw SpoolError.closed }
-                return state.weight < capacity
+                return state.weight < capacity || state.waitingWeight > 0
             }
             if hasRoom { return }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let roomNow = state.withLock { state in
-                    if state.weight < capacity || state.isClosed { return true }
+                    if state.weight < capacity || state.waitingWeight > 0 || state.isClosed { return true }
                     state.roomWaiters.append(continuation)
                     return false
                 }
@@ -168,14 +193,31 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
 
     private enum SubmitAction { case startWriter, wakeWriter(CheckedContinuation<Void, Never>), none, refuse, full }
 
-    /// Queues `pending`; returns false, queuing nothing, when `onlyIfRoom` and the queue is full.
+    /// What ``submit(_:onlyIfRoom:)`` did with an item.
+    private enum Submission {
+        /// Queued; a caller held for it is not (nothing waits for room).
+        case queued
+        /// Queued, and its held caller is resumed once it is stored.
+        case held
+        /// Not queued: `onlyIfRoom`, and the queue is full.
+        case full
+        /// Not queued: the queue is closed, as its callers have been told.
+        case refused
+    }
+
+    /// Queues `pending`; queues nothing when `onlyIfRoom` and the queue is full, unless items wait for room. A
+    /// caller held for it stays held only while items wait for room.
     @discardableResult
-    private func submit(_ pending: Pending, onlyIfRoom: Bool = false) -> Bool {
+    private func submit(_ pending: Pending, onlyIfRoom: Bool = false) -> Submission {
+        var pending = pending
         let action = state.withLock { state -> SubmitAction in
             guard !state.isClosed else { return .refuse }
-            if onlyIfRoom && state.weight >= capacity { return .full }
+            if state.waitingWeight == 0 {
+                if onlyIfRoom && state.weight >= capacity { return .full }
+                pending.held = nil
+                state.pendingWeight += weight(pending.item)
+            }
             state.pending.append(pending)
-            state.pendingWeight += weight(pending.item)
             if let writer = state.writerWaiting {
                 state.writerWaiting = nil
                 return .wakeWriter(writer)
@@ -187,11 +229,14 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         switch action {
         case .startWriter: Task(executorPreference: executor) { await self.writeLoop() }
         case .wakeWriter(let writer): writer.resume()
-        case .refuse: pending.waiter?.resume(throwing: SpoolError.closed)
+        case .refuse:
+            pending.waiter?.resume(throwing: SpoolError.closed)
+            pending.held?.resume(throwing: SpoolError.closed)
+            return .refused
         case .none: break
-        case .full: return false
+        case .full: return .full
         }
-        return true
+        return pending.held == nil ? .queued : .held
     }
 
     private enum Step {
@@ -200,7 +245,7 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         /// Nothing new, and no sign of room for the waiting items.
         case waitForRoom
         /// Nothing left, or only waiting items once the queue is closed: the writer ends.
-        case finish(abandoned: [Item], idleWaiters: [CheckedContinuation<Void, Never>])
+        case finish(abandoned: [Pending], idleWaiters: [CheckedContinuation<Void, Never>])
     }
 
     /// Commits queued items until nothing is left but items waiting for room that cannot be had.
@@ -212,7 +257,8 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
             }
             switch state.withLock({ nextStep(&$0) }) {
             case .finish(let abandoned, let idleWaiters):
-                if !abandoned.isEmpty { reportFailure(SpoolError.closed, abandoned) }
+                if !abandoned.isEmpty { reportFailure(SpoolError.closed, abandoned.map(\.item)) }
+                for pending in abandoned { pending.held?.resume(throwing: SpoolError.closed) }
                 for waiter in idleWaiters { waiter.resume() }
                 return
             case .waitForRoom:
@@ -232,6 +278,7 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
                 let abandoned = state.waiting
                 state.waiting = []
                 state.waitingWeight = 0
+                state.unheldWaitingWeight = 0
                 state.isWriting = false
                 defer { state.idleWaiters = [] }
                 return .finish(abandoned: abandoned, idleWaiters: state.idleWaiters)
@@ -239,32 +286,43 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
             return .waitForRoom
         }
         state.roomChanged = false
-        let batch = state.waiting.map { Pending(item: $0, waiter: nil) } + state.pending
+        let batch = state.waiting + state.pending
         state.waiting = []
         state.pending = []
         state.pendingWeight = 0
-        // The waiting items keep their weight while they are tried: the callers they hold back stay held.
+        // The waiting items keep their weight while they are tried: the callers they keep out stay out, and
+        // callers that come meanwhile are held.
         var roomWaiters: [CheckedContinuation<Void, Never>] = []
-        if state.weight < capacity {
+        if state.weight < capacity || state.waitingWeight > 0 {
             roomWaiters = state.roomWaiters
             state.roomWaiters = []
         }
         return .commit(batch, roomWaiters: roomWaiters)
     }
 
-    /// Commits `batch` and answers its callers; keeps what it hands back waiting.
+    /// Commits `batch` and answers its callers; keeps what it hands back waiting, and lets go the held callers
+    /// whose items are stored.
     private func write(_ batch: [Pending]) async {
         do {
             let outcome = try await commit(batch.map(\.item))
             for (pending, receipt) in zip(batch, outcome.receipts) {
                 pending.waiter?.resume(returning: receipt)
             }
+            var waiting: [Pending] = []
+            for (index, pending) in batch.enumerated() {
+                if let rest = outcome.waiting[index] {
+                    waiting.append(Pending(item: rest, waiter: nil, held: pending.held))
+                } else {
+                    pending.held?.resume()
+                }
+            }
             // Waiting items the commit took in part go again at once: a commit may take only so much.
             let tried = batch.filter { $0.waiter == nil }.reduce(0) { $0 + weight($1.item) }
-            keepWaiting(outcome.waiting, tryAgain: outcome.waiting.reduce(0) { $0 + weight($1) } < tried)
+            keepWaiting(waiting, tryAgain: waiting.reduce(0) { $0 + weight($1.item) } < tried)
         } catch {
             for pending in batch {
                 pending.waiter?.resume(throwing: error)
+                pending.held?.resume()
             }
             keepWaiting([], tryAgain: false)
             let unwaited = batch.filter { $0.waiter == nil }.map(\.item)
@@ -276,12 +334,13 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
 
     /// Makes `items` the ones waiting for room, in place of those the last commit tried; `tryAgain` when the
     /// commit stored some of what it was given, so that the rest need not wait for a sign of room.
-    private func keepWaiting(_ items: [Item], tryAgain: Bool) {
+    private func keepWaiting(_ items: [Pending], tryAgain: Bool) {
         let roomWaiters = state.withLock { state in
             if tryAgain { state.roomChanged = true }
             state.waiting = items
-            state.waitingWeight = items.reduce(0) { $0 + weight($1) }
-            guard state.weight < capacity else { return [CheckedContinuation<Void, Never>]() }
+            state.waitingWeight = items.reduce(0) { $0 + weight($1.item) }
+            state.unheldWaitingWeight = items.reduce(0) { $0 + ($1.held == nil ? weight($1.item) : 0) }
+            guard state.weight < capacity || state.waitingWeight > 0 else { return [CheckedContinuation<Void, Never>]() }
             defer { state.roomWaiters = [] }
             return state.roomWaiters
         }

@@ -12,7 +12,8 @@ extension SQLiteSpool {
     struct CommitOutcome: Sendable {
         var receipts: [AppendReceipt]
         var classes: Set<PriorityClass>
-        var waiting: [SpoolAppend] = []
+        /// By the group's index, what of it waits for room.
+        var waiting: [Int: SpoolAppend] = [:]
         var room = SpoolRoomReports.Tally()
     }
 
@@ -36,9 +37,9 @@ extension SQLiteSpool {
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
             let refusal = SpoolRefusal.disk(free: disk.sample()?.free ?? 0, keptFree: disk.minimumFree)
             var outcome = CommitOutcome(receipts: [], classes: [])
-            for group in groups {
+            for (index, group) in groups.enumerated() {
                 if group.waitsForRoom {
-                    outcome.waiting.append(group)
+                    outcome.waiting[index] = group
                     outcome.receipts.append(AppendReceipt())
                 } else if !group.evicting {
                     outcome.receipts.append(AppendReceipt(deferred: group.entries.count))

@@ -21,10 +21,11 @@ import Synchronization
 ///   Acknowledgements go through another: the deletes of every batch delivered meanwhile in one transaction.
 /// - Room is the smaller of what the budget and what the disk allow (``SpoolDisk``). Records that find none are
 ///   refused with the reason, or, from the ingest sockets, wait in the commit queue until a settlement makes
-///   some (the sockets are not read meanwhile); nothing is stored only to be the one evicted.
+///   some, their connection not read meanwhile; nothing is stored only to be the one evicted.
 public final class SQLiteSpool: Spool, DeadLetterStore {
     /// Records queued for a commit before fire-and-forget callers wait: a `kill -9` loses at most these plus one
-    /// read of a connection (``FrameBatcher/maximumFrames``), and the commit being written.
+    /// read of a connection (``FrameBatcher/maximumFrames``), and the commit being written; while records wait
+    /// for room, as many again, and one read of each connection held until its records are stored.
     public static let commitQueueCapacity = 1024
     /// How long acknowledgements wait to be committed together: the records stay claimed meanwhile, and a
     /// `kill -9` in that time sends them again.

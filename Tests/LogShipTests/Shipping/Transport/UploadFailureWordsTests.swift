@@ -182,6 +182,13 @@ final class AnsweringServer: Sendable {
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 _ = read(connection, &buffer, buffer.count)
                 _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+                // The answer ends with the end of the stream. What the client still sends (a body the first read
+                // did not take) is read to its end before the close: closed unread, it would make the kernel reset
+                // the connection, a different failure.
+                shutdown(connection, Int32(SHUT_WR))
+                var timeout = timeval(tv_sec: 10, tv_usec: 0)
+                setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                while read(connection, &buffer, buffer.count) > 0 {}
                 close(connection)
             }
         }
@@ -192,7 +199,6 @@ final class AnsweringServer: Sendable {
         close(descriptor)
     }
 }
-
 
 /// A loopback server that reads a request and resets the connection (`SO_LINGER` 0), as a crashing or
 /// overloaded remote's kernel does.
