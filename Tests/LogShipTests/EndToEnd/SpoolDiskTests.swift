@@ -80,6 +80,53 @@ struct SpoolDiskTests {
         }
     }
 
+    @Test("on a small filesystem of error records that another file fills: logctl send of an info record, which may evict none of them, fails naming the disk; error and crash records evict older ones and are kept")
+    func fullDiskRefusesWithTheReason() async throws {
+        try await Self.withSmallDisk { directory, disk in
+            let receiver = try await TestReceiver()
+            try LogshipdProcess.configure(
+                directory: directory, url: receiver.url, spool: "\(disk)/spool.db", spoolKeys: ["min_free_disk: 64MiB"])
+            let daemon = try await LogshipdProcess.start(directory: directory)
+            #expect(try await Self.logctl(["pause"], directory).status == 0)
+            @Sendable func status() async throws -> DaemonStatus { try await LogshipdProcess.status(directory: directory) }
+
+            // Error records until the disk is short: each send is kept, older error records give way.
+            var sent = 0
+            while try await status().evictedForDisk == 0 {
+                try #require(sent < 20_000, "8 MiB never filled")
+                let batch = try await Self.logctl(
+                    ["send", "--priority", "error"], directory, stdin: Self.lines("error", 200, severity: 3))
+                try #require(batch.status == 0, "\(batch.standardError)")
+                sent += 200
+            }
+            #expect(try await status().refused == 0)
+            // What the evictions left free, and what a checkpoint may give back, are taken by another file.
+            try SQLiteSpoolTests.fillDisk(disk)
+
+            let info = try await Self.logctl(["send", "an info record finds no room"], directory)
+            #expect(info.status == 1)
+            #expect(info.standardError.contains("the disk holding the spool has"), "\(info.standardError)")
+            #expect(info.standardError.contains("spool.min_free_disk"), "\(info.standardError)")
+            #expect(!info.standardError.contains("crash records"), "\(info.standardError)")
+            let afterInfo = try await status()
+            #expect(afterInfo.pending["info"] ?? 0 == 0 && afterInfo.refusedForDisk == 1, "\(afterInfo)")
+
+            for priority in ["error", "crash"] {
+                let kept = try await Self.logctl(["send", "--priority", priority, "kept \(priority)"], directory)
+                #expect(kept.status == 0, "\(kept.standardError)")
+            }
+            #expect(try await status().pending["crash"] == 1)
+            #expect(try await Self.logctl(["resume"], directory).status == 0)
+            try await receiver.waitUntil { requests in
+                let messages = Set(requests.flatMap(\.records).map(\.message))
+                return messages.contains("kept error") && messages.contains("kept crash")
+            }
+            #expect(!receiver.records.contains { $0.message == "an info record finds no room" })
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.wait().status == 0)
+        }
+    }
+
     @Test("on a disk full to the last block: crash records from logctl evict info records, no socket line is refused, and each is delivered or counted evicted")
     func fullDisk() async throws {
         try await Self.withSmallDisk { directory, disk in
