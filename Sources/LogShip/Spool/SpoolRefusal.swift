@@ -34,6 +34,14 @@ public struct SpoolRefusal: Hashable, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// Whether `other` gives the same reason, whatever its numbers: a summary counts the two together.
+    func isSameReason(as other: SpoolRefusal) -> Bool {
+        switch (code, other.code) {
+        case (.fullOfCrashRecords, .fullOfCrashRecords), (.full, .full), (.disk, .disk), (.larger, .larger): true
+        default: false
+        }
+    }
+
     /// Whether the record could never be stored, however much room is made.
     var isPermanent: Bool {
         if case .larger = code { return true }

@@ -3,7 +3,7 @@ import Synchronization
 
 /// Says in the log what the spool does for want of room, as summaries: the first eviction or refusal after a
 /// quiet spell at once, then what followed it once per ``interval`` while it goes on ("evicted 200080 info
-/// record(s) in the last 10s: the disk is below spool.min_free_disk").
+/// record(s) in the last 10s: the disk is below what the spool leaves free (spool.min_free_disk)").
 final class SpoolRoomReports: Sendable {
     /// What happened for want of room: records evicted per cause and class, records refused per reason.
     struct Tally: Sendable {
@@ -12,11 +12,17 @@ final class SpoolRoomReports: Sendable {
 
         var isEmpty: Bool { evicted.isEmpty && refused.isEmpty }
 
+        /// Adds `other`; refusals for one reason are counted under the latest's numbers (the free space a disk
+        /// refusal names changes with every commit), so that a summary says each reason once.
         mutating func add(_ other: Tally) {
             for (cause, classes) in other.evicted {
                 evicted[cause, default: [:]].merge(classes, uniquingKeysWith: +)
             }
-            refused.merge(other.refused, uniquingKeysWith: +)
+            for (refusal, count) in other.refused {
+                let earlier = refused.first { $0.key.isSameReason(as: refusal) }
+                if let earlier { refused[earlier.key] = nil }
+                refused[refusal, default: 0] += count + (earlier?.value ?? 0)
+            }
         }
     }
 
