@@ -104,7 +104,8 @@ extension SpoolLedger {
                         of: entry, maximumBytes: maximumBytes, disk: disk,
                         diskIsShort: !fitsCommit || diskRoom < maximumBytes - total)
                     if group.waitsForRoom && !refusal.isPermanent {
-                        plan.waiting[groupIndex] = SpoolAppend(entries: Array(group.entries[index...]), waitsForRoom: true)
+                        plan.waiting[groupIndex] = SpoolAppend(
+                            entries: Array(group.entries[index...]), waitsForRoom: true)
                         break
                     }
                     receipt.refused += 1

@@ -340,7 +340,9 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
             state.waiting = items
             state.waitingWeight = items.reduce(0) { $0 + weight($1.item) }
             state.unheldWaitingWeight = items.reduce(0) { $0 + ($1.held == nil ? weight($1.item) : 0) }
-            guard state.weight < capacity || state.waitingWeight > 0 else { return [CheckedContinuation<Void, Never>]() }
+            guard state.weight < capacity || state.waitingWeight > 0 else {
+                return [CheckedContinuation<Void, Never>]()
+            }
             defer { state.roomWaiters = [] }
             return state.roomWaiters
         }
