@@ -51,6 +51,8 @@ struct SpoolDiskTests {
             try LogshipdProcess.configure(
                 directory: directory, url: receiver.url, spool: "\(disk)/spool.db", spoolKeys: ["min_free_disk: 64MiB"])
             let daemon = try await LogshipdProcess.start(directory: directory, environment: ["NOTIFY_SOCKET": listener.path!])
+            // Ended however the test ends: a daemon left running would hold the unmounted filesystem.
+            defer { daemon.signal(SIGKILL) }
             #expect(try await Self.logctl(["pause"], directory).status == 0)
             let info = (0..<100).map { "info \($0)\n" }.joined()
             let errors = (0..<100).map { "error \($0)\n" }.joined()
@@ -87,6 +89,8 @@ struct SpoolDiskTests {
             try LogshipdProcess.configure(
                 directory: directory, url: receiver.url, spool: "\(disk)/spool.db", spoolKeys: ["min_free_disk: 64MiB"])
             let daemon = try await LogshipdProcess.start(directory: directory)
+            // Ended however the test ends: a daemon left running would hold the unmounted filesystem.
+            defer { daemon.signal(SIGKILL) }
             #expect(try await Self.logctl(["pause"], directory).status == 0)
             @Sendable func status() async throws -> DaemonStatus { try await LogshipdProcess.status(directory: directory) }
 
@@ -134,6 +138,8 @@ struct SpoolDiskTests {
             try LogshipdProcess.configure(
                 directory: directory, url: receiver.url, spool: "\(disk)/spool.db", spoolKeys: ["min_free_disk: 0"])
             let daemon = try await LogshipdProcess.start(directory: directory)
+            // Ended however the test ends: a daemon left running would hold the unmounted filesystem.
+            defer { daemon.signal(SIGKILL) }
             #expect(try await Self.logctl(["pause"], directory).status == 0)
             @Sendable func status() async throws -> DaemonStatus { try await LogshipdProcess.status(directory: directory) }
 
