@@ -178,16 +178,19 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
         do {
             result = try await database.writeWithoutTransaction(body)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
-            _ = disk.releaseReserve()
+            disk.releaseReserve()
             _ = try? await database.writeWithoutTransaction { db in try db.checkpoint(.restart) }
             result = try await database.writeWithoutTransaction(body)
         }
         if !disk.holdsReserve {
             // While the disk is short, what a commit added to the WAL is copied into the database at once: a
             // checkpoint needs room for the pages that extend the file, and the room there is now may be gone
-            // later.
-            _ = try? await database.writeWithoutTransaction { db in try db.checkpoint(.passive) }
-            disk.reserveIfRoom()
+            // later. The reserve is made again on the writer too: allocating it is blocking I/O.
+            let disk = disk
+            _ = try? await database.writeWithoutTransaction { db in
+                _ = try? db.checkpoint(.passive)
+                disk.reserveIfRoom()
+            }
         }
         return result
     }

@@ -71,19 +71,17 @@ final class SpoolDisk: Sendable {
     /// Whether the reserve is held now.
     var holdsReserve: Bool { reserveHeld.withLock { $0 } }
 
-    /// Gives the reserve's space back to the filesystem, for a write that found the disk full.
-    ///
-    /// - Returns: Whether there was a reserve to release: the write is worth trying again.
-    func releaseReserve() -> Bool {
+    /// Gives the reserve's space back to the filesystem, for a write that found the disk full; does nothing when
+    /// it is given already.
+    func releaseReserve() {
         guard reserveHeld.withLock({ held in
             defer { held = false }
             return held
-        }) else { return false }
+        }) else { return }
         unlink(reservePath)
         logger.warning(
             "the disk holding the spool is full: its reserve is released, for records to be evicted for new ones",
             metadata: ["logship.spool.directory": "\(directory)", "logship.spool.reserve": "\(reserveBytes)"])
-        return true
     }
 
     /// Makes the reserve again once the filesystem has room for it twice over what the spool leaves free.
