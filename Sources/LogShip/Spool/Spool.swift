@@ -37,6 +37,11 @@ public protocol Spool: Sendable {
     /// - Throws: ``SpoolError/closed`` once the spool is closing.
     func enqueue(_ entries: [SpoolEntry]) async throws
 
+    /// Lets every caller of ``enqueue(_:)`` that waits for room go on, and holds none from now on: the ingest
+    /// sockets are stopping, and room may never come. What finds none is kept if room comes before the spool
+    /// closes, and counted in ``SpoolStatistics/refused`` and logged if not.
+    func stopHoldingSenders()
+
     /// Announces the classes of every commit, once committed: the shipper's cue that records are ready.
     var availability: Availability { get }
 

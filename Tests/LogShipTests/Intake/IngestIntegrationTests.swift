@@ -1,5 +1,6 @@
 import Foundation
 import LogShip
+import Synchronization
 import Testing
 import LogShipTestKit
 
@@ -319,6 +320,33 @@ struct IngestIntegrationTests {
         #expect(daemon.receiver.records.filter { $0.priority == .error }.count >= stored)
         #expect(try await daemon.status().refused == 0)
         try await daemon.stop()
+    }
+
+    @Test("a stop while lines wait for room still ends: the lines that found no room are given up, not waited for")
+    func stopWhileLinesWait() async throws {
+        let daemon = try await TestDaemon.start {
+            $0.spool.maxBytes = 64 << 10
+            $0.upload.shutdownTimeout = .seconds(2)
+        }
+        #expect(try await run(Binaries.logctl, ["pause", "--socket", daemon.controlPath]).status == 0)
+        var errors = 0
+        while try await daemon.status().evicted == 0 {
+            try await daemon.send(count: 50, priority: "error", prefix: "error \(errors)")
+            errors += 50
+        }
+        // Two connections: the first one's lines wait without their reader, the second's with it.
+        try await daemon.ingest((0..<100).map { "<14>waiting \($0)" })
+        try await eventually { try await daemon.status().waitingForRoom > 0 }
+        try await daemon.ingest((0..<100).map { "<14>held \($0)" })
+        try await eventually { try await daemon.status().waitingForRoom > 100 }
+
+        let stopped = Mutex(false)
+        let stopping = Task {
+            try await daemon.stop()
+            stopped.withLock { $0 = true }
+        }
+        try await waitUntil(within: .seconds(120)) { stopped.withLock { $0 } }
+        try await stopping.value
     }
 
     @Test("a connection whose lines wait for room holds up only itself: a crash record from another connection is stored meanwhile")

@@ -187,4 +187,22 @@ struct CommitQueueTests {
         #expect(committer.abandoned.withLock { $0 } == [1, 2])
         #expect(queue.waitingWeight == 0)
     }
+
+    @Test("once its callers stop, a held caller goes on and none is held or kept out any more; what still waits is reported at close")
+    func stopHolding() async throws {
+        let committer = RoomCommitter()
+        let queue = committer.queue()
+        try await queue.enqueue(5)
+        try await waitUntil { queue.waitingWeight == 1 }
+        let held = Task { try await queue.enqueue(7) }
+        try await waitUntil { queue.waitingWeight == 2 }
+        queue.stopHolding()
+        try await held.value
+        // Neither is held, and the capacity (2) keeps neither out: the waiting items do not count against it.
+        try await queue.enqueue(8)
+        try await queue.enqueue(9)
+        try await waitUntil { queue.waitingWeight == 4 }
+        await queue.close()
+        #expect(committer.abandoned.withLock { $0 } == [5, 7, 8, 9])
+    }
 }

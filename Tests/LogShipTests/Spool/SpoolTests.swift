@@ -361,6 +361,24 @@ struct SpoolTests {
         #expect(messages(try await claimBatch(spool, .info)) == ["i1", "i2", "i3"])
         await spool.close()
     }
+
+    @Test(
+        "a socket's records waiting for room are let go once the senders stop; what never found room is counted refused by the close",
+        arguments: SpoolKind.allCases)
+    func stopHoldingSenders(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make(maximumBytes: 4 * recordSize, minimumFreeDisk: 0)
+        _ = try await spool.append((1...4).map { entry(.error, "e\($0)", padding: 98) })
+        let first = Task { try await spool.enqueue([entry(.info, "i1", padding: 98)]) }
+        try await eventually { await spool.statistics().waitingForRoom == 1 }
+        let second = Task { try await spool.enqueue([entry(.info, "i2", padding: 98)]) }
+        try await eventually { await spool.statistics().waitingForRoom == 2 }
+        spool.stopHoldingSenders()
+        try await first.value
+        try await second.value
+        await spool.close()
+        let statistics = await spool.statistics()
+        #expect(statistics.refused == 2 && statistics.pending[.info] == 0, "\(statistics)")
+    }
 }
 
 @Suite("SQLite spool")

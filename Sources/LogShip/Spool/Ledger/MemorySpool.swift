@@ -23,6 +23,8 @@ public final class MemorySpool: Spool, DeadLetterStore {
         /// Records ``enqueue(_:)`` holds until room is made, and the callers that hold them.
         var waitingForRoom = 0
         var roomWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Until ``stopHoldingSenders()``: ``enqueue(_:)`` waits for room.
+        var holdsSenders = true
     }
 
     private struct StoredDeadLetter {
@@ -54,6 +56,14 @@ public final class MemorySpool: Spool, DeadLetterStore {
         while true {
             let (_, waiting, generation) = try store(group)
             guard let waiting else { return }
+            guard state.withLock({ $0.holdsSenders }) else {
+                // Nowhere to keep them but here, and the inputs are stopping: they are lost, and said so.
+                state.withLock { $0.ledger.refused += waiting.entries.count }
+                logger.error(
+                    "records from the ingest sockets found no room in the spool while logshipd stopped; they are lost",
+                    metadata: ["logship.spool.lost": "\(waiting.entries.count)"])
+                return
+            }
             // What this call stored may be evicted for the rest (a sender's own records, the heaviest): try again
             // at once. Otherwise only a settlement makes room.
             if waiting.entries.count == group.entries.count {
@@ -88,13 +98,23 @@ public final class MemorySpool: Spool, DeadLetterStore {
     private func waitForRoom(holding count: Int, since generation: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = state.withLock { state in
-                if state.settlements != generation || state.ledger.isClosed { return true }
+                if state.settlements != generation || state.ledger.isClosed || !state.holdsSenders { return true }
                 state.waitingForRoom += count
                 state.roomWaiters.append(continuation)
                 return false
             }
             if now { continuation.resume() }
         }
+    }
+
+    public func stopHoldingSenders() {
+        let waiters = state.withLock { state in
+            state.holdsSenders = false
+            state.waitingForRoom = 0
+            defer { state.roomWaiters = [] }
+            return state.roomWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Lets every caller waiting for room try again: a settlement may have made some.

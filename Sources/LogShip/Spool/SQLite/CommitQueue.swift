@@ -11,7 +11,9 @@ import Synchronization
 /// in every later commit, until a commit takes them. They are tried again when a new item comes, when the owner
 /// says room may have been made (``roomMayHaveChanged()``), and every ``waitingRetryInterval``. While any wait,
 /// a fire-and-forget caller's item is queued at once, but the caller is held until its item is stored: a sender
-/// whose records find no room stops reading its own socket, and a crash record from another goes on in.
+/// whose records find no room stops reading its own socket, and a crash record from another goes on in. Once
+/// the callers stop (``stopHolding()``), none is held or kept out for room any more: what finds none waits in
+/// the queue until it closes.
 final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
     /// What one commit did: a receipt per item, in order, and, by the index of the item, the items or parts of
     /// items that must wait for room; only items no caller waits a receipt for may wait.
@@ -53,11 +55,17 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         var writerWaiting: CheckedContinuation<Void, Never>?
         var isWriting = false
         var isClosed = false
+        /// Until ``stopHolding()``: callers are held while items wait for room, and kept out by waiting items.
+        var holdsCallers = true
         var roomWaiters: [CheckedContinuation<Void, Never>] = []
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
-        /// What counts against `capacity`: items queued or waiting that no caller waits or is held for.
-        var weight: Int { pendingWeight + unheldWaitingWeight }
+        /// What counts against `capacity`: items queued or waiting that no caller waits or is held for; once
+        /// callers are not held, only items queued, since waiting ones may never find room.
+        var weight: Int { holdsCallers ? pendingWeight + unheldWaitingWeight : pendingWeight }
+
+        /// Whether a fire-and-forget caller is held until its item is stored.
+        var holdsNextCaller: Bool { holdsCallers && waitingWeight > 0 }
     }
 
     let capacity: Int
@@ -149,6 +157,33 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
     /// The weight of the items waiting for room now, with those a commit is trying again.
     var waitingWeight: Int { state.withLock { $0.waitingWeight } }
 
+    /// Lets every held caller go, and holds or keeps out none for room from now on: the callers are stopping
+    /// (a daemon's inputs, at a stop), and room may never come. Items that find none still wait, to be stored if
+    /// room comes before ``close()``, and reported then if not.
+    func stopHolding() {
+        let (held, roomWaiters) = state.withLock { state in
+            state.holdsCallers = false
+            var held: [CheckedContinuation<Void, any Error>] = []
+            for index in state.pending.indices {
+                guard let caller = state.pending[index].held else { continue }
+                held.append(caller)
+                state.pending[index].held = nil
+                state.pendingWeight += weight(state.pending[index].item)
+            }
+            // Those a commit is trying now are let go when it hands them back (keepWaiting).
+            for index in state.waiting.indices {
+                guard let caller = state.waiting[index].held else { continue }
+                held.append(caller)
+                state.waiting[index].held = nil
+                state.unheldWaitingWeight += weight(state.waiting[index].item)
+            }
+            defer { state.roomWaiters = [] }
+            return (held, state.roomWaiters)
+        }
+        for caller in held { caller.resume() }
+        for waiter in roomWaiters { waiter.resume() }
+    }
+
     /// Refuses new items and waits until everything queued is committed; items still waiting for room then
     /// are reported (``FailureReport``) and dropped.
     func close() async {
@@ -177,12 +212,12 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         while true {
             let hasRoom = try state.withLock { state in
                 guard !state.isClosed else { throw SpoolError.closed }
-                return state.weight < capacity || state.waitingWeight > 0
+                return state.weight < capacity || state.holdsNextCaller
             }
             if hasRoom { return }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let roomNow = state.withLock { state in
-                    if state.weight < capacity || state.waitingWeight > 0 || state.isClosed { return true }
+                    if state.weight < capacity || state.holdsNextCaller || state.isClosed { return true }
                     state.roomWaiters.append(continuation)
                     return false
                 }
@@ -212,7 +247,7 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         var pending = pending
         let action = state.withLock { state -> SubmitAction in
             guard !state.isClosed else { return .refuse }
-            if state.waitingWeight == 0 {
+            if !state.holdsNextCaller {
                 if onlyIfRoom && state.weight >= capacity { return .full }
                 pending.held = nil
                 state.pendingWeight += weight(pending.item)
@@ -293,7 +328,7 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
         // The waiting items keep their weight while they are tried: the callers they keep out stay out, and
         // callers that come meanwhile are held.
         var roomWaiters: [CheckedContinuation<Void, Never>] = []
-        if state.weight < capacity || state.waitingWeight > 0 {
+        if state.weight < capacity || state.holdsNextCaller {
             roomWaiters = state.roomWaiters
             state.roomWaiters = []
         }
@@ -335,17 +370,27 @@ final class CommitQueue<Item: Sendable, Receipt: Sendable>: Sendable {
     /// Makes `items` the ones waiting for room, in place of those the last commit tried; `tryAgain` when the
     /// commit stored some of what it was given, so that the rest need not wait for a sign of room.
     private func keepWaiting(_ items: [Pending], tryAgain: Bool) {
-        let roomWaiters = state.withLock { state in
+        let (held, roomWaiters) = state.withLock { state in
             if tryAgain { state.roomChanged = true }
+            var items = items
+            var held: [CheckedContinuation<Void, any Error>] = []
+            if !state.holdsCallers {
+                for index in items.indices {
+                    guard let caller = items[index].held else { continue }
+                    held.append(caller)
+                    items[index].held = nil
+                }
+            }
             state.waiting = items
             state.waitingWeight = items.reduce(0) { $0 + weight($1.item) }
             state.unheldWaitingWeight = items.reduce(0) { $0 + ($1.held == nil ? weight($1.item) : 0) }
-            guard state.weight < capacity || state.waitingWeight > 0 else {
-                return [CheckedContinuation<Void, Never>]()
+            guard state.weight < capacity || state.holdsNextCaller else {
+                return (held, [CheckedContinuation<Void, Never>]())
             }
             defer { state.roomWaiters = [] }
-            return state.roomWaiters
+            return (held, state.roomWaiters)
         }
+        for caller in held { caller.resume() }
         for waiter in roomWaiters { waiter.resume() }
     }
 

@@ -25,6 +25,10 @@ extension SQLiteSpool {
         try await commits.enqueue(SpoolAppend(entries: entries, position: nil, waitsForRoom: true))
     }
 
+    public func stopHoldingSenders() {
+        commits.stopHolding()
+    }
+
     /// Writes groups of entries in one transaction, evicting for room as ``EvictionPolicy`` allows.
     ///
     /// Room is the smaller of what the budget and what the disk allow, so a filling disk is met like a full
