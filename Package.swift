@@ -52,6 +52,7 @@ let package = Package(
         .target(
             name: "LogShipClient",
             dependencies: [
+                "CUnixSocket",
                 "CZstd",
                 "LogShipRecord",
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "CUnixSocketDiagnostics.h"
+
 /// The sender of a Unix socket message, as the kernel reports it; the layout of `struct ucred`.
 typedef struct {
     int32_t pid;

@@ -229,9 +229,9 @@ public struct ControlServer: Service {
         do {
             let (receipt, demoted) = try await intake.append(records, from: peer)
             if receipt.refused > 0 {
+                let reason = receipt.refusal.map { "\($0)" } ?? "no room in the spool"
                 return ControlResponse(
-                    ok: false, accepted: receipt.accepted,
-                    error: "spool full of crash records: \(receipt.refused) crash record(s) refused")
+                    ok: false, accepted: receipt.accepted, error: "\(reason): \(receipt.refused) record(s) refused")
             }
             return ControlResponse(ok: true, accepted: receipt.accepted, demoted: demoted > 0 ? demoted : nil)
         } catch {

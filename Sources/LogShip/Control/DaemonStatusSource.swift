@@ -47,6 +47,17 @@ final class DaemonStatusSource: Sendable {
         status.spoolBudget = spoolBudget
         status.evicted = spoolStatistics.evicted
         status.refused = spoolStatistics.refused
+        status.evictedForDisk = spoolStatistics.evictedForDisk
+        status.refusedForDisk = spoolStatistics.refusedForDisk
+        status.lastDiskShortageAt = spoolStatistics.lastDiskShortage.map { Timestamp($0).rfc3339 }
+        status.waitingForRoom = spoolStatistics.waitingForRoom
+        if let disk = spoolStatistics.disk {
+            status.spoolDiskFree = disk.free
+            status.spoolDiskSize = disk.size
+            status.spoolDiskMinimumFree = disk.minimumFree
+            status.spoolDiskMinimumFreeConfigured = disk.configuredMinimumFree
+            status.spoolDiskReserve = disk.reserve
+        }
         status.quarantinedChunks = spoolStatistics.quarantinedChunks
         status.quarantinedRecords = spoolStatistics.quarantinedRecords
         status.unreadableRecords = spoolStatistics.unreadableRecords

@@ -208,6 +208,11 @@ public struct ConfigurationLoader: Sendable {
         values.read("intake.crash_budget.burst", into: &configuration.intake.crashBudgetBurst, .integer(0...1_000_000))
 
         values.read("upload.url", into: &configuration.upload.url, .httpURL)
+        if reader.string(forKey: ConfigKey("upload.url")) == nil {
+            values.problems.append(
+                "upload.url is not set: logshipd needs to know where to send records "
+                    + "(set it in the file, or LOGSHIPD_UPLOAD_URL)")
+        }
         values.read("upload.format", into: &configuration.upload.format, .format)
         var compression = "none", level: Int?
         values.read("upload.compression", into: &compression, .oneOf(UploadCompression.names))

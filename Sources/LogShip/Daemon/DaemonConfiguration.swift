@@ -30,7 +30,9 @@ public struct DaemonConfiguration: Sendable {
     }
 
     public struct Upload: Sendable {
-        public var url = "http://127.0.0.1:8514/ingest"
+        /// Where batches go (`upload.url`). No default: a configuration must say it (a file that lost it while being
+        /// written must not send records to a default).
+        public var url = ""
         public var format = UploadFormat.ndjson
         /// How request bodies are compressed (`upload.compression`, `upload.compression_level`).
         public var compression = UploadCompression.none

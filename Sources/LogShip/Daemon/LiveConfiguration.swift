@@ -3,8 +3,9 @@ import Synchronization
 
 /// The configuration a daemon runs with, and the parts of it that follow a reload without a restart: the upload
 /// URL, format, compression, headers, timeout, credentials and TLS files, the retry bounds and `Retry-After` cap, the
-/// link's budget (which ends an operator's `logctl throttle`), the batch limits, the crash budget, the journal's selection (units, excluded units, least priority) and the log
-/// level. Anything else that changed is named and left for a restart.
+/// link's budget (which ends an operator's `logctl throttle`), the batch limits, the crash budget, the journal's
+/// selection (units, excluded units, least priority) and the log level. A configuration that changes anything else
+/// is refused whole: a key that needs a restart and differs is as likely a file read half-written as a wish.
 final class LiveConfiguration: Sendable {
     private let current: Mutex<DaemonConfiguration>
     private let uploader: HTTPUploader?
@@ -27,20 +28,22 @@ final class LiveConfiguration: Sendable {
 
     var configuration: DaemonConfiguration { current.withLock { $0 } }
 
-    /// Applies what can change while running, and returns the keys that changed but need a restart.
+    /// Applies `new`, all of which can change while running.
     ///
-    /// - Throws: ``ConfigurationError`` when the new configuration cannot be applied; nothing is changed then.
-    func apply(_ new: DaemonConfiguration) throws -> [String] {
-        try uploader?.update(try Self.uploadConfiguration(new))
-        let old = current.withLock { current in
-            defer { current = new }
-            return current
+    /// - Throws: ``ConfigurationError`` when a key that needs a restart differs, or the new configuration cannot
+    ///   be applied; nothing is changed then.
+    func apply(_ new: DaemonConfiguration) throws {
+        let restartOnly = Self.restartOnlyChanges(from: configuration, to: new)
+        guard restartOnly.isEmpty else {
+            throw ConfigurationError(
+                "\(restartOnly.joined(separator: ", ")) changed, which takes a restart (systemctl restart logshipd)")
         }
+        try uploader?.update(try Self.uploadConfiguration(new))
+        current.withLock { $0 = new }
         shipper.reconfigure(Self.shipperSettings(new))
         intake.updateCrashBudget(CrashBudget.Settings(new.intake))
         journal?.updateSelection(new.journal)
         logLevel?.level = new.logLevel
-        return Self.restartOnlyChanges(from: old, to: new)
     }
 
     /// The shipper's settings: requests in flight, batch limits, retry bounds and the link's budget.

@@ -3,8 +3,9 @@ import Logging
 import ServiceLifecycle
 import UnixSignals
 
-/// Reloads the configuration on SIGHUP (`systemctl reload logshipd`): reads it again, and if it is valid, has the
-/// daemon apply what can change while running; a configuration with an error is rejected whole.
+/// Reloads the configuration on SIGHUP (`systemctl reload logshipd`): reads it again and, if it is valid, names
+/// `upload.url` and changes nothing that needs a restart, has the daemon apply it; any other file is refused
+/// whole, in one log line saying why, and the running configuration stays.
 struct ReloadService: Service {
     private let hangups: UnixSignalsSequence
     private let load: @Sendable () async throws -> DaemonConfiguration
@@ -41,25 +42,13 @@ struct ReloadService: Service {
         clock_gettime(CLOCK_MONOTONIC, &now)
         notifier?.notify("RELOADING=1\nMONOTONIC_USEC=\(Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000)")
         defer { notifier?.notify("READY=1") }
-        let configuration: DaemonConfiguration
         do {
-            configuration = try await load()
+            try live.apply(try await load())
         } catch {
-            logger.error("reload rejected; the running configuration stays", metadata: ["logship.error": "\(error)"])
+            let reason = (error as? ConfigurationError)?.problems.joined(separator: "; ") ?? "\(error)"
+            logger.error("reload refused; the running configuration stays: \(reason)")
             return
         }
-        let needRestart: [String]
-        do {
-            needRestart = try live.apply(configuration)
-        } catch {
-            logger.error("reload rejected; the running configuration stays", metadata: ["logship.error": "\(error)"])
-            return
-        }
-        if needRestart.isEmpty {
-            logger.notice("configuration reloaded")
-        } else {
-            logger.notice(
-                "configuration reloaded; these changes need a restart and were not applied: \(needRestart.joined(separator: ", "))")
-        }
+        logger.notice("configuration reloaded")
     }
 }

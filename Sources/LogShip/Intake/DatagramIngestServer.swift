@@ -41,6 +41,9 @@ public struct DatagramIngestServer: Service {
                 try await withTaskCancellationOrGracefulShutdownHandler {
                     try await receiveUntilStopped()
                 } onCancelOrGracefulShutdown: {
+                    // No read waits for room in the spool any more: room may come only from the shipper, which
+                    // stops after the inputs.
+                    intake.stopHoldingSenders()
                     socket.wake()
                 }
             }

@@ -85,6 +85,12 @@ public final class RecordIntake: Sendable {
             })
     }
 
+    /// Lets every socket held until its records find room in the spool go on, and holds none from now on: the
+    /// inputs are stopping, and the room may never come.
+    public func stopHoldingSenders() {
+        spool.stopHoldingSenders()
+    }
+
     /// Applies a reloaded crash budget; what each user has spent carries over.
     func updateCrashBudget(_ settings: CrashBudget.Settings) {
         crashBudget.withLock { $0.settings = settings }

@@ -40,10 +40,17 @@ public struct StreamIngestServer: Service {
     }
 
     /// Serves connections until graceful shutdown, when intake stops and the socket is removed.
+    ///
+    /// - Important: At graceful shutdown no connection is held for its records to find room in the spool any
+    ///   more: the shipper stops after the inputs, and a stop must not wait for room that comes only from it.
     public func run() async throws {
         logger.info("ingest stream socket listening", metadata: ["logship.socket": "\(listener.path)"])
-        try await listener.serveUntilGracefulShutdown { connection, peer in
-            await serve(connection, peer: peer)
+        try await withGracefulShutdownHandler {
+            try await listener.serveUntilGracefulShutdown { connection, peer in
+                await serve(connection, peer: peer)
+            }
+        } onGracefulShutdown: {
+            intake.stopHoldingSenders()
         }
     }
 

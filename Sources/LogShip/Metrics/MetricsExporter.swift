@@ -38,6 +38,12 @@ final class MetricsExporter: Sendable {
             ("logshipd_records_dead_lettered_total", "Records moved to the dead-letter table.", { $0.deadLettered }),
             ("logshipd_records_evicted_total", "Records evicted to make room.", { $0.evicted }),
             ("logshipd_records_refused_total", "Records the spool refused.", { $0.refused }),
+            ("logshipd_records_evicted_for_disk_total", "Records evicted because the spool's disk was short.", {
+                $0.evictedForDisk
+            }),
+            ("logshipd_records_refused_for_disk_total", "Records refused because the spool's disk was short.", {
+                $0.refusedForDisk
+            }),
             ("logshipd_spool_chunks_quarantined_total", "Damaged spool chunks taken out of the spool.", {
                 $0.quarantinedChunks
             }),
@@ -100,6 +106,18 @@ final class MetricsExporter: Sendable {
             ("logshipd_dead_letters", "Records in the dead-letter table.", { Double($0.deadLetters) }),
             ("logshipd_spool_bytes", "Bytes the spool holds against its budget.", { Double($0.spoolBytes) }),
             ("logshipd_spool_budget_bytes", "The spool's budget (spool.max_bytes).", { Double($0.spoolBudget) }),
+            ("logshipd_records_waiting_for_room", "Records from the ingest sockets waiting for room in the spool.", {
+                Double($0.waitingForRoom)
+            }),
+            ("logshipd_spool_disk_free_bytes", "Bytes free on the spool's filesystem.", {
+                Double($0.spoolDiskFree ?? 0)
+            }),
+            ("logshipd_spool_disk_size_bytes", "The size of the spool's filesystem.", {
+                Double($0.spoolDiskSize ?? 0)
+            }),
+            ("logshipd_spool_disk_min_free_bytes", "What the spool leaves free on its filesystem.", {
+                Double($0.spoolDiskMinimumFree ?? 0)
+            }),
             ("logshipd_spool_set_aside", "1 when a damaged spool file was set aside at start for a fresh one.", {
                 $0.spoolSetAside == nil ? 0 : 1
             }),

@@ -35,17 +35,25 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The library's own account of the failure (NIO's, BoringSSL's error stack), which ``description`` puts in
     /// words: for the log at debug level only.
     public let detail: String?
+    /// Where a redirect (3xx) pointed, which logshipd does not follow.
+    public let location: String?
 
-    private init(_ code: Code, responseExcerpt: String = "", retryAfter: TimeInterval? = nil, detail: String? = nil) {
+    private init(
+        _ code: Code, responseExcerpt: String = "", retryAfter: TimeInterval? = nil, detail: String? = nil,
+        location: String? = nil
+    ) {
         self.code = code
         self.responseExcerpt = responseExcerpt
         self.retryAfter = retryAfter
         self.detail = detail
+        self.location = location
     }
 
-    /// The remote answered with a status outside 2xx.
-    public static func status(_ status: Int, responseExcerpt: String, retryAfter: TimeInterval? = nil) -> UploadError {
-        UploadError(.status(status), responseExcerpt: responseExcerpt, retryAfter: retryAfter)
+    /// The remote answered with a status outside 2xx; `location` is a redirect's `Location`.
+    public static func status(
+        _ status: Int, responseExcerpt: String, retryAfter: TimeInterval? = nil, location: String? = nil
+    ) -> UploadError {
+        UploadError(.status(status), responseExcerpt: responseExcerpt, retryAfter: retryAfter, location: location)
     }
 
     /// The request did not complete (connection refused or reset, a name that does not resolve, TLS), with
@@ -99,11 +107,13 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The failure in one line of words, for status, the log and dead letters: `HTTP 400: bad field`,
+    /// `HTTP 301 to https://logs.example/v2 (redirects are not followed: set upload.url)`,
     /// `cannot connect to 127.0.0.1:8514: connection refused`, `timed out after 10s waiting for …`.
     public var description: String {
         switch code {
         case .status(let status):
-            responseExcerpt.isEmpty ? "HTTP \(status)" : "HTTP \(status): \(responseExcerpt)"
+            (location.map { "HTTP \(status) to \($0) (redirects are not followed: set upload.url)" }
+                ?? "HTTP \(status)") + (responseExcerpt.isEmpty ? "" : ": \(responseExcerpt)")
         case .transport(let reason), .timeout(let reason): reason
         case .credentials(let reason): "credentials: \(reason)"
         case .unencodable(let reason): reason

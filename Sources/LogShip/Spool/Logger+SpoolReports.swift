@@ -1,12 +1,6 @@
 import Logging
 
 extension Logger {
-    /// Logs crash records a spool refused for want of room: the one place that says so, whichever input sent them.
-    func reportRefused(_ count: Int) {
-        guard count > 0 else { return }
-        error("spool full of crash records; crash records refused", metadata: ["logship.spool.refused": "\(count)"])
-    }
-
     /// Logs dead letters deleted beyond their share of the spool: they were kept for an operator, who should know.
     func reportEvictedDeadLetters(_ count: Int) {
         guard count > 0 else { return }

@@ -25,14 +25,22 @@ public protocol Spool: Sendable {
     /// The position last committed for `input`, if any. A memory spool keeps it only while the process lives.
     func savedPosition(of input: String) async throws -> String?
 
-    /// Hands records to the next commit without waiting for it; waits only while the commit queue is full.
+    /// Hands records to the next commit without waiting for it; waits while the commit queue is full, or, while
+    /// records find no room, until these are stored.
     ///
     /// For fire-and-forget inputs (the ingest sockets). What a `kill -9` can lose is bounded by the commit queue.
-    /// The caller does not hear of a commit that fails: the spool logs it, and counts its records in
-    /// ``SpoolStatistics/refused`` when the disk was full.
+    /// A record that finds no room, even after what may be evicted for it, is not refused but waits for room, and
+    /// the caller with it: its socket is not read meanwhile. The caller does not hear of a commit that fails: the
+    /// spool logs it, and counts the records that still waited for room when it closed in
+    /// ``SpoolStatistics/refused``.
     ///
     /// - Throws: ``SpoolError/closed`` once the spool is closing.
     func enqueue(_ entries: [SpoolEntry]) async throws
+
+    /// Lets every caller of ``enqueue(_:)`` that waits for room go on, and holds none from now on: the ingest
+    /// sockets are stopping, and room may never come. What finds none is kept if room comes before the spool
+    /// closes, and counted in ``SpoolStatistics/refused`` and logged if not.
+    func stopHoldingSenders()
 
     /// Announces the classes of every commit, once committed: the shipper's cue that records are ready.
     var availability: Availability { get }

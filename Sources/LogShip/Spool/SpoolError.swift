@@ -18,8 +18,8 @@ public struct SpoolError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The spool has been closed.
     public static let closed = SpoolError(.closed)
 
-    /// The disk is full and nothing could be evicted to make room.
-    public static let diskFull = SpoolError(.diskFull)
+    /// The disk holding the spool file at `path` had no room for a write, even with the spool's reserve given.
+    public static func diskFull(_ path: String) -> SpoolError { SpoolError(.diskFull, path) }
 
     /// Another process holds the spool file.
     public static func inUse(_ path: String) -> SpoolError { SpoolError(.inUse, path) }
@@ -30,7 +30,7 @@ public struct SpoolError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch code {
         case .closed: "spool closed"
-        case .diskFull: "spool: disk full and nothing left to evict"
+        case .diskFull: "spool: the disk holding \(detail) is full (SQLite found no room to write)"
         case .inUse: "spool \(detail) is in use by another process (is another logshipd running?)"
         case .storage: "spool: \(detail)"
         }

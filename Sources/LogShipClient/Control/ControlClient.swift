@@ -24,8 +24,8 @@ public final class ControlClient {
 
     /// Connects to the daemon's control socket and reads its greeting.
     ///
-    /// - Parameter greetingTimeout: How long to wait for the greeting before deciding that `path` is not the
-    ///   control socket.
+    /// - Parameter greetingTimeout: How long to wait for the greeting before asking the kernel why none came: a
+    ///   stopped daemon, one that has not accepted the connection, or a socket that is not the control socket.
     /// - Throws: ``ControlClientError`` saying why the daemon cannot be reached.
     public init(path: String, greetingTimeout: Duration = ControlProtocol.greetingTimeout) throws {
         self.path = path
@@ -142,7 +142,7 @@ public final class ControlClient {
                 if ready < 0 && errno == EINTR { continue }
                 if ready < 0 { throw ControlClientError.connectionLost(path, errno: errno) }
                 guard ready > 0 else {
-                    throw ControlClientError.notControlSocket(path, nil, waited: timeout)
+                    throw ControlClientError.silent(path, waited: timeout ?? .zero, SilentPeer.diagnose(descriptor))
                 }
             }
             let count = read(descriptor, &chunk, chunk.count)
@@ -188,11 +188,34 @@ public struct ControlClientError: Error, Hashable, Sendable, CustomStringConvert
     }
 
     /// Something at `path` accepted the connection but did not greet as logshipd's control socket does: it sent
-    /// `answer`, or nothing within `waited`.
-    static func notControlSocket(_ path: String, _ answer: String?, waited: Duration? = nil) -> ControlClientError {
-        let what = answer.map { "it answered \"\($0)\"" }
-            ?? "no greeting within \(waited ?? ControlProtocol.greetingTimeout): an ingest socket, another program's, or logshipd still starting"
-        return ControlClientError("\(path) is not logshipd's control socket (\(what)); nothing was sent. \(controlSocketHint)")
+    /// `answer`.
+    static func notControlSocket(_ path: String, _ answer: String) -> ControlClientError {
+        ControlClientError(
+            "\(path) is not logshipd's control socket (it answered \"\(answer)\"); nothing was sent. "
+                + controlSocketHint)
+    }
+
+    /// No greeting came from `path` within `waited`; `peer` is what the kernel tells of why.
+    static func silent(_ path: String, waited: Duration, _ peer: SilentPeer) -> ControlClientError {
+        let within = ConfigurationText.duration(waited)
+        switch peer {
+        case .stopped(let pid, let name):
+            return ControlClientError(
+                "\(name ?? "the process") (pid \(pid)) is stopped, so \(path) cannot answer until it continues "
+                    + "(kill -CONT \(pid)); nothing was sent")
+        case .notAccepted:
+            return ControlClientError(
+                "\(path) did not answer within \(within): the connection waits to be accepted (logshipd busy, still "
+                    + "starting, or out of file descriptors); nothing was sent")
+        case .acceptedSilently:
+            return ControlClientError(
+                "\(path) is not logshipd's control socket (it took the connection and sent no greeting within "
+                    + "\(within): an ingest socket, or another program's); nothing was sent. \(controlSocketHint)")
+        case .unknown:
+            return ControlClientError(
+                "\(path) sent no greeting within \(within): logshipd did not answer in time, or this is not its "
+                    + "control socket; nothing was sent. \(controlSocketHint)")
+        }
     }
 
     private static let controlSocketHint =

@@ -32,9 +32,9 @@ public enum ControlProtocol {
         var error: String
     }
 
-    /// How long a client waits for the greeting before it decides that the socket is not logshipd's control
-    /// socket. The daemon writes the greeting the moment it accepts a connection, from the thread that accepts, so
-    /// that a busy daemon greets at once; one still starting (its sockets held by systemd) greets once it runs.
+    /// How long a client waits for the greeting before it asks the kernel why none came (``SilentPeer``). The
+    /// daemon writes the greeting the moment it accepts a connection, from the thread that accepts, so that a
+    /// busy daemon greets at once; one still starting (its sockets held by systemd) greets once it runs.
     public static let greetingTimeout = Duration.seconds(5)
 
     /// The longest request line the daemon reads: a longer one is answered with an error, and what a client has

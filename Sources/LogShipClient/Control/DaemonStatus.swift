@@ -20,8 +20,24 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     public var spoolBytes = 0
     /// `spool.max_bytes`.
     public var spoolBudget = 0
+    /// Records evicted to make room, and records refused for want of it, since start.
     public var evicted = 0
     public var refused = 0
+    /// Of those, what the spool's disk was short for (it reached what the spool leaves free), not its budget.
+    public var evictedForDisk = 0
+    public var refusedForDisk = 0
+    /// When the disk last was (RFC 3339).
+    public var lastDiskShortageAt: String?
+    /// Records from the ingest sockets that wait for room in the spool; the sockets are not read meanwhile.
+    public var waitingForRoom = 0
+    /// The durable spool's filesystem: bytes free, its size, what the spool leaves free there
+    /// (`spool.min_free_disk`, or less on a filesystem too small for it; the configured value beside it), and the
+    /// reserve held for the spool's own writes (0 once given to a full disk). Absent for a spool in memory.
+    public var spoolDiskFree: Int?
+    public var spoolDiskSize: Int?
+    public var spoolDiskMinimumFree: Int?
+    public var spoolDiskMinimumFreeConfigured: Int?
+    public var spoolDiskReserve: Int?
     /// Damaged spool chunks quarantined since start, the records they held, and of those the ones that could
     /// not be read (lost); the others became dead letters.
     public var quarantinedChunks = 0

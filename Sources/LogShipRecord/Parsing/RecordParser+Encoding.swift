@@ -55,6 +55,10 @@ extension LogRecord {
     /// class claimed.
     public static let demotedFromField = "demoted_from"
 
+    /// The field that marks a JSON record whose fields beyond ``JSONLineParser/maximumFields`` were left in its
+    /// message; its value is how many.
+    public static let fieldsOverLimitField = "fields_over_limit"
+
     /// The record as its sender's crash claim beyond the budget leaves it: error class, the rest as sent, and a
     /// ``demotedFromField`` field saying so.
     public func demotingCrashClaim() -> LogRecord {

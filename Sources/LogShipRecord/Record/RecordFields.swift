@@ -143,8 +143,11 @@ public struct RecordFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
 extension RecordFields {
     /// Field names only logshipd sets, from what the host vouches for: the journal's crash evidence
-    /// (``CrashEvidence``) and a crash claim taken back (``LogRecord/demotedFromField``).
-    package static let setByTheDaemon: Set<String> = CrashEvidence.recordFieldNames.union([LogRecord.demotedFromField])
+    /// (``CrashEvidence``), a crash claim taken back (``LogRecord/demotedFromField``) and fields left in the
+    /// message (``LogRecord/fieldsOverLimitField``).
+    package static let setByTheDaemon: Set<String> = CrashEvidence.recordFieldNames.union([
+        LogRecord.demotedFromField, LogRecord.fieldsOverLimitField,
+    ])
 
     /// A sender's field name: under `sender_` when it is one only logshipd sets, so that a sender's
     /// `crash_reason` or `demoted_from` is kept but never taken for the daemon's.

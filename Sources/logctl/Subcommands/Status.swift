@@ -55,7 +55,10 @@ struct Status: ParsableCommand {
             }
             lines.append("connections   refused \(reasons.joined(separator: "; "))")
         }
-        lines.append("spool         \(bytes(status.spoolBytes)) of \(bytes(status.spoolBudget))")
+        let waiting = status.waitingForRoom > 0
+            ? "; \(status.waitingForRoom) record(s) from the sockets wait for room (the sockets are not read)" : ""
+        lines.append("spool         \(bytes(status.spoolBytes)) of \(bytes(status.spoolBudget))\(waiting)")
+        lines += disk(status)
         lines.append("upload rate   \(rate(status))")
         if status.quarantinedChunks > 0 {
             lines.append("damaged       \(status.quarantinedChunks) spool chunk(s) quarantined: "
@@ -91,6 +94,27 @@ struct Status: ParsableCommand {
                 + "; saved position \(text(journal.position ?? "none"))\(behind)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The spool's filesystem, what the spool leaves free there, and what it evicted and refused for want of it:
+    /// `disk          5.1 MiB free of 8.0 MiB; the spool leaves 2.0 MiB free (spool.min_free_disk)`.
+    static func disk(_ status: DaemonStatus) -> [String] {
+        guard let free = status.spoolDiskFree, let size = status.spoolDiskSize,
+            let minimum = status.spoolDiskMinimumFree
+        else { return [] }
+        var line = "disk          \(bytes(free)) free of \(bytes(size)); the spool leaves \(bytes(minimum)) free"
+        if let configured = status.spoolDiskMinimumFreeConfigured, configured > minimum {
+            line += " (spool.min_free_disk is \(bytes(configured)), more than this filesystem can spare)"
+        } else {
+            line += " (spool.min_free_disk)"
+        }
+        if status.spoolDiskReserve == 0 { line += "; its reserve is given to the full disk" }
+        var lines = [line]
+        if status.evictedForDisk + status.refusedForDisk > 0 {
+            lines.append("              short of room: \(status.evictedForDisk) record(s) evicted, "
+                + "\(status.refusedForDisk) refused since start, the last at \(when(status.lastDiskShortageAt))")
+        }
+        return lines
     }
 
     /// The budget and the rate in force: `unlimited`, `1.0 MiB/s (configured)`, `256 KiB/s of 1.0 MiB/s: the

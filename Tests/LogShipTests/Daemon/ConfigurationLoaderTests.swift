@@ -6,12 +6,17 @@ import LogShipTestKit
 
 @Suite("Configuration")
 struct ConfigurationLoaderTests {
+    /// Loads `yaml` with `environment`, which names an upload URL unless the test gives one (there is no default).
     func load(_ yaml: String?, environment: [String: String] = [:]) async throws -> DaemonConfiguration {
         var path: String?
         if let yaml {
             let directory = try TemporaryDirectory.make()
             path = "\(directory)/logshipd.yaml"
             try yaml.write(toFile: path!, atomically: true, encoding: .utf8)
+        }
+        var environment = environment
+        if !(yaml ?? "").contains("url:") && environment["LOGSHIPD_UPLOAD_URL"] == nil {
+            environment["LOGSHIPD_UPLOAD_URL"] = "http://127.0.0.1:8514/ingest"
         }
         return try await ConfigurationLoader(environment: environment).load(path: path)
     }

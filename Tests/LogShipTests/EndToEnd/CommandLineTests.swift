@@ -79,7 +79,7 @@ struct CommandLineTests {
             if result.status != 0 { refused = result }
         }
         let result = try #require(refused, "a 64 KiB spool cannot hold 400 crash records")
-        #expect(result.standardError == "logctl: spool full of crash records: 1 crash record(s) refused\n")
+        #expect(result.standardError == "logctl: spool full of crash records (spool.max_bytes 64 KiB): 1 record(s) refused\n")
         #expect(try await daemon.status().refused == 1)
         try await daemon.stop()
     }
@@ -131,8 +131,11 @@ struct CommandLineTests {
         let bad = try await run(Binaries.logshipd, ["--check-config", "--config", path])
         #expect(bad.status == 1)
         let problems = bad.standardError.split(separator: "\n")
-        #expect(problems.count == 3, "\(bad.standardError)")
-        for expected in ["unknown key upload.urll", "upload.max_in_flight: invalid value \"lots\"", "spool.max_bytes: invalid value \"-1\""] {
+        #expect(problems.count == 4, "\(bad.standardError)")
+        for expected in [
+            "unknown key upload.urll", "upload.url is not set", "upload.max_in_flight: invalid value \"lots\"",
+            "spool.max_bytes: invalid value \"-1\"",
+        ] {
             #expect(problems.contains { $0.hasPrefix("logshipd: configuration: ") && $0.contains(expected) }, "\(expected)")
         }
 

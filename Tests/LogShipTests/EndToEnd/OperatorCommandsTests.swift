@@ -45,6 +45,7 @@ struct OperatorCommandsTests {
             #expect(result.status != 0, "\(command) on \(socket)")
             let expected = socket == daemon.streamPath ? "no greeting within" : "a datagram socket"
             #expect(result.standardError.contains(expected) && result.standardError.contains(socket), "\(result.standardError)")
+            #expect(result.standardError.contains("is not logshipd's control socket"), "\(result.standardError)")
             #expect(result.standardError.contains("control.sock by default"), "names the socket it wants")
             #expect(ContinuousClock.now - started < .seconds(60), "no hang")
         }
@@ -53,6 +54,54 @@ struct OperatorCommandsTests {
         try await daemon.receiver.waitUntil { $0.contains { $0.records.contains { $0.message == "after the slips" } } }
         #expect(!daemon.receiver.records.contains { $0.message.contains("command") }, "\(daemon.receiver.records.map(\.message))")
         try await daemon.stop()
+    }
+
+    @Test("logctl at a stopped daemon says it is stopped, at one that does not take the connection that it did not answer; neither is called another socket, and nothing is sent")
+    func stoppedOrSilentDaemon() async throws {
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        try LogshipdProcess.configure(directory: directory, url: receiver.url)
+        let daemon = try await LogshipdProcess.start(directory: directory)
+        let control = "\(directory)/control.sock"
+        _ = try await LogshipdProcess.status(directory: directory)
+
+        let stopped: ProcessResult
+        do {
+            daemon.signal(SIGSTOP)
+            // Continued however this block ends, so that a failed wait leaves no stopped daemon behind.
+            defer { daemon.signal(SIGCONT) }
+            try await waitUntil { (try? ProcessStat(path: "/proc/\(daemon.pid)/stat").state) == "T" }
+            stopped = try await logctl(["send", "while stopped"], socket: control)
+        }
+        #expect(stopped.status == 1)
+        #expect(stopped.standardError.hasPrefix("logctl: logshipd (pid \(daemon.pid)) is stopped"), "\(stopped.standardError)")
+        #expect(!stopped.standardError.contains("not logshipd's control socket"), "\(stopped.standardError)")
+        #expect(stopped.standardError.contains("nothing was sent"), "\(stopped.standardError)")
+        let after = try await logctl(["send", "after continuing"], socket: control)
+        #expect(after.status == 0, "\(after.standardError)")
+        try await receiver.waitUntil { $0.contains { $0.records.contains { $0.message == "after continuing" } } }
+        #expect(!receiver.records.contains { $0.message == "while stopped" })
+
+        // A listener that never accepts: a daemon too busy (or out of descriptors) to take the connection.
+        let silent = "\(directory)/silent.sock"
+        let listening = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listening) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(silent.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listening, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        try #require(bound == 0 && listen(listening, 8) == 0)
+        let busy = try await logctl(["status"], socket: silent)
+        #expect(busy.status == 1)
+        #expect(busy.standardError.contains("did not answer within 5s"), "\(busy.standardError)")
+        #expect(!busy.standardError.contains("not logshipd's control socket"), "\(busy.standardError)")
+
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.wait().status == 0)
     }
 
     @Test("logctl flush --priority error returns once the error records sent before it have arrived, not before")

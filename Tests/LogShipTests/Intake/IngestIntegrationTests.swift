@@ -1,5 +1,6 @@
 import Foundation
 import LogShip
+import Synchronization
 import Testing
 import LogShipTestKit
 
@@ -294,6 +295,83 @@ struct IngestIntegrationTests {
             "\(error)".contains(stale) && "\(error)".contains("in use")
         }
         try await first.stop()
+    }
+
+    @Test("lines that may evict nothing wait in their socket, not read past, until delivery makes room; then every one arrives")
+    func linesWaitForRoom() async throws {
+        let daemon = try await TestDaemon.start { $0.spool.maxBytes = 64 << 10 }
+        #expect(try await run(Binaries.logctl, ["pause", "--socket", daemon.controlPath]).status == 0)
+        // Error records up to the budget: info lines may not evict them.
+        var errors = 0
+        while try await daemon.status().evicted == 0 {
+            try await daemon.send(count: 50, priority: "error", prefix: "error \(errors)")
+            errors += 50
+        }
+        let stored = try await daemon.status().pending["error"] ?? 0
+        try await daemon.ingest((0..<100).map { "<14>waiting \($0)" })
+        try await eventually { try await daemon.status().waitingForRoom > 0 }
+        let waiting = try await daemon.status()
+        #expect(waiting.refused == 0 && waiting.pending["info"] == 0, "\(waiting)")
+
+        #expect(try await run(Binaries.logctl, ["resume", "--socket", daemon.controlPath]).status == 0)
+        try await daemon.receiver.waitUntil { requests in
+            Set(requests.flatMap(\.records).map(\.message).filter { $0.hasPrefix("waiting ") }).count == 100
+        }
+        #expect(daemon.receiver.records.filter { $0.priority == .error }.count >= stored)
+        #expect(try await daemon.status().refused == 0)
+        try await daemon.stop()
+    }
+
+    @Test("a stop while lines wait for room still ends: the lines that found no room are given up, not waited for")
+    func stopWhileLinesWait() async throws {
+        let daemon = try await TestDaemon.start {
+            $0.spool.maxBytes = 64 << 10
+            $0.upload.shutdownTimeout = .seconds(2)
+        }
+        #expect(try await run(Binaries.logctl, ["pause", "--socket", daemon.controlPath]).status == 0)
+        var errors = 0
+        while try await daemon.status().evicted == 0 {
+            try await daemon.send(count: 50, priority: "error", prefix: "error \(errors)")
+            errors += 50
+        }
+        // Two connections: the first one's lines wait without their reader, the second's with it.
+        try await daemon.ingest((0..<100).map { "<14>waiting \($0)" })
+        try await eventually { try await daemon.status().waitingForRoom > 0 }
+        try await daemon.ingest((0..<100).map { "<14>held \($0)" })
+        try await eventually { try await daemon.status().waitingForRoom > 100 }
+
+        let stopped = Mutex(false)
+        let stopping = Task {
+            try await daemon.stop()
+            stopped.withLock { $0 = true }
+        }
+        try await waitUntil(within: .seconds(120)) { stopped.withLock { $0 } }
+        try await stopping.value
+    }
+
+    @Test("a connection whose lines wait for room holds up only itself: a crash record from another connection is stored meanwhile")
+    func waitingHoldsOnlyItsConnection() async throws {
+        let daemon = try await TestDaemon.start { $0.spool.maxBytes = 64 << 10 }
+        #expect(try await run(Binaries.logctl, ["pause", "--socket", daemon.controlPath]).status == 0)
+        var errors = 0
+        while try await daemon.status().evicted == 0 {
+            try await daemon.send(count: 50, priority: "error", prefix: "error \(errors)")
+            errors += 50
+        }
+        // More than the commit queue holds (1 024 records): were the lines waiting for room to keep every socket
+        // out, the crash record would wait behind them.
+        try await daemon.ingest((0..<3000).map { "<14>flood \($0)" })
+        try await eventually { try await daemon.status().waitingForRoom > 0 }
+        try await daemon.ingest([#"{"priority":"crash","message":"crash while a flood waits"}"#])
+        try await eventually { try await daemon.status().pending["crash"] == 1 }
+        let meanwhile = try await daemon.status()
+        #expect(meanwhile.waitingForRoom > 0 && meanwhile.refused == 0, "\(meanwhile)")
+
+        #expect(try await run(Binaries.logctl, ["resume", "--socket", daemon.controlPath]).status == 0)
+        try await daemon.receiver.waitUntil { requests in
+            requests.contains { $0.records.contains { $0.message == "crash while a flood waits" } }
+        }
+        try await daemon.stop()
     }
 }
 

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import LogShip
+@testable import LogShip
 import LogShipTestKit
 import NIOPosix
 import Testing
@@ -75,5 +75,23 @@ struct MetricsTests {
         #expect(abs(waited - (status.throttledSeconds["info"] ?? 0)) < 0.001, "\(waited) \(status.throttledSeconds)")
         #expect(status.delivered == 26 && status.deadLettered == 1)
         try await daemon.stop()
+    }
+
+    @Test("the spool's disk is exported as the status gives it: free, size, what the spool leaves free, and what it evicted, refused and holds back for it")
+    func diskMetrics() throws {
+        var status = DaemonStatus()
+        status.spoolDiskFree = 5 << 20
+        status.spoolDiskSize = 8 << 20
+        status.spoolDiskMinimumFree = 2 << 20
+        status.evictedForDisk = 200_080
+        status.refusedForDisk = 3
+        status.waitingForRoom = 17
+        let samples = try Self.samples(String(decoding: MetricsExporter().exposition(for: status), as: UTF8.self))
+        #expect(samples["logshipd_spool_disk_free_bytes"] == Double(5 << 20))
+        #expect(samples["logshipd_spool_disk_size_bytes"] == Double(8 << 20))
+        #expect(samples["logshipd_spool_disk_min_free_bytes"] == Double(2 << 20))
+        #expect(samples["logshipd_records_evicted_for_disk_total"] == 200_080)
+        #expect(samples["logshipd_records_refused_for_disk_total"] == 3)
+        #expect(samples["logshipd_records_waiting_for_room"] == 17)
     }
 }

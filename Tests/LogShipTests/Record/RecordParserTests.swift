@@ -193,6 +193,31 @@ struct RecordParserTests {
         #expect(parse(line).message == line)
     }
 
+    @Test("a JSON line with 60 000 fields keeps the first 1 000 as fields and the rest in its message, marked")
+    func manyJSONFields() throws {
+        let members = (0..<60_000).map { #""f\#($0)":\#($0)"# }
+        let line = #"{"message":"many","fields":{"# + members[..<30_000].joined(separator: ",") + "},"
+            + members[30_000...].joined(separator: ",") + "}"
+        let record = parse(line)
+        #expect(record.fields.count == 1_000 + 1)
+        #expect(record.fields["fields_over_limit"] == "59000")
+        #expect(record.fields["f0"] == "0" && record.fields["f999"] == "999" && record.fields["f1000"] == nil)
+        let lines = record.message.split(separator: "\n", maxSplits: 1).map(String.init)
+        #expect(lines.first == "many")
+        let rest = try JSONDecoder().decode([String: Int].self, from: Data(try #require(lines.last).utf8))
+        #expect(rest.count == 59_000)
+        #expect(rest["f1000"] == 1000 && rest["f29999"] == 29_999 && rest["f30000"] == 30_000 && rest["f59999"] == 59_999)
+    }
+
+    @Test("a JSON line within the field limit is read whole; a sender's fields_over_limit is kept under sender_")
+    func jsonFieldsWithinLimit() {
+        let members = (0..<1_000 - 1).map { #""f\#($0)":"v""# }.joined(separator: ",")
+        let record = parse(#"{"message":"m","fields_over_limit":"7","# + members + "}")
+        #expect(record.message == "m")
+        #expect(record.fields.count == 1_000)
+        #expect(record.fields["sender_fields_over_limit"] == "7" && record.fields["fields_over_limit"] == nil)
+    }
+
     @Test("invalid UTF-8 is repaired, never fatal")
     func invalidUTF8() {
         let bytes: [UInt8] = Array("bad ".utf8) + [0xFF, 0xC3] + Array(" end".utf8)

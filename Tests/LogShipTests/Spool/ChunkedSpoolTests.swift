@@ -137,12 +137,12 @@ struct ChunkedSpoolTests {
         ledger.setMarks(.settled, of: 0..<1, chunkAt: 0, .debug, from: .pending)  // touched: d0 was delivered
 
         let newcomer = SpoolAppend(entries: [entry(.error, "e0", padding: 1000)])
-        guard case .plan(let budgetShort) = ledger.planAppend([newcomer], maximumBytes: ledger.bytes + 500, diskRoom: 1 << 30)
+        guard case .plan(let budgetShort) = ledger.planAppend([newcomer], maximumBytes: ledger.bytes + 500, disk: .init(bytes: 1 << 30))
         else { Issue.record("planned no append"); return }
         #expect(budgetShort.receipts == [AppendReceipt(accepted: 1, evicted: 1)], "the budget: one record makes room")
         ledger.revert(budgetShort.changes)
 
-        guard case .plan(let diskShort) = ledger.planAppend([newcomer], maximumBytes: 1 << 30, diskRoom: 500)
+        guard case .plan(let diskShort) = ledger.planAppend([newcomer], maximumBytes: 1 << 30, disk: .init(bytes: 500))
         else { Issue.record("planned no append"); return }
         #expect(diskShort.receipts == [AppendReceipt(accepted: 1, evicted: 9)], "the disk: the chunk's nine pending go")
         #expect(diskShort.writes.deletions.map(\.id) == [1], "and its row is deleted")

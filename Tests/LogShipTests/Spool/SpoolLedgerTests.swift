@@ -43,16 +43,45 @@ struct SpoolLedgerTests {
         #expect(ledger.statistics().evicted == 1)
     }
 
-    @Test("crash records are never evicted: a crash record finding only crash records is refused, another goes itself")
+    @Test("crash records are never evicted: a crash record finding only crash records is refused, an error record too")
     func crashIsNeverEvicted() throws {
         var ledger = SpoolLedger.inMemory()
         let budget = 2 * Self.recordSize
         try ledger.store([Self.record(.crash, "c1"), Self.record(.crash, "c2")], maximumBytes: budget)
 
-        #expect(try ledger.store([Self.record(.crash, "c3")], maximumBytes: budget) == AppendReceipt(refused: 1))
-        #expect(try ledger.store([Self.record(.error, "e")], maximumBytes: budget) == AppendReceipt(evicted: 1))
+        #expect(try ledger.store([Self.record(.crash, "c3")], maximumBytes: budget)
+            == AppendReceipt(refused: 1, refusal: .fullOfCrashRecords(budget: budget)))
+        #expect(try ledger.store([Self.record(.error, "e")], maximumBytes: budget)
+            == AppendReceipt(refused: 1, refusal: .full(budget: budget)))
         #expect(try ledger.claimed(.crash).texts == ["c1", "c2"])
-        #expect(ledger.statistics().refused == 1 && ledger.statistics().evicted == 1)
+        #expect(ledger.statistics().refused == 2 && ledger.statistics().evicted == 0)
+    }
+
+    @Test("on a short disk, what may evict nothing is refused with the disk named, a socket's group waits from its first entry without room, and a crash record evicts error records")
+    func shortDisk() throws {
+        var ledger = SpoolLedger.inMemory()
+        try ledger.store([Self.record(.error, "e1"), Self.record(.error, "e2")])
+        let disk = SpoolLedger.DiskRoom(bytes: Self.recordSize / 2, free: 1_000, keptFree: 2_000)
+        func plan(_ group: SpoolAppend) -> SpoolLedger.AppendPlan? {
+            guard case .plan(let plan) = ledger.planAppend([group], maximumBytes: 1 << 30, disk: disk) else { return nil }
+            return plan
+        }
+
+        let info = try #require(plan(SpoolAppend(entries: [Self.record(.info, "i")])))
+        #expect(info.receipts == [AppendReceipt(refused: 1, refusal: .disk(free: 1_000, keptFree: 2_000))])
+        #expect(info.room.refused == [.disk(free: 1_000, keptFree: 2_000): 1] && info.waiting.isEmpty)
+        #expect("\(SpoolRefusal.disk(free: 1_000, keptFree: 2_000))".hasPrefix("the disk holding the spool has"))
+
+        let roomForOne = SpoolLedger.DiskRoom(bytes: Self.recordSize + Self.recordSize / 2, free: 1_000, keptFree: 2_000)
+        let socket = SpoolAppend(entries: [Self.record(.info, "i1"), Self.record(.info, "i2")], waitsForRoom: true)
+        guard case .plan(let waiting) = ledger.planAppend([socket], maximumBytes: 1 << 30, disk: roomForOne)
+        else { Issue.record("planned no append"); return }
+        #expect(waiting.receipts == [AppendReceipt(accepted: 1)] && waiting.room.refused.isEmpty)
+        #expect(waiting.waiting[0]?.entries.map(\.line) == [Self.record(.info, "i2").line])
+
+        let crash = try #require(plan(SpoolAppend(entries: [Self.record(.crash, "c")])))
+        #expect(crash.receipts.first?.accepted == 1 && crash.receipts.first?.evicted ?? 0 > 0, "\(crash.receipts)")
+        #expect(crash.room.evicted[.disk]?[.error] == crash.receipts.first?.evicted)
     }
 
     @Test("a group that may not evict is left out whole when it does not fit")
@@ -190,7 +219,7 @@ extension SpoolLedger {
         _ entries: [SpoolEntry], maximumBytes: Int = 1 << 30, evicting: Bool = true
     ) throws -> AppendPlan {
         let group = SpoolAppend(entries: entries, position: nil, evicting: evicting)
-        guard case .plan(let plan) = planAppend([group], maximumBytes: maximumBytes, diskRoom: Int.max / 4) else {
+        guard case .plan(let plan) = planAppend([group], maximumBytes: maximumBytes, disk: .unlimited) else {
             throw LedgerStepError(description: "a plan asked for lines the ledger holds")
         }
         return plan

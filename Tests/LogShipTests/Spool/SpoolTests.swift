@@ -151,8 +151,8 @@ struct SpoolTests {
         #expect(try await spool.claim(.debug, limits: limits) == .empty)
 
         let lower = try await spool.append([entry(.debug, "d3", padding: 98)])
-        #expect(lower == AppendReceipt(accepted: 0, evicted: 1), "a debug record never pushes out an error")
-        #expect(await spool.statistics().evicted == 3)
+        #expect(lower == AppendReceipt(refused: 1, refusal: .full(budget: 4 * recordSize)), "a debug record never pushes out an error")
+        #expect(await spool.statistics().evicted == 2)
         await spool.close()
     }
 
@@ -179,11 +179,11 @@ struct SpoolTests {
         #expect(await spool.statistics().evicted == 13)
         await spool.close()
 
-        // The noisy user's flood in one commit: its own newest go, not the quiet user's records.
+        // The noisy user's flood in one commit: its own newest are refused, and the quiet user's records stay.
         let oneCommit = try await kind.make(maximumBytes: 10 * recordSize)
         _ = try await oneCommit.append([from(1000, .info, "q01"), from(1000, .info, "q02")])
         let flood = try await oneCommit.append((1...20).map { from(2000, .info, numbered("n", $0)) })
-        #expect(flood == AppendReceipt(accepted: 8, evicted: 12))
+        #expect(flood == AppendReceipt(accepted: 8, refused: 12, refusal: .full(budget: 10 * recordSize)))
         let survivors = messages(try await claimBatch(oneCommit, .info))
         #expect(survivors == ["q01", "q02"] + (1...8).map { numbered("n", $0) }, "\(survivors)")
         await oneCommit.close()
@@ -262,11 +262,12 @@ struct SpoolTests {
         ])
         // Twice a record's size: evicting the one debug record would not make room for it.
         let crash = try await spool.append([entry(.crash, "c4", padding: 98 + recordSize)])
-        #expect(crash == AppendReceipt(accepted: 0, evicted: 0, refused: 1))
+        #expect(crash == AppendReceipt(refused: 1, refusal: .full(budget: 4 * recordSize)))
         let error = try await spool.append([entry(.error, "e1", padding: 98 + recordSize)])
-        #expect(error == AppendReceipt(accepted: 0, evicted: 1, refused: 0), "the newcomer is the one to go")
+        #expect(error == AppendReceipt(refused: 1, refusal: .full(budget: 4 * recordSize)), "refused, not stored to go")
         #expect(messages(try await claimBatch(spool, .debug)) == ["d1"], "the debug record was kept")
-        #expect(await spool.statistics().evicted == 1)
+        let statistics = await spool.statistics()
+        #expect(statistics.evicted == 0 && statistics.refused == 2)
         await spool.close()
     }
 
@@ -275,7 +276,7 @@ struct SpoolTests {
         let spool = try await kind.make(maximumBytes: 2 * recordSize)
         _ = try await spool.append([entry(.crash, "c1", padding: 98), entry(.crash, "c2", padding: 98)])
         let receipt = try await spool.append([entry(.crash, "c3", padding: 98)])
-        #expect(receipt == AppendReceipt(accepted: 0, evicted: 0, refused: 1))
+        #expect(receipt == AppendReceipt(refused: 1, refusal: .fullOfCrashRecords(budget: 2 * recordSize)))
         #expect(await spool.statistics().refused == 1)
         #expect(messages(try await claimBatch(spool, .crash)) == ["c1", "c2"])
         await spool.close()
@@ -339,6 +340,44 @@ struct SpoolTests {
         await spool.close()
         _ = try? await spool.append([entry(.error, "after closing")])
         #expect(heard.withLock { $0.count } == 2, "closing the spool ends the announcements")
+    }
+
+    @Test(
+        "records from a socket that find no room wait for it instead of being dropped; a waited append is refused, told why",
+        arguments: SpoolKind.allCases)
+    func noRoomWaits(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make(maximumBytes: 4 * recordSize, minimumFreeDisk: 0)
+        _ = try await spool.append((1...4).map { entry(.error, "e\($0)", padding: 98) })
+        // An info record may not evict an error record.
+        let told = try await spool.append([entry(.info, "i0", padding: 98)])
+        #expect(told.accepted == 0 && told.refused == 1, "\(told)")
+        #expect(await spool.statistics().pending[.info] == 0)
+
+        let enqueued = Task { try await spool.enqueue((1...3).map { entry(.info, "i\($0)", padding: 98) }) }
+        let errors = try await claimBatch(spool, .error)
+        try await spool.acknowledge(errors)
+        try await eventually(within: .seconds(30)) { await spool.statistics().pending[.info] == 3 }
+        try await enqueued.value
+        #expect(messages(try await claimBatch(spool, .info)) == ["i1", "i2", "i3"])
+        await spool.close()
+    }
+
+    @Test(
+        "a socket's records waiting for room are let go once the senders stop; what never found room is counted refused by the close",
+        arguments: SpoolKind.allCases)
+    func stopHoldingSenders(_ kind: SpoolKind) async throws {
+        let spool = try await kind.make(maximumBytes: 4 * recordSize, minimumFreeDisk: 0)
+        _ = try await spool.append((1...4).map { entry(.error, "e\($0)", padding: 98) })
+        let first = Task { try await spool.enqueue([entry(.info, "i1", padding: 98)]) }
+        try await eventually { await spool.statistics().waitingForRoom == 1 }
+        let second = Task { try await spool.enqueue([entry(.info, "i2", padding: 98)]) }
+        try await eventually { await spool.statistics().waitingForRoom == 2 }
+        spool.stopHoldingSenders()
+        try await first.value
+        try await second.value
+        await spool.close()
+        let statistics = await spool.statistics()
+        #expect(statistics.refused == 2 && statistics.pending[.info] == 0, "\(statistics)")
     }
 }
 
@@ -479,5 +518,99 @@ struct SQLiteSpoolTests {
         #expect(await spool.statistics().refused == 1)
         #expect(try await claimBatch(spool, .crash, maxRecords: 1).records.count == 1, "the spool still works")
         await spool.close()
+    }
+
+    @Test("a spool on a filesystem smaller than spool.min_free_disk keeps records within what the filesystem has",
+          .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    func filesystemSmallerThanMargin() async throws {
+        let mountPoint = try TemporaryDirectory.make()
+        let mount = try await run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint])
+        try #require(mount.status == 0, "mount: \(mount.standardError)")
+        defer { _ = umount2(mountPoint, Int32(MNT_DETACH)) }
+        let spool = try await SpoolKind.sqlite.make(path: "\(mountPoint)/spool.db", minimumFreeDisk: 64 << 20)
+        var accepted = 0
+        for index in 0..<100 {
+            accepted += try await spool.append([entry(index % 2 == 0 ? .info : .error, "r\(index)", padding: 98)]).accepted
+        }
+        #expect(accepted == 100)
+        #expect(await spool.statistics().pendingTotal == 100)
+        #expect(try await spool.append([entry(.crash, "c", padding: 98)]).accepted == 1)
+        await spool.close()
+    }
+
+    @Test("on a disk filled to the last block, crash records evict info records and are stored",
+          .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    func fullDiskTakesCrashRecords() async throws {
+        let mountPoint = try TemporaryDirectory.make()
+        let mount = try await run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint])
+        try #require(mount.status == 0, "mount: \(mount.standardError)")
+        defer { _ = umount2(mountPoint, Int32(MNT_DETACH)) }
+        let spool = try await SpoolKind.sqlite.make(path: "\(mountPoint)/spool.db", minimumFreeDisk: 0)
+        // Info records until the disk holds no more of them: the spool evicts or the disk refuses.
+        for index in 0..<10_000 {
+            guard let receipt = try? await spool.append([Self.incompressible(.info, "i\(index)")]), receipt.evicted == 0
+            else { break }
+        }
+        #expect(await spool.statistics().pending[.info] ?? 0 > 100)
+        try Self.fillDisk(mountPoint)
+
+        var refusals: [String] = []
+        for index in 0..<60 {
+            do {
+                let receipt = try await spool.append([Self.incompressible(.crash, "c\(index)")])
+                if receipt.accepted != 1 { refusals.append("\(receipt)") }
+            } catch {
+                refusals.append("\(error)")
+            }
+        }
+        #expect(refusals.isEmpty, "\(refusals.count) refused: \(refusals.first ?? "")")
+        #expect(try await claimBatch(spool, .crash).records.count == 60 - refusals.count)
+        await spool.close()
+    }
+
+    @Test("through a disk that fills, a socket's records are each stored once: pending and evicted add up to what was handed over",
+          .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    func fillingDiskStoresOnce() async throws {
+        let mountPoint = try TemporaryDirectory.make()
+        let mount = try await run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint])
+        try #require(mount.status == 0, "mount: \(mount.standardError)")
+        defer { _ = umount2(mountPoint, Int32(MNT_DETACH)) }
+        let spool = try await SpoolKind.sqlite.make(path: "\(mountPoint)/spool.db", minimumFreeDisk: 0)
+        var handed = 0
+        for round in 0..<40 {
+            let priority: PriorityClass = round < 30 ? .info : .error
+            try await spool.enqueue((0..<200).map { Self.incompressible(priority, "r\(round)-\($0)") })
+            handed += 200
+            let expected = handed
+            try await eventually {
+                let statistics = await spool.statistics()
+                return statistics.pendingTotal + statistics.evicted == expected && statistics.waitingForRoom == 0
+            }
+            if round == 20 { try Self.fillDisk(mountPoint) }
+        }
+        #expect(await spool.statistics().evicted > 0)
+        await spool.close()
+    }
+
+    /// A record of about 2 000 random bytes (never a newline, which ends a stored line): compressed, it takes
+    /// about as much disk.
+    static func incompressible(_ priority: PriorityClass, _ text: String) -> SpoolEntry {
+        var noise = [UInt8](repeating: 0, count: 2000)
+        noise.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
+        for index in noise.indices where noise[index] == UInt8(ascii: "\n") { noise[index] = 0 }
+        return SpoolEntry(priority: priority, line: Array(text.utf8) + noise)
+    }
+
+    /// Fills the filesystem at `directory` to its last block with a file of its own.
+    static func fillDisk(_ directory: String) throws {
+        let descriptor = open("\(directory)/filler", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        let block = [UInt8](repeating: 0xA5, count: 4096)
+        while block.withUnsafeBytes({ write(descriptor, $0.baseAddress, $0.count) }) > 0 {}
+        var byte: UInt8 = 1
+        while write(descriptor, &byte, 1) > 0 {}
+        var status = statvfs()
+        #expect(statvfs(directory, &status) == 0 && status.f_bavail == 0, "the disk is full")
     }
 }

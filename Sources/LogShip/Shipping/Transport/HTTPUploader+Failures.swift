@@ -47,8 +47,11 @@ extension HTTPUploader {
         case UploadClientError.timedOut(nil):
             return UploadError.timeout("\(after) waiting for \(remote) to answer (upload.timeout)")
         case UploadClientError.connectionClosed(let responseStarted):
-            let when = responseStarted ? "in the middle of its answer" : "before answering"
+            let when = responseStarted ? "before the response ended" : "before answering"
             return UploadError.transport("\(remote) closed the connection \(when)", detail: detail)
+        case HTTPParserError.invalidEOFState:
+            // The parser's word for a connection closed in the middle of a response's head or body.
+            return UploadError.transport("\(remote) closed the connection before the response ended", detail: detail)
         case let error as IOError:
             return UploadError.transport(describe(error.errnoCode, remote: remote), detail: detail)
         case let error as NIOConnectionError:

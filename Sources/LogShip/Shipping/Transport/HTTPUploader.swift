@@ -226,7 +226,8 @@ public final class HTTPUploader: Uploader {
             throw UploadError.status(
                 response.status,
                 responseExcerpt: String(Self.redacting(secrets, in: read).prefix(Self.excerptLimit)),
-                retryAfter: response.head.headers.first(name: "Retry-After").flatMap { Self.retryAfterSeconds($0) })
+                retryAfter: response.head.headers.first(name: "Retry-After").flatMap { Self.retryAfterSeconds($0) },
+                location: (300...399).contains(response.status) ? response.head.headers.first(name: "Location") : nil)
         }
         return bodyBytes
     }

@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// It is the durable spool's ``SpoolLedger`` with every chunk's lines kept in memory: claims, unclaims, eviction
 /// and dead letters follow the same rules, and each write the ledger plans is applied at once. Appends take
-/// effect at once, so ``enqueue(_:)`` and ``append(_:position:evicting:)`` are the same here.
+/// effect at once; ``enqueue(_:)`` differs from ``append(_:position:evicting:)`` only in waiting for room, where
+/// the other refuses, until a settlement makes some.
 ///
 /// - Important: Everything here is lost when the process exits; use it where no local storage is wanted.
 public final class MemorySpool: Spool, DeadLetterStore {
@@ -17,6 +18,13 @@ public final class MemorySpool: Spool, DeadLetterStore {
         var nextDeadLetterID: Int64 = 1
         /// Input positions, for this process's life only.
         var positions: [String: String] = [:]
+        /// Settlements so far: room may have been made since a caller last found none.
+        var settlements = 0
+        /// Records ``enqueue(_:)`` holds until room is made, and the callers that hold them.
+        var waitingForRoom = 0
+        var roomWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Until ``stopHoldingSenders()``: ``enqueue(_:)`` waits for room.
+        var holdsSenders = true
     }
 
     private struct StoredDeadLetter {
@@ -28,6 +36,7 @@ public final class MemorySpool: Spool, DeadLetterStore {
 
     private let maximumBytes: Int
     private let logger: Logger
+    private let reports: SpoolRoomReports
     private let state = Mutex(State())
     public let availability = Availability()
 
@@ -35,29 +44,88 @@ public final class MemorySpool: Spool, DeadLetterStore {
     public init(maximumBytes: Int, logger: Logger) {
         self.maximumBytes = maximumBytes
         self.logger = logger
+        reports = SpoolRoomReports(logger: logger)
     }
 
     public func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt {
-        let (receipt, classes) = try withOpenState { state in
-            // Every chunk's lines are here: planning never needs to read any. No disk: the budget alone bounds
-            // the room (a disk room far beyond it, small enough that room freed and added back cannot overflow).
-            guard case .plan(let plan) = state.ledger.planAppend(
-                [SpoolAppend(entries: entries, position: position, evicting: evicting)], maximumBytes: maximumBytes,
-                diskRoom: Int.max / 4)
-            else { preconditionFailure("a memory spool holds every chunk's lines") }
-            state.ledger.apply(plan.writes)
-            state.ledger.count(plan.receipts)
-            for position in plan.positions { state.positions[position.input] = position.cursor }
-            let receipt = plan.receipts.first ?? AppendReceipt()
-            return (receipt, plan.classes)
-        }
-        if !classes.isEmpty { availability.announce(classes) }
-        logger.reportRefused(receipt.refused)
-        return receipt
+        try store(SpoolAppend(entries: entries, position: position, evicting: evicting)).receipt
     }
 
     public func enqueue(_ entries: [SpoolEntry]) async throws {
-        _ = try await append(entries)
+        var group = SpoolAppend(entries: entries, waitsForRoom: true)
+        while true {
+            let (_, waiting, generation) = try store(group)
+            guard let waiting else { return }
+            guard state.withLock({ $0.holdsSenders }) else {
+                // Nowhere to keep them but here, and the inputs are stopping: they are lost, and said so.
+                state.withLock { $0.ledger.refused += waiting.entries.count }
+                logger.error(
+                    "records from the ingest sockets found no room in the spool while logshipd stopped; they are lost",
+                    metadata: ["logship.spool.lost": "\(waiting.entries.count)"])
+                return
+            }
+            // What this call stored may be evicted for the rest (a sender's own records, the heaviest): try again
+            // at once. Otherwise only a settlement makes room.
+            if waiting.entries.count == group.entries.count {
+                await waitForRoom(holding: waiting.entries.count, since: generation)
+            }
+            group = waiting
+        }
+    }
+
+    /// Stores what of `group` fits; returns its receipt, what of it waits for room, and how many settlements
+    /// there had been, for ``waitForRoom(holding:since:)``.
+    private func store(
+        _ group: SpoolAppend
+    ) throws -> (receipt: AppendReceipt, waiting: SpoolAppend?, generation: Int) {
+        let (receipt, waiting, generation, plan) = try withOpenState { state in
+            // Every chunk's lines are here: planning never needs to read any. No disk: the budget alone bounds
+            // the room.
+            guard case .plan(let plan) = state.ledger.planAppend([group], maximumBytes: maximumBytes, disk: .unlimited)
+            else { preconditionFailure("a memory spool holds every chunk's lines") }
+            state.ledger.apply(plan.writes)
+            state.ledger.count(plan)
+            for position in plan.positions { state.positions[position.input] = position.cursor }
+            return (plan.receipts.first ?? AppendReceipt(), plan.waiting[0], state.settlements, plan)
+        }
+        if !plan.classes.isEmpty { availability.announce(plan.classes) }
+        reports.note(plan.room)
+        return (receipt, waiting, generation)
+    }
+
+    /// Waits, its `count` records counted as waiting, until a settlement after the `generation`-th, or until the
+    /// spool closes.
+    private func waitForRoom(holding count: Int, since generation: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state in
+                if state.settlements != generation || state.ledger.isClosed || !state.holdsSenders { return true }
+                state.waitingForRoom += count
+                state.roomWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    public func stopHoldingSenders() {
+        let waiters = state.withLock { state in
+            state.holdsSenders = false
+            state.waitingForRoom = 0
+            defer { state.roomWaiters = [] }
+            return state.roomWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Lets every caller waiting for room try again: a settlement may have made some.
+    private func roomMayHaveChanged() {
+        let waiters = state.withLock { state in
+            state.settlements += 1
+            state.waitingForRoom = 0
+            defer { state.roomWaiters = [] }
+            return state.roomWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     public func savedPosition(of input: String) async throws -> String? {
@@ -85,6 +153,7 @@ public final class MemorySpool: Spool, DeadLetterStore {
         case .deadLetter(let failure):
             deadLetter(batch, failure: failure)
         }
+        roomMayHaveChanged()
     }
 
     private func deadLetter(_ batch: Batch, failure: DeliveryFailure) {
@@ -154,19 +223,26 @@ public final class MemorySpool: Spool, DeadLetterStore {
     }
 
     public func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
-        try state.withLock { state in
+        let purged = try state.withLock { state in
             let purged = try Self.selectedIDs(selection, in: state).compactMap { state.deadLetters.removeValue(forKey: $0) }
             state.ledger.removeDeadLetters(count: purged.count, lineBytes: purged.reduce(0) { $0 + $1.line.count })
             return purged.count
         }
+        roomMayHaveChanged()
+        return purged
     }
 
     public func statistics() async -> SpoolStatistics {
-        state.withLock { $0.ledger.statistics() }
+        state.withLock { state in
+            var statistics = state.ledger.statistics()
+            statistics.waitingForRoom = state.waitingForRoom
+            return statistics
+        }
     }
 
     public func close() async {
         state.withLock { $0.ledger.isClosed = true }
+        roomMayHaveChanged()
         availability.finish()
     }
 

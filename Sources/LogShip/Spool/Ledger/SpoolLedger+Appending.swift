@@ -1,3 +1,5 @@
+import Foundation
+
 extension SpoolLedger {
     /// What one append transaction writes, and what it has already changed in the ledger (its evictions).
     struct AppendPlan: Sendable {
@@ -10,6 +12,25 @@ extension SpoolLedger {
         var changes: [Change] = []
         /// The classes that gain records.
         var classes: Set<PriorityClass> = []
+        /// What the groups that wait for room could not store yet, by the group's index: its first entry without
+        /// room and every entry after it, to be planned again once room may have been made.
+        var waiting: [Int: SpoolAppend] = [:]
+        /// What the plan evicted and refused, by cause and reason, for the log.
+        var room = SpoolRoomReports.Tally()
+    }
+
+    /// What the disk allows a commit: the bytes the spool may still add there, and, for the words of a refusal,
+    /// what the filesystem has free and what the spool leaves free. A spool without a disk has room enough.
+    struct DiskRoom: Sendable {
+        var bytes: Int
+        var free = 0
+        var keptFree = 0
+        /// The most bytes of records one commit may add, while the disk is so short that the commit's WAL must
+        /// fit in what the WAL's file already holds; `nil` otherwise.
+        var perCommit: Int?
+
+        /// Far beyond any budget, small enough that room freed and added back cannot overflow.
+        static let unlimited = DiskRoom(bytes: Int.max / 4)
     }
 
     enum AppendStep: Sendable {
@@ -32,16 +53,19 @@ extension SpoolLedger {
     ///
     /// Room is the smaller of what the budget and what the disk allow; dead letters hold theirs (see
     /// ``deadLetterShare``). Evicted records are marked settled at once; the new records join the ledger when
-    /// ``apply(_:)`` is told the writes committed.
-    mutating func planAppend(_ groups: [SpoolAppend], maximumBytes: Int, diskRoom: Int) -> AppendStep {
+    /// ``apply(_:)`` is told the writes committed. An entry that finds no room is refused with the reason
+    /// (``AppendReceipt/refusal``), or, in a group that waits for room, is left with the rest of its group in
+    /// ``AppendPlan/waiting``: it is never stored only to be the one evicted.
+    mutating func planAppend(_ groups: [SpoolAppend], maximumBytes: Int, disk: DiskRoom) -> AppendStep {
         var plan = AppendPlan()
         var total = bytes
-        var diskRoom = diskRoom
+        var diskRoom = disk.bytes
+        var added = 0
         var accepted = [[SpoolEntry]](repeating: [], count: PriorityClass.allCases.count)
         // What each sender gains by this plan in each class, weighed with what it holds when evicting: counted
         // from the first eviction on, since nearly every plan evicts nothing.
         var planned: [[UInt32?: Int]]?
-        for group in groups {
+        for (groupIndex, group) in groups.enumerated() {
             var receipt = AppendReceipt()
             if !group.evicting {
                 let needed = group.entries.reduce(0) { $0 + $1.accountedBytes }
@@ -51,7 +75,7 @@ extension SpoolLedger {
                     continue
                 }
             }
-            for entry in group.entries {
+            for (index, entry) in group.entries.enumerated() {
                 var room = min(maximumBytes - total, diskRoom)
                 if entry.accountedBytes > room {
                     let need = Need(
@@ -62,9 +86,11 @@ extension SpoolLedger {
                     case .needsLines(let priority, let id):
                         revert(plan.changes)
                         return .needsLines(priority, chunkID: id)
-                    case .evicted(let changes, let count, let freed):
+                    case .evicted(let changes, let counts, let freed):
                         plan.changes += changes
-                        receipt.evicted += count
+                        receipt.evicted += counts.values.reduce(0, +)
+                        plan.room.evicted[need.disk > 0 ? .disk : .budget, default: [:]]
+                            .merge(counts, uniquingKeysWith: +)
                         total -= freed.budget
                         diskRoom += freed.disk
                         room = min(maximumBytes - total, diskRoom)
@@ -72,15 +98,26 @@ extension SpoolLedger {
                         break
                     }
                 }
-                guard entry.accountedBytes <= room else {
-                    // Crash records are refused; anything else is the one to go when nothing can make room.
-                    if entry.priority == .crash { receipt.refused += 1 } else { receipt.evicted += 1 }
+                let fitsCommit = disk.perCommit.map { added + entry.accountedBytes <= $0 } ?? true
+                guard entry.accountedBytes <= room, fitsCommit || added == 0 else {
+                    let refusal = refusal(
+                        of: entry, maximumBytes: maximumBytes, disk: disk,
+                        diskIsShort: !fitsCommit || diskRoom < maximumBytes - total)
+                    if group.waitsForRoom && !refusal.isPermanent {
+                        plan.waiting[groupIndex] = SpoolAppend(
+                            entries: Array(group.entries[index...]), waitsForRoom: true)
+                        break
+                    }
+                    receipt.refused += 1
+                    receipt.refusal = receipt.refusal ?? refusal
+                    plan.room.refused[refusal, default: 0] += 1
                     continue
                 }
                 accepted[entry.priority.rawValue].append(entry)
                 planned?[entry.priority.rawValue][entry.sender, default: 0] += entry.accountedBytes
                 total += entry.accountedBytes
                 diskRoom -= entry.accountedBytes
+                added += entry.accountedBytes
                 receipt.accepted += 1
                 plan.classes.insert(entry.priority)
             }
@@ -97,12 +134,32 @@ extension SpoolLedger {
         return .plan(plan)
     }
 
-    /// Counts what a committed append evicted, and the crash records it refused.
+    /// Why `entry` finds no room even after what could be evicted for it.
+    private func refusal(of entry: SpoolEntry, maximumBytes: Int, disk: DiskRoom, diskIsShort: Bool) -> SpoolRefusal {
+        if entry.accountedBytes > maximumBytes { return .larger(than: maximumBytes) }
+        if diskIsShort { return .disk(free: disk.free, keptFree: disk.keptFree) }
+        let onlyCrash = PriorityClass.allCases.allSatisfy { $0 == .crash || queues[$0.rawValue].bytes == 0 }
+        return entry.priority == .crash && onlyCrash
+            ? .fullOfCrashRecords(budget: maximumBytes) : .full(budget: maximumBytes)
+    }
+
+    /// Counts what a committed append evicted and refused.
     mutating func count(_ receipts: [AppendReceipt]) {
         for receipt in receipts {
             evicted += receipt.evicted
             refused += receipt.refused
         }
+    }
+
+    /// Counts what a committed append evicted and refused, and of those what the disk was short for.
+    mutating func count(_ plan: AppendPlan, now: Date = Date()) {
+        count(plan.receipts)
+        let forDisk = (plan.room.evicted[.disk]?.values.reduce(0, +) ?? 0)
+            + plan.room.refused.filter(\.key.isDisk).values.reduce(0, +)
+        guard forDisk > 0 else { return }
+        evictedForDisk += plan.room.evicted[.disk]?.values.reduce(0, +) ?? 0
+        refusedForDisk += plan.room.refused.filter(\.key.isDisk).values.reduce(0, +)
+        lastDiskShortage = now
     }
 
     /// Lays out one commit's entries of a class in chunks of one sender each, so that eviction can take one
@@ -199,7 +256,7 @@ extension SpoolLedger {
     }
 
     private enum Eviction {
-        case evicted([Change], count: Int, freed: Need)
+        case evicted([Change], counts: [PriorityClass: Int], freed: Need)
         /// Nothing is evicted: even every record the policy allows would not free enough, or the newcomer's own
         /// sender is the one to give way and has nothing stored to give.
         case impossible
@@ -223,7 +280,7 @@ extension SpoolLedger {
     ) -> Eviction {
         var victims: [(priority: PriorityClass, position: Int, index: Int?)] = []
         var freed = Need(budget: 0, disk: 0)
-        var count = 0
+        var counts: [PriorityClass: Int] = [:]
         search: for victimClass in EvictionPolicy.victims(for: newcomer.priority) {
             let chunks = queues[victimClass.rawValue].chunks
             // What each sender holds as the search takes from it, and where its next chunk may be.
@@ -247,7 +304,7 @@ extension SpoolLedger {
                     freed.budget += chunk.accountedBytes
                     freed.disk += chunk.blobBytes
                     held[sender, default: 0] -= chunk.accountedBytes
-                    count += chunk.count
+                    counts[victimClass, default: 0] += chunk.count
                     if need.isMet(by: freed) { break search }
                     continue
                 }
@@ -256,7 +313,7 @@ extension SpoolLedger {
                     victims.append((victimClass, position, index))
                     freed.budget += chunk.accountedBytes(of: index)
                     held[sender, default: 0] -= chunk.accountedBytes(of: index)
-                    count += 1
+                    counts[victimClass, default: 0] += 1
                     if need.isMet(by: freed) { break search }
                 }
                 // Every pending record went; with none claimed, the chunk's row is deleted.
@@ -276,7 +333,7 @@ extension SpoolLedger {
                 changes.append(setMarks(.settled, of: run, chunkAt: position, victimClass, from: .pending))
             }
         }
-        return .evicted(changes, count: count, freed: freed)
+        return .evicted(changes, counts: counts, freed: freed)
     }
 
     /// The sender holding the most of `held`; of two holding as much, the one with the lower uid (unknown first),

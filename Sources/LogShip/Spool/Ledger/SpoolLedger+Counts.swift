@@ -15,6 +15,9 @@ extension SpoolLedger {
         statistics.deadLetterBytes = deadLetterBytes
         statistics.evicted = evicted
         statistics.refused = refused
+        statistics.evictedForDisk = evictedForDisk
+        statistics.refusedForDisk = refusedForDisk
+        statistics.lastDiskShortage = lastDiskShortage
         statistics.quarantinedChunks = quarantinedChunks
         statistics.quarantinedRecords = quarantinedRecords
         statistics.unreadableRecords = unreadableRecords

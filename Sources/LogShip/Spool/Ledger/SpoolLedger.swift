@@ -31,6 +31,10 @@ struct SpoolLedger: Sendable {
     private(set) var deadLetterBytes = 0
     var evicted = 0
     var refused = 0
+    /// Of those, what the disk was short for, and when it last was.
+    var evictedForDisk = 0
+    var refusedForDisk = 0
+    var lastDiskShortage: Date?
     /// Damaged chunks taken out since the spool opened, the records they held not settled, and of those the
     /// ones that could not be read (the others became dead letters).
     var quarantinedChunks = 0

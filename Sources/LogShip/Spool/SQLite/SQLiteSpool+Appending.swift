@@ -7,10 +7,14 @@ import Logging
 import Synchronization
 
 extension SQLiteSpool {
-    /// What one group commit came to: a receipt per group, and the classes that gained records.
+    /// What one group commit came to: a receipt per group, the classes that gained records, what waits for room,
+    /// and what was evicted and refused for it.
     struct CommitOutcome: Sendable {
         var receipts: [AppendReceipt]
         var classes: Set<PriorityClass>
+        /// By the group's index, what of it waits for room.
+        var waiting: [Int: SpoolAppend] = [:]
+        var room = SpoolRoomReports.Tally()
     }
 
     public func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt {
@@ -18,25 +22,43 @@ extension SQLiteSpool {
     }
 
     public func enqueue(_ entries: [SpoolEntry]) async throws {
-        try await commits.enqueue(SpoolAppend(entries: entries, position: nil))
+        try await commits.enqueue(SpoolAppend(entries: entries, position: nil, waitsForRoom: true))
+    }
+
+    public func stopHoldingSenders() {
+        commits.stopHolding()
     }
 
     /// Writes groups of entries in one transaction, evicting for room as ``EvictionPolicy`` allows.
     ///
     /// Room is the smaller of what the budget and what the disk allow, so a filling disk is met like a full
-    /// budget. Should SQLite still find the disk full, the commit fails with ``SpoolError/diskFull`` and its
-    /// records are counted as refused; nothing else is affected.
+    /// budget. Should SQLite still find the disk full, with the reserve given too, nothing is written: groups
+    /// that wait for room wait, the journal's are deferred, and the others are refused, the disk named.
     func commit(_ groups: [SpoolAppend]) async throws -> CommitOutcome {
         try checkOpen()
         do {
-            return try await database.writeWithoutTransaction { db in try self.insert(groups, db) }
+            return try await writeMakingRoom { db in try self.insert(groups, db) }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
-            let count = groups.reduce(0) { $0 + $1.entries.count }
-            ledger.withLock { $0.refused += count }
-            logger.error(
-                "disk full; records refused",
-                metadata: ["logship.spool.path": "\(path)", "logship.spool.refused": "\(count)"])
-            throw SpoolError.diskFull
+            let refusal = SpoolRefusal.disk(free: disk.sample()?.free ?? 0, keptFree: disk.minimumFree)
+            var outcome = CommitOutcome(receipts: [], classes: [])
+            for (index, group) in groups.enumerated() {
+                if group.waitsForRoom {
+                    outcome.waiting[index] = group
+                    outcome.receipts.append(AppendReceipt())
+                } else if !group.evicting {
+                    outcome.receipts.append(AppendReceipt(deferred: group.entries.count))
+                } else {
+                    outcome.receipts.append(AppendReceipt(refused: group.entries.count, refusal: refusal))
+                    outcome.room.refused[refusal, default: 0] += group.entries.count
+                }
+            }
+            let refused = outcome.room.refused.values.reduce(0, +)
+            ledger.withLock { ledger in
+                ledger.refused += refused
+                ledger.refusedForDisk += refused
+                ledger.lastDiskShortage = Date()
+            }
+            return outcome
         } catch {
             throw SpoolError.storage("\(error)")
         }
@@ -49,16 +71,16 @@ extension SQLiteSpool {
         }
     }
 
-    /// Bytes the spool may still add on disk: free space beyond the margin, plus free pages inside the file,
-    /// which SQLite reuses before it grows the file.
-    private func diskRoom(_ db: Database) throws -> Int {
-        var status = statvfs()
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-        // Unknown room: the budget alone decides (and the sum below cannot overflow).
-        guard statvfs(directory.isEmpty ? "/" : directory, &status) == 0 else { return maximumBytes }
-        let available = Int(status.f_bavail) * Int(status.f_frsize)
+    /// What the disk allows: free space beyond what the spool leaves free, plus free pages inside the file, which
+    /// SQLite reuses before it grows the file. Once the reserve is given to a full disk, a commit adds at most
+    /// half of what the WAL's file holds: more would need the WAL to grow on a disk with no room for it.
+    private func diskRoom(_ db: Database) throws -> SpoolLedger.DiskRoom {
         let freePages = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
-        return available - minimumFreeDiskBytes + freePages * pageSize
+        // Unknown room: the budget alone decides.
+        guard let (room, sample) = disk.room(freePageBytes: freePages * pageSize) else { return .unlimited }
+        return SpoolLedger.DiskRoom(
+            bytes: room, free: sample.free, keptFree: disk.minimumFree,
+            perCommit: disk.holdsReserve ? nil : walFileBytes / 2)
     }
 
     /// Runs on the writer queue: plans under the ledger's lock, writes the chunks and positions in one
@@ -68,7 +90,7 @@ extension SQLiteSpool {
         var plan: SpoolLedger.AppendPlan
         var loaded: Set<Int64> = []
         planning: while true {
-            switch ledger.withLock({ $0.planAppend(groups, maximumBytes: maximumBytes, diskRoom: room) }) {
+            switch ledger.withLock({ $0.planAppend(groups, maximumBytes: maximumBytes, disk: room) }) {
             case .plan(let planned):
                 plan = planned
                 break planning
@@ -99,7 +121,7 @@ extension SQLiteSpool {
                     .execute(arguments: [position.input, position.cursor])
             }
         }
-        ledger.withLock { $0.count(plan.receipts) }
-        return CommitOutcome(receipts: plan.receipts, classes: plan.classes)
+        ledger.withLock { $0.count(plan) }
+        return CommitOutcome(receipts: plan.receipts, classes: plan.classes, waiting: plan.waiting, room: plan.room)
     }
 }

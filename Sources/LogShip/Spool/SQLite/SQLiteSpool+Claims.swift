@@ -66,6 +66,8 @@ extension SQLiteSpool {
         case .putBack:
             try checkOpen()
             ledger.withLock { $0.unclaim(batch) }
+            // Unclaimed records may be evicted again, for what waits for room.
+            commits.roomMayHaveChanged()
         case .deadLetter(let failure):
             try await deadLetter(batch, failure: failure)
         }

@@ -18,7 +18,8 @@ extension SQLiteSpool {
     /// - Parameters:
     ///   - maximumBytes: The budget for stored records (`spool.max_bytes`).
     ///   - minimumFreeDiskBytes: Disk space the spool leaves free (`spool.min_free_disk`): room for the WAL and
-    ///     for the deletes that settle deliveries, which need disk space too.
+    ///     for the deletes that settle deliveries, which need disk space too. On a filesystem too small for it
+    ///     the spool leaves less, and says so (``SpoolDisk``).
     ///   - cacheBytes: Lines kept in memory for delivery to claim without reading them back
     ///     (`spool.max_cache_bytes`, see ``SpoolLedger/CacheBudget``).
     public static func open(
@@ -42,10 +43,11 @@ extension SQLiteSpool {
         logger: Logger
     ) async throws -> SQLiteSpool {
         let lock = try SpoolLock(databasePath: path)
+        let disk = SpoolDisk(spoolPath: path, configuredMinimumFree: minimumFreeDiskBytes, logger: logger)
         func open(setAside: SpoolSetAside?) async throws -> SQLiteSpool {
             try await Self.open(
-                path: path, lock: lock, maximumBytes: maximumBytes, minimumFreeDiskBytes: minimumFreeDiskBytes,
-                cacheBudget: cacheBudget, setAside: setAside, logger: logger)
+                path: path, lock: lock, maximumBytes: maximumBytes, disk: disk, cacheBudget: cacheBudget,
+                setAside: setAside, logger: logger)
         }
         do {
             do {
@@ -71,8 +73,8 @@ extension SQLiteSpool {
     /// - Throws: ``SpoolFileDamage`` when the file is damaged, with every connection to it closed; other errors
     ///   as they come.
     private static func open(
-        path: String, lock: SpoolLock, maximumBytes: Int, minimumFreeDiskBytes: Int,
-        cacheBudget: SpoolLedger.CacheBudget, setAside: SpoolSetAside?, logger: Logger
+        path: String, lock: SpoolLock, maximumBytes: Int, disk: SpoolDisk, cacheBudget: SpoolLedger.CacheBudget,
+        setAside: SpoolSetAside?, logger: Logger
     ) async throws -> SQLiteSpool {
         var configuration = Configuration()
         configuration.label = "logshipd.spool"
@@ -82,10 +84,6 @@ extension SQLiteSpool {
         // writes (SerialQueueTaskExecutor). Only the writer: the readers keep their own queues.
         let writerExecutor = SerialQueueTaskExecutor(DispatchQueue(label: "logshipd.spool.writer"))
         configuration.writeTargetQueue = writerExecutor.queue
-        // Checkpoint the WAL before it outgrows half the free-space margin (32 MiB at the default margin: a
-        // chunk is often delivered and deleted before the checkpoint, and a longer WAL copies fewer of them
-        // into the database file; BENCHMARKS.md, Measured choices), and shrink it back after.
-        let walLimit = max(minimumFreeDiskBytes / 2, 64 << 10)
         configuration.prepareDatabase { db in
             // Before anything is written: no effect on a file that already has pages.
             try db.execute(sql: "PRAGMA page_size = \(Self.newFilePageSize)")
@@ -95,9 +93,17 @@ extension SQLiteSpool {
             // connection used: 256 KiB (8 pages) held less than 512 at no cost measured (BENCHMARKS.md, Measured
             // choices).
             try db.execute(sql: "PRAGMA cache_size = -256")
+            // Debian builds SQLite with secure_delete on: every page a delete frees is written again, zeroed, so
+            // deleting a delivered chunk wrote all its pages to the WAL once more, and on a full disk evicting
+            // records for a crash record needed as much WAL as it freed. FAST clears deleted content only in
+            // pages written anyway; freed pages keep theirs until reused, inside a file only logshipd may read.
+            try db.execute(sql: "PRAGMA secure_delete = FAST")
             let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(max(16, min(8000, walLimit / pageSize)))")
-            try db.execute(sql: "PRAGMA journal_size_limit = \(walLimit)")
+            let checkpointPages = Self.checkpointPages(minimumFree: disk.minimumFree, pageSize: pageSize)
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(checkpointPages)")
+            // The WAL keeps the size it takes between checkpoints: on a full disk, the writes that evict records
+            // for new ones go in space the spool already has (``SQLiteSpool/writeMakingRoom(_:)``).
+            try db.execute(sql: "PRAGMA journal_size_limit = \(checkpointPages * pageSize)")
         }
         let database: DatabasePool
         do {
@@ -119,14 +125,22 @@ extension SQLiteSpool {
             }
             ledger.setAside = setAside
             let pageSize = try await database.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096 }
+            let walFileBytes = checkpointPages(minimumFree: disk.minimumFree, pageSize: pageSize) * pageSize
             return SQLiteSpool(
-                path: path, database: database, lock: lock, maximumBytes: maximumBytes,
-                minimumFreeDiskBytes: minimumFreeDiskBytes, pageSize: pageSize, logger: logger, ledger: ledger,
+                path: path, database: database, lock: lock, maximumBytes: maximumBytes, disk: disk,
+                pageSize: pageSize, walFileBytes: walFileBytes, logger: logger, ledger: ledger,
                 writerExecutor: writerExecutor)
         } catch {
             // Closed before the caller renames the file or gives up on it.
             try? database.close()
             throw SpoolFileDamage.shown(by: error, readingSchema: false) ?? error
         }
+    }
+
+    /// The WAL pages after which a commit checkpoints: before the WAL outgrows half of what the spool leaves free
+    /// (32 MiB at the default `spool.min_free_disk`: a chunk is often delivered and deleted before the checkpoint,
+    /// and a longer WAL copies fewer of them into the database file; BENCHMARKS.md, Measured choices).
+    static func checkpointPages(minimumFree: Int, pageSize: Int) -> Int {
+        max(16, min(8000, max(minimumFree / 2, 64 << 10) / pageSize))
     }
 }

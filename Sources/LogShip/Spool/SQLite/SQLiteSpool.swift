@@ -19,9 +19,13 @@ import Synchronization
 ///   then, one whose lines turn out damaged when they are read.
 /// - Appends go through a ``CommitQueue``: many records per transaction, each transaction synced to disk.
 ///   Acknowledgements go through another: the deletes of every batch delivered meanwhile in one transaction.
+/// - Room is the smaller of what the budget and what the disk allow (``SpoolDisk``). Records that find none are
+///   refused with the reason, or, from the ingest sockets, wait in the commit queue until a settlement makes
+///   some, their connection not read meanwhile; nothing is stored only to be the one evicted.
 public final class SQLiteSpool: Spool, DeadLetterStore {
     /// Records queued for a commit before fire-and-forget callers wait: a `kill -9` loses at most these plus one
-    /// read of a connection (``FrameBatcher/maximumFrames``), and the commit being written.
+    /// read of a connection (``FrameBatcher/maximumFrames``), and the commit being written; while records wait
+    /// for room, as many again, and one read of each connection held until its records are stored.
     public static let commitQueueCapacity = 1024
     /// How long acknowledgements wait to be committed together: the records stay claimed meanwhile, and a
     /// `kill -9` in that time sends them again.
@@ -36,10 +40,13 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
     let database: DatabasePool
     let lock: SpoolLock
     let maximumBytes: Int
-    let minimumFreeDiskBytes: Int
+    let disk: SpoolDisk
     /// SQLite's page size for this file, fixed once the file exists.
     let pageSize: Int
+    /// What the WAL's file keeps between checkpoints (`journal_size_limit`).
+    let walFileBytes: Int
     let logger: Logger
+    let reports: SpoolRoomReports
     let ledger: Mutex<SpoolLedger>
     /// Chunks whose lines a background read is fetching.
     let prefetching = Mutex<Set<Int64>>([])
@@ -52,16 +59,19 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
     var cachedLineBytes: Int { ledger.withLock { $0.cachedBytes } }
 
     init(
-        path: String, database: DatabasePool, lock: SpoolLock, maximumBytes: Int, minimumFreeDiskBytes: Int,
-        pageSize: Int, logger: Logger, ledger: SpoolLedger, writerExecutor: SerialQueueTaskExecutor
+        path: String, database: DatabasePool, lock: SpoolLock, maximumBytes: Int, disk: SpoolDisk,
+        pageSize: Int, walFileBytes: Int, logger: Logger, ledger: SpoolLedger, writerExecutor: SerialQueueTaskExecutor
     ) {
         self.path = path
         self.database = database
         self.lock = lock
         self.maximumBytes = maximumBytes
-        self.minimumFreeDiskBytes = minimumFreeDiskBytes
+        self.disk = disk
         self.pageSize = pageSize
+        self.walFileBytes = walFileBytes
         self.logger = logger
+        let reports = SpoolRoomReports(logger: logger)
+        self.reports = reports
         self.ledger = Mutex(ledger)
         self.writerExecutor = writerExecutor
         // The queues' work calls back into the spool, which does not exist yet; weak, so that neither keeps the
@@ -75,11 +85,21 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
             commit: { groups in
                 let outcome = try await owner.spool().commit(groups)
                 availability.announce(outcome.classes)
-                logger.reportRefused(outcome.receipts.reduce(0) { $0 + $1.refused })
-                return outcome.receipts
+                reports.note(outcome.room)
+                return .init(receipts: outcome.receipts, waiting: outcome.waiting)
             },
-            reportFailure: { error, _ in
-                logger.error("records from the ingest sockets were not stored", metadata: ["logship.error": "\(error)"])
+            reportFailure: { error, groups in
+                let count = groups.reduce(0) { $0 + $1.entries.count }
+                guard error as? SpoolError == .closed else {
+                    logger.error(
+                        "records from the ingest sockets were not stored",
+                        metadata: ["logship.error": "\(error)", "logship.spool.lost": "\(count)"])
+                    return
+                }
+                try? owner.spool().ledger.withLock { $0.refused += count }
+                logger.error(
+                    "records from the ingest sockets still waited for room in the spool when it closed; they are lost",
+                    metadata: ["logship.spool.lost": "\(count)"])
             })
         // Nothing waits for room: what is queued is bounded by what is claimed. With one record per request, an
         // acknowledgement arrives every few hundred microseconds: a commit each cost more than the requests.
@@ -88,7 +108,7 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
             linger: Self.acknowledgementLinger,
             weight: { $0.records.count },
             executor: writerExecutor,
-            commit: { batches in
+            commitAll: { batches in
                 try await owner.spool().delete(batches)
                 return batches.map { _ in () }
             },
@@ -126,21 +146,53 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
     /// `kill -9` of logshipd, but is not flushed to the disk until the next append's commit (FULL) or checkpoint.
     /// A power loss can undo the last settlements: their records are delivered again, never lost. Waiting for
     /// the disk on every acknowledgement is what held one-record requests to the disk's flush rate.
+    ///
+    /// A settlement frees room: what waits for room in the commit queue is tried again once it is written.
     func settlingWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try checkOpen()
         // SQLite's errors become SpoolError; any other is the body's own (a SpoolError, an unknown dead letter)
         // and passes as it is.
         do {
-            return try await database.writeWithoutTransaction { db in
+            let result = try await writeMakingRoom { db in
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
                 defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
                 return try body(db)
             }
+            commits.roomMayHaveChanged()
+            return result
         } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
-            throw SpoolError.diskFull
+            throw SpoolError.diskFull(path)
         } catch let error as DatabaseError {
             throw SpoolError.storage("\(error)")
         }
+    }
+
+    /// Runs `body` on the writer; should the disk be full, makes what room the spool can and runs it once more.
+    /// Every write that can grow the files goes through here: deleting records writes the WAL too.
+    ///
+    /// The room: the reserve (``SpoolDisk``), and the WAL's own file. A checkpoint that copies every frame back
+    /// lets the next transaction write the WAL from its beginning, in space its file already holds; the pages
+    /// that evicted records free inside the database take the new records.
+    func writeMakingRoom<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let result: T
+        do {
+            result = try await database.writeWithoutTransaction(body)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            disk.releaseReserve()
+            _ = try? await database.writeWithoutTransaction { db in try db.checkpoint(.restart) }
+            result = try await database.writeWithoutTransaction(body)
+        }
+        if !disk.holdsReserve {
+            // While the disk is short, what a commit added to the WAL is copied into the database at once: a
+            // checkpoint needs room for the pages that extend the file, and the room there is now may be gone
+            // later. The reserve is made again on the writer too: allocating it is blocking I/O.
+            let disk = disk
+            _ = try? await database.writeWithoutTransaction { db in
+                _ = try? db.checkpoint(.passive)
+                disk.reserveIfRoom()
+            }
+        }
+        return result
     }
 
     /// Writes `writes` in a transaction with `more`; once committed the ledger applies them, and should the
@@ -178,7 +230,14 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
     }
 
     public func statistics() async -> SpoolStatistics {
-        ledger.withLock { $0.statistics() }
+        var statistics = ledger.withLock { $0.statistics() }
+        statistics.waitingForRoom = commits.waitingWeight
+        if let sample = disk.sample() {
+            statistics.disk = SpoolDiskStatus(
+                free: sample.free, size: sample.size, minimumFree: disk.minimumFree,
+                configuredMinimumFree: disk.configuredMinimumFree, reserve: disk.holdsReserve ? disk.reserveBytes : 0)
+        }
+        return statistics
     }
 
     public func close() async {

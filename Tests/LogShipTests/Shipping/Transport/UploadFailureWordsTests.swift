@@ -125,6 +125,79 @@ struct UploadFailureWordsTests {
         let http = mutual.url.replacingOccurrences(of: "https://", with: "http://")
         #expect(try await Self.failure(http).description == "\(try Self.remote(mutual)) closed the connection before answering")
     }
+
+    @Test("a remote that closes in the middle of its answer's head: closed the connection before the response ended")
+    func closedMidHeaders() async throws {
+        let server = try AnsweringServer(answer: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Half")
+        let error = try await Self.failure("http://127.0.0.1:\(server.port)/ingest")
+        #expect(error.description == "127.0.0.1:\(server.port) closed the connection before the response ended")
+        #expect(error.fault == .remoteUnavailable)
+        let midBody = try AnsweringServer(answer: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
+        #expect(try await Self.failure("http://127.0.0.1:\(midBody.port)/ingest").description
+            == "127.0.0.1:\(midBody.port) closed the connection before the response ended")
+    }
+
+    @Test("a redirect names its Location and the key to change; it is not followed")
+    func redirect() async throws {
+        let server = try AnsweringServer(
+            answer: "HTTP/1.1 307 Temporary Redirect\r\nLocation: https://logs.example/v2/ingest\r\nContent-Length: 5\r\n\r\nmoved")
+        let error = try await Self.failure("http://127.0.0.1:\(server.port)/ingest")
+        #expect(error.description
+            == "HTTP 307 to https://logs.example/v2/ingest (redirects are not followed: set upload.url): moved")
+        #expect(error.fault == .endpointRefused)
+        let bare = try AnsweringServer(answer: "HTTP/1.1 301 Moved Permanently\r\nContent-Length: 0\r\n\r\n")
+        #expect(try await Self.failure("http://127.0.0.1:\(bare.port)/ingest").description == "HTTP 301")
+    }
+}
+
+/// A loopback server that reads a request, writes `answer` and closes the connection, as a remote that breaks
+/// off (or redirects) does.
+final class AnsweringServer: Sendable {
+    let port: Int
+    private let descriptor: Int32
+
+    init(answer: String) throws {
+        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = listening >= 0 && withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listening, $0, length) == 0 && getsockname(listening, $0, &length) == 0
+            }
+        }
+        guard bound, listen(listening, 8) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if listening >= 0 { close(listening) }
+            throw WaitTimeout(description: "no listening socket: \(reason)")
+        }
+        descriptor = listening
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let bytes = Array(answer.utf8)
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(listening, nil, nil)
+                guard connection >= 0 else { return }  // closed: the test is over
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                _ = read(connection, &buffer, buffer.count)
+                _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+                // The answer ends with the end of the stream. What the client still sends (a body the first read
+                // did not take) is read to its end before the close: closed unread, it would make the kernel reset
+                // the connection, a different failure.
+                shutdown(connection, Int32(SHUT_WR))
+                var timeout = timeval(tv_sec: 10, tv_usec: 0)
+                setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                while read(connection, &buffer, buffer.count) > 0 {}
+                close(connection)
+            }
+        }
+    }
+
+    deinit {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        close(descriptor)
+    }
 }
 
 /// A loopback server that reads a request and resets the connection (`SO_LINGER` 0), as a crashing or

@@ -5,17 +5,17 @@ import Glibc
 
 extension PeerCredentials {
     /// Credentials from the kernel, with `comm` read from `/proc/<pid>/comm`.
-    init(_ credentials: cunixsocket_credentials) {
+    package init(_ credentials: cunixsocket_credentials) {
         self.init(credentials, comm: Self.processName(of: credentials.pid))
     }
 
     /// Credentials from the kernel, with a `comm` already read for their pid.
-    init(_ credentials: cunixsocket_credentials, comm: String?) {
+    package init(_ credentials: cunixsocket_credentials, comm: String?) {
         self.init(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, comm: comm)
     }
 
     /// The name in `/proc/<pid>/comm`, or `nil` if the process is gone or the file is unreadable.
-    static func processName(of pid: Int32) -> String? {
+    package static func processName(of pid: Int32) -> String? {
         guard pid > 0 else { return nil }
         let descriptor = open("/proc/\(pid)/comm", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
