@@ -144,6 +144,7 @@ let package = Package(
         .target(
             name: "LogShipTestKit",
             dependencies: [
+                "CUnixSocket",
                 "LogShip",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -1,20 +1,31 @@
+import CUnixSocket
 import Foundation
+import Synchronization
 
 /// Plays systemd's part in socket activation: holds logshipd's three listening sockets for as long as it lives,
 /// and starts (and restarts) the daemon with them as fds 3, 4 and 5 (`LISTEN_FDS`, `LISTEN_FDNAMES`,
 /// `LISTEN_PID`), as `systemd` does for a socket unit. While no daemon runs, connections and datagrams wait in
 /// the kernel's queues.
+///
+/// With a file-descriptor store (`FileDescriptorStoreMax=`), it also plays the service manager's store: the daemon
+/// learns its size from `FDSTORE`, hands descriptors to it with `FDSTORE=1` and `FDNAME=` on `NOTIFY_SOCKET`,
+/// takes them out with `FDSTOREREMOVE=1`, and gets every descriptor stored after the sockets at each start, named
+/// in `LISTEN_FDNAMES`.
 public final class SocketActivator: @unchecked Sendable {
-    // @unchecked: used from one test task; the descriptors are fixed after init.
+    // @unchecked: used from one test task; the descriptors are fixed after init, and the store is in a Mutex.
 
     public let streamPath: String
     public let datagramPath: String
     public let controlPath: String
     private let descriptors: [Int32]
+    private let store: FileDescriptorStore?
     private var child: pid_t = 0
 
     /// Binds and listens on `ingest.sock`, `ingest.dgram` and `control.sock` in `directory`.
-    public init(directory: String) throws {
+    ///
+    /// - Parameter fileDescriptorStoreMax: How many descriptors the daemon may store, as `FileDescriptorStoreMax=`;
+    ///   0 for no store (and no `NOTIFY_SOCKET`).
+    public init(directory: String, fileDescriptorStoreMax: Int = 0) throws {
         streamPath = "\(directory)/ingest.sock"
         datagramPath = "\(directory)/ingest.dgram"
         controlPath = "\(directory)/control.sock"
@@ -23,6 +34,8 @@ public final class SocketActivator: @unchecked Sendable {
             Self.listen(datagramPath, type: Int32(SOCK_DGRAM.rawValue)),
             Self.listen(controlPath, type: Int32(SOCK_STREAM.rawValue)),
         ]
+        store = fileDescriptorStoreMax > 0
+            ? try FileDescriptorStore(path: "\(directory)/notify.sock", maximum: fileDescriptorStoreMax) : nil
     }
 
     deinit {
@@ -30,17 +43,23 @@ public final class SocketActivator: @unchecked Sendable {
         for descriptor in descriptors { close(descriptor) }
     }
 
+    /// The names of the descriptors in the store now, one entry per descriptor.
+    public var storedNames: [String] { store?.stored.map(\.name) ?? [] }
+
+    /// Every notification the daemon sent, oldest first (only with a store, which gives it `NOTIFY_SOCKET`).
+    public var notifications: [String] { store?.notifications ?? [] }
+
     /// Writes `logshipd.yaml` in `directory` for a daemon on these sockets, posting to `url`, with its durable
-    /// spool in `directory`; returns its path. Requests and the stop wait up to ten minutes for the test's receiver:
-    /// with the defaults, a loaded machine timed a request out (or cut it off at the stop) after the receiver had it,
-    /// and the records it carried arrived twice.
-    public func configure(directory: String, url: String) throws -> String {
+    /// spool in `directory` and `ingest` added to its `ingest` section; returns its path. Requests and the stop
+    /// wait up to ten minutes for the test's receiver: with the defaults, a loaded machine timed a request out (or
+    /// cut it off at the stop) after the receiver had it, and the records it carried arrived twice.
+    public func configure(directory: String, url: String, ingest: [String] = []) throws -> String {
         let configuration = "\(directory)/logshipd.yaml"
+        let ingestKeys = (["stream: \(streamPath)", "datagram: \(datagramPath)", "control: \(controlPath)"] + ingest)
+            .map { "  \($0)" }.joined(separator: "\n")
         try """
             ingest:
-              stream: \(streamPath)
-              datagram: \(datagramPath)
-              control: \(controlPath)
+            \(ingestKeys)
             upload:
               url: \(url)
               timeout: 10m
@@ -57,12 +76,18 @@ public final class SocketActivator: @unchecked Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        for (index, descriptor) in descriptors.enumerated() {
+        // The store's descriptors follow the sockets, as systemd passes them; what the last daemon sent before it
+        // exited is taken first, as systemd reads its notification socket before it sees a process exit.
+        let stored = store?.drained() ?? []
+        for (index, descriptor) in (descriptors + stored.map(\.descriptor)).enumerated() {
             posix_spawn_file_actions_adddup2(&actions, descriptor, 3 + Int32(index))
         }
         posix_spawn_file_actions_addopen(&actions, 2, errorLog, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        let names = (["ingest", "ingest-datagram", "control"] + stored.map(\.name)).joined(separator: ":")
+        let manager = store.map { "NOTIFY_SOCKET=\($0.path) FDSTORE=\($0.maximum) " } ?? ""
         // The shell learns its pid ($$) and keeps it across exec: LISTEN_PID names the daemon.
-        let script = #"LISTEN_PID=$$ LISTEN_FDS=3 LISTEN_FDNAMES=ingest:ingest-datagram:control exec "$0" "$@""#
+        let script = #"LISTEN_PID=$$ LISTEN_FDS="# + "\(3 + stored.count) LISTEN_FDNAMES=\(names) \(manager)"
+            + #"exec "$0" "$@""#
         let arguments = ["/bin/sh", "-c", script, Binaries.logshipd, "--config", configuration]
         var argv = arguments.map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
@@ -98,5 +123,90 @@ public final class SocketActivator: @unchecked Sendable {
             }
         }
         return descriptor
+    }
+}
+
+/// The service manager's file-descriptor store: a `NOTIFY_SOCKET` read on a thread of its own (so that a daemon
+/// storing more than the socket's queue holds never waits), keeping what `FDSTORE=1` hands over (up to
+/// `maximum`, closing the rest as systemd does) until `FDSTOREREMOVE=1` names it. Messages are taken from the
+/// socket and kept under one lock, so that ``drained()`` sees every message sent before it.
+private final class FileDescriptorStore: Sendable {
+    struct Stored: Sendable {
+        var descriptor: Int32
+        var name: String
+    }
+
+    let path: String
+    let maximum: Int
+    private let descriptor: Int32
+    private let state = Mutex((stored: [Stored](), notifications: [String]()))
+
+    init(path: String, maximum: Int) throws {
+        self.path = path
+        self.maximum = maximum
+        descriptor = try bindUnixSocket(path, type: Int32(SOCK_DGRAM.rawValue))
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        Thread.detachNewThread { [self] in
+            var readable = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            while poll(&readable, 1, -1) >= 0 || errno == EINTR {
+                if readable.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 { return }
+                state.withLock { receiveQueued(&$0) }
+            }
+        }
+    }
+
+    /// The descriptors in the store, once every message queued on the socket is taken.
+    func drained() -> [Stored] {
+        state.withLock { state in
+            receiveQueued(&state)
+            return state.stored
+        }
+    }
+
+    private func receiveQueued(_ state: inout (stored: [Stored], notifications: [String])) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var received = [Int32](repeating: -1, count: 768)
+        while true {
+            var count: Int32 = 0
+            let length = cunixsocket_receive_descriptors(
+                descriptor, &buffer, buffer.count, &received, Int32(received.count), &count)
+            if length < 0 && errno == EINTR { continue }
+            guard length >= 0 else { return }
+            receive(String(decoding: buffer[..<length], as: UTF8.self), Array(received[..<Int(count)]), &state)
+        }
+    }
+
+    deinit {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        for stored in stored { close(stored.descriptor) }
+    }
+
+    var stored: [Stored] { state.withLock { $0.stored } }
+    var notifications: [String] { state.withLock { $0.notifications } }
+
+    private func receive(
+        _ message: String, _ descriptors: [Int32], _ state: inout (stored: [Stored], notifications: [String])
+    ) {
+        var assignments: [String: String] = [:]
+        for line in message.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            assignments[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        let name = assignments["FDNAME"] ?? "stored"
+        state.notifications.append(message)
+        var closing: [Int32] = []
+        if assignments["FDSTOREREMOVE"] == "1" {
+            closing += state.stored.filter { $0.name == name }.map(\.descriptor)
+            state.stored.removeAll { $0.name == name }
+        }
+        if assignments["FDSTORE"] == "1" {
+            let room = max(0, maximum - state.stored.count)
+            state.stored += descriptors.prefix(room).map { Stored(descriptor: $0, name: name) }
+            closing += descriptors.dropFirst(room)
+        } else {
+            closing += descriptors
+        }
+        // Closing under the lock is a test stand-in's shortcut: nothing else waits on it.
+        for descriptor in closing { close(descriptor) }
     }
 }

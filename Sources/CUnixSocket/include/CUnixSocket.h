@@ -33,4 +33,11 @@ int cunixsocket_accept(int fd);
 /// An eventfd for waking a poll(2); -1 with errno set on failure.
 int cunixsocket_eventfd(void);
 
+/// Receives one datagram, waiting for it, with the descriptors it carries (SCM_RIGHTS, received close-on-exec):
+/// what a service manager's notification socket does. Returns the datagram's length (cut at `capacity`), or -1
+/// with errno set; `*count` is the number of descriptors stored in `descriptors`, at most `maximum` (any more
+/// are closed).
+ssize_t cunixsocket_receive_descriptors(int fd, void *buffer, size_t capacity, int *descriptors, int maximum,
+                                        int *count);
+
 #endif

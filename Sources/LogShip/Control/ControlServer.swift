@@ -25,6 +25,7 @@ public struct ControlServer: Service {
     /// - Parameters:
     ///   - passed: The socket systemd holds for `path` (socket activation), to use instead of binding.
     ///   - limits: How many connections are served at once (`ingest.max_connections`).
+    ///   - refusals: Where refused connections are counted.
     /// - Throws: ``IngestError`` when the path is held by a live process or cannot be bound.
     static func bind(
         path: String,
@@ -37,6 +38,7 @@ public struct ControlServer: Service {
         shipper: Shipper,
         spool: any Spool & DeadLetterStore,
         statusSource: DaemonStatusSource,
+        refusals: ConnectionRefusals,
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> ControlServer {
@@ -45,6 +47,7 @@ public struct ControlServer: Service {
             greeting: Array((ControlProtocol.greeting + "\n").utf8),
             refusal: Array((ControlProtocol.refusal(
                 "too many control connections are open (ingest.max_connections \(limits.maximum), ingest.max_connections_per_user \(limits.maximumPerUser) per user); try again when some have closed") + "\n").utf8),
+            refusals: refusals,
             group: group,
             logger: logger)
         return ControlServer(

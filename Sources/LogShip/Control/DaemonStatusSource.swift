@@ -6,15 +6,20 @@ final class DaemonStatusSource: Sendable {
     private let shipper: Shipper
     private let spool: any Spool
     private let journal: JournalIngestServer?
+    private let refusals: ConnectionRefusals
     /// `spool.max_bytes`.
     private let spoolBudget: Int
     private let startedAt = ContinuousClock.now
 
-    init(intake: RecordIntake, shipper: Shipper, spool: any Spool, journal: JournalIngestServer?, spoolBudget: Int) {
+    init(
+        intake: RecordIntake, shipper: Shipper, spool: any Spool, journal: JournalIngestServer?,
+        refusals: ConnectionRefusals, spoolBudget: Int
+    ) {
         self.intake = intake
         self.shipper = shipper
         self.spool = spool
         self.journal = journal
+        self.refusals = refusals
         self.spoolBudget = spoolBudget
     }
 
@@ -72,5 +77,7 @@ final class DaemonStatusSource: Sendable {
         status.throttledSeconds = Dictionary(
             uniqueKeysWithValues: shipping.throttledSeconds.map { ($0.key.description, $0.value) })
         status.journal = journal?.statistics
+        status.refusedConnections = Dictionary(
+            uniqueKeysWithValues: refusals.totals.map { ($0.key.rawValue, $0.value) })
         return status
     }}

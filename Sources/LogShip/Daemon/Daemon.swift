@@ -79,7 +79,6 @@ public final class Daemon: Sendable {
         reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil
     ) async throws -> Daemon {
         for notice in configuration.notices { logger.warning("configuration: \(notice)") }
-        checkOpenFileLimit(configuration.ingest, logger: logger)
         let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
         // Trapped before anything is bound or opened. Untrapped, a SIGTERM in the moments before the service
         // group runs (its sockets already there, `systemctl stop` right after a start) or a SIGHUP just after
@@ -172,19 +171,6 @@ public final class Daemon: Sendable {
             live: live, metricsAddress: metricsServer?.address, shipper: shipper, intake: intake, spool: spool,
             httpUploader: httpUploader, serviceGroup: ServiceGroup(configuration: groupConfiguration),
             shutdownRequests: shutdownRequests, notifier: serviceManager?.notifier, logger: logger)
-    }
-
-    /// Warns when the connection caps could exceed the open-file limit: the caps are there so that clients
-    /// cannot exhaust the daemon's descriptors. (`logshipd` raises the limit first; an in-process daemon leaves
-    /// its host process's alone.)
-    private static func checkOpenFileLimit(_ ingest: DaemonConfiguration.Ingest, logger: Logger) {
-        let limit = OpenFileLimit.current
-        // Two stream sockets (ingest and control) at their cap, plus the spool, HTTP connections and sockets.
-        let needed = 2 * ingest.maxConnections + 128
-        guard limit < needed else { return }
-        logger.warning(
-            "the open-file limit is below what ingest.max_connections allows on two sockets; lower the cap or raise LimitNOFILE",
-            metadata: ["logship.limit.nofile": "\(limit)", "logship.connections.maximum": "\(ingest.maxConnections)"])
     }
 
     private static func openSpool(_ configuration: DaemonConfiguration.Spool, logger: Logger) async throws

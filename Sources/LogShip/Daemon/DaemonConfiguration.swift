@@ -13,7 +13,7 @@ public struct DaemonConfiguration: Sendable {
         public var control = "/run/logshipd/control.sock"
         public var socketMode: UInt32 = 0o660
         public var maxRecordBytes = 65_536
-        /// Connections each stream socket serves at once; more are accepted and closed at once.
+        /// Connections each stream socket serves at once; more wait (see ``UnixStreamListener/OverCap``).
         public var maxConnections = 1024
         /// Connections one user (uid) may hold on each stream socket, so that one user's processes cannot take
         /// them all.

@@ -15,6 +15,9 @@ public struct StreamIngestServer: Service {
     /// - Parameters:
     ///   - passed: The socket systemd holds for `path` (socket activation), to use instead of binding.
     ///   - limits: How many connections are served at once (`ingest.max_connections`).
+    ///   - adopted: Connections the service manager's store kept across a restart.
+    ///   - store: Where a stop hands the connections, when the service manager keeps them.
+    ///   - refusals: Where refused connections are counted.
     /// - Throws: ``IngestError`` when the path is held by a live process or cannot be bound.
     static func bind(
         path: String,
@@ -22,14 +25,17 @@ public struct StreamIngestServer: Service {
         mode: UInt32,
         maximumRecordBytes: Int,
         limits: UnixStreamListener.Limits,
+        adopted: [Int32],
+        store: ConnectionStore?,
+        refusals: ConnectionRefusals,
         parser: RecordParser,
         intake: RecordIntake,
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> StreamIngestServer {
         let listener = try UnixStreamListener.bind(
-            path: path, passed: passed, mode: mode, maximumFrameBytes: maximumRecordBytes, limits: limits, group: group,
-            logger: logger)
+            path: path, passed: passed, mode: mode, maximumFrameBytes: maximumRecordBytes, limits: limits,
+            adopted: adopted, store: store, refusals: refusals, group: group, logger: logger)
         return StreamIngestServer(listener: listener, parser: parser, intake: intake, logger: logger)
     }
 

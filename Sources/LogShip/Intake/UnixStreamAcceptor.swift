@@ -19,6 +19,23 @@ final class UnixStreamAcceptor: Sendable {
     struct Accepted: Sendable {
         var descriptor: Int32
         var peer: PeerCredentials
+
+        /// A connection of the socket at `path` with its peer's credentials, read now; closed when they cannot be.
+        ///
+        /// - Throws: ``IngestError`` when `SO_PEERCRED` fails.
+        init(_ connection: Int32, path: String) throws {
+            var credentials = cunixsocket_credentials()
+            var length = socklen_t(MemoryLayout<cunixsocket_credentials>.size)
+            guard getsockopt(connection, cunixsocket_sol_socket, cunixsocket_so_peercred, &credentials, &length) == 0
+            else {
+                let code = errno
+                Glibc.close(connection)
+                throw IngestError.socketCall("getsockopt(SO_PEERCRED)", path: path, SystemError.describe(code))
+            }
+            descriptor = connection
+            // Read comm now: a short-lived client (logger) may be gone by the time its data is read.
+            peer = PeerCredentials(credentials)
+        }
     }
 
     let path: String
@@ -104,17 +121,12 @@ final class UnixStreamAcceptor: Sendable {
         let connection = cunixsocket_accept(descriptor)
         guard connection >= 0 else {
             if [EAGAIN, EWOULDBLOCK, EINTR, ECONNABORTED].contains(errno) { return nil }
+            if [EMFILE, ENFILE].contains(errno) {
+                throw IngestError.outOfDescriptors(path: path, SystemError.describe(errno))
+            }
             throw IngestError.socketCall("accept", path: path, SystemError.describe(errno))
         }
-        var credentials = cunixsocket_credentials()
-        var length = socklen_t(MemoryLayout<cunixsocket_credentials>.size)
-        guard getsockopt(connection, cunixsocket_sol_socket, cunixsocket_so_peercred, &credentials, &length) == 0 else {
-            let code = errno
-            Glibc.close(connection)
-            throw IngestError.socketCall("getsockopt(SO_PEERCRED)", path: path, SystemError.describe(code))
-        }
-        // Read comm now: a short-lived client (logger) may be gone by the time its data is read.
-        return Accepted(descriptor: connection, peer: PeerCredentials(credentials))
+        return try Accepted(connection, path: path)
     }
 
     /// Makes a waiting or later ``accept()`` return `nil`: nothing more is accepted.

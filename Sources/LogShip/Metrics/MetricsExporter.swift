@@ -58,10 +58,19 @@ final class MetricsExporter: Sendable {
                 $0.rejectedRequests
             }),
         ]
+        let refused = ConnectionRefusal.allCases.map { reason in
+            (
+                registry.makeCounter(
+                    descriptor: Self.metric(
+                        "logshipd_connections_refused_total", "Connections the stream sockets refused, per reason."),
+                    labels: [("reason", reason.rawValue)]),
+                { @Sendable (status: DaemonStatus) in status.refusedConnections[reason.rawValue] ?? 0 }
+            )
+        }
         counters = totals.map { name, help, total in
             (registry.makeCounter(descriptor: Self.metric(name, help)), total)
-        }
-        exported = Mutex(Array(repeating: 0, count: totals.count))
+        } + refused
+        exported = Mutex(Array(repeating: 0, count: counters.count))
 
         var gauges: [(Gauge, @Sendable (DaemonStatus) -> Double)] = []
         var throttled: [(Counter, String)] = []

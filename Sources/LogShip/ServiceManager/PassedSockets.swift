@@ -4,7 +4,8 @@ import Glibc
 #endif
 
 /// The listening sockets systemd passed (socket activation, `sd_listen_fds_with_names`), for the daemon to use
-/// instead of binding its own, so that they outlive its restarts.
+/// instead of binding its own, so that they outlive its restarts; and the connections its file-descriptor store
+/// kept for the daemon (``ConnectionStore``).
 ///
 /// A socket is matched to an input by its `FileDescriptorName=` (`ingest`, `ingest-datagram`, `control`), or, when
 /// one socket unit passes them all under one name, by the path it is bound to.
@@ -36,6 +37,12 @@ struct PassedSockets {
             }
         guard let index else { return nil }
         return sockets.remove(at: index).descriptor
+    }
+
+    /// Every passed descriptor named `name`: the connections the service manager's store kept for the daemon.
+    mutating func takeAll(name: String) -> [Int32] {
+        defer { sockets.removeAll { $0.name == name } }
+        return sockets.filter { $0.name == name }.map(\.descriptor)
     }
 
     /// Sockets no input claimed, with their names.

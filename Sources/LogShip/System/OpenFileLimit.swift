@@ -11,6 +11,17 @@ public enum OpenFileLimit {
         return Int(clamping: limit.rlim_cur)
     }
 
+    /// How many descriptors the process has open now (the entries of `/proc/self/fd`, less the one reading it).
+    static var openNow: Int {
+        guard let directory = opendir("/proc/self/fd") else { return 0 }
+        defer { closedir(directory) }
+        var count = 0
+        while let entry = readdir(directory) {
+            if entry.pointee.d_name.0 != 0x2E { count += 1 }  // not "." or ".."
+        }
+        return count - 1
+    }
+
     /// Raises the soft limit to the hard limit (the soft default, often 1024, is for programs that use `select`),
     /// and returns the soft limit then in force.
     @discardableResult

@@ -76,6 +76,9 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     public var rateRequestsPerSecond: Double?
     /// Seconds each class has waited for the upload budget since start, per class name.
     public var throttledSeconds: [String: Double] = [:]
+    /// Connections the stream sockets refused since start, per reason (``ConnectionRefusal``'s raw values:
+    /// `user_cap`, `connection_cap`, `descriptors`); absent reasons never happened.
+    public var refusedConnections: [String: Int] = [:]
     /// The journal input's state, when it is enabled.
     public var journal: JournalStatus?
 

@@ -43,14 +43,6 @@ package final class ServedConnections: Sendable {
         return emptied || state.withLock { $0.channels.isEmpty }
     }
 
-    /// Stops reading every connection served: what each has already read is still handed on, then its input
-    /// ends, as at the client's end of file.
-    package func closeInputs() {
-        for channel in state.withLock({ Array($0.channels.values) }) {
-            channel.close(mode: .input, promise: nil)
-        }
-    }
-
     /// Closes every connection served, and refuses those inserted from now on.
     package func closeAll() {
         let channels = state.withLock { state in

@@ -30,6 +30,11 @@ package struct StreamFrameDecoder: ByteToMessageDecoder {
     /// The last frame ended with a NUL: a newline that follows it at once is part of that ending.
     private var endedWithNUL = false
 
+    /// Whether no record is cut short here: the next byte starts a frame, unless it is buffered already.
+    package var isFraming: Bool {
+        if case .framing = state { true } else { false }
+    }
+
     package init(maximumRecordBytes: Int) {
         precondition(maximumRecordBytes > 0)
         self.maximumRecordBytes = maximumRecordBytes

@@ -49,6 +49,12 @@ struct Status: ParsableCommand {
             "dead letters  \(status.deadLetters) record(s) held, \(status.deadLettered) dead-lettered since start")
         lines.append("received      \(status.received) (truncated \(status.truncated)); evicted \(status.evicted), refused \(status.refused)")
         lines.append("dropped       \(status.blank) blank frame(s); \(status.demoted) crash claim(s) over budget stored as errors")
+        if !status.refusedConnections.isEmpty {
+            let reasons = status.refusedConnections.sorted { $0.key < $1.key }.map { key, count in
+                "\(count) \(ConnectionRefusal(rawValue: key).map(String.init(describing:)) ?? text(key))"
+            }
+            lines.append("connections   refused \(reasons.joined(separator: "; "))")
+        }
         lines.append("spool         \(bytes(status.spoolBytes)) of \(bytes(status.spoolBudget))")
         lines.append("upload rate   \(rate(status))")
         if status.quarantinedChunks > 0 {

@@ -118,6 +118,85 @@ struct SocketActivationTests {
         #expect(FileManager.default.fileExists(atPath: activator.streamPath), "the daemon leaves systemd's sockets alone")
     }
 
+    @Test(
+        "three restarts with 300 idle and 6 busy long-lived writers lose no line a writer was told was written; with the store, an idle writer never sees a restart",
+        .serialized, arguments: [false, true])
+    func restartWithLongLivedWriters(fileDescriptorStore: Bool) async throws {
+        let receiver = try await TestReceiver()
+        let directory = try TemporaryDirectory.make()
+        let activator = try SocketActivator(
+            directory: directory, fileDescriptorStoreMax: fileDescriptorStore ? 1024 : 0)
+        // The writers are all this process's, one user: the per-user cap must let all 306 in.
+        let configuration = try activator.configure(
+            directory: directory, url: receiver.url, ingest: ["max_connections_per_user: 512"])
+        let errorLog = "\(directory)/logshipd.log"
+        try activator.start(configuration: configuration, errorLog: errorLog)
+        let path = activator.streamPath
+
+        // A writer writes each line whole or learns that it failed; after a failure it connects again and writes
+        // the same line, so a line may arrive twice or as a fragment, never not at all.
+        final class Writer: @unchecked Sendable {
+            // @unchecked: each writer is used by one thread at a time.
+            let path: String
+            var client: UnixClient?
+            var written: [String] = []
+            var reconnects = 0
+            init(path: String) { self.path = path }
+            func write(_ line: String) {
+                for _ in 0..<100 {
+                    do {
+                        if client == nil { client = try UnixClient(path: path, type: .stream) }
+                        try client?.write(line + "\n")
+                        written.append(line)
+                        return
+                    } catch {
+                        client = nil
+                        reconnects += 1
+                    }
+                }
+            }
+        }
+        let idle = (0..<300).map { _ in Writer(path: path) }
+        try await offloaded { for (index, writer) in idle.enumerated() { writer.write("idle \(index) start") } }
+
+        // Six busy writers, each a line a millisecond until told to stop (at most 200 000 lines each).
+        let stopWriting = Atomic(false)
+        let busy = (0..<6).map { _ in Writer(path: path) }
+        let busyWriting = Task {
+            await onThreads(busy.count) { index in
+                for line in 0..<200_000 where !stopWriting.load(ordering: .relaxed) {
+                    busy[index].write("busy \(index) line \(line)")
+                    usleep(1_000)  // pacing, so that the receiver keeps every line in memory without strain
+                }
+            }
+        }
+
+        for restart in 1...3 {
+            let seen = receiver.records.count
+            try await receiver.waitFor(records: seen + 1_000)
+            #expect(try await activator.stop() == 0)
+            try activator.start(configuration: configuration, errorLog: errorLog)
+            try await offloaded {
+                for (index, writer) in idle.enumerated() { writer.write("idle \(index) after restart \(restart)") }
+            }
+        }
+        stopWriting.store(true, ordering: .relaxed)
+        _ = await busyWriting.value
+
+        let written = Set((idle + busy).flatMap(\.written))
+        // Not thrown: the expectation below says how many are missing.
+        try? await eventually(within: .seconds(600)) { Set(receiver.records.map(\.message)).isSuperset(of: written) }
+        #expect(try await activator.stop() == 0)
+        let lost = written.subtracting(receiver.records.map(\.message))
+        print("restarts with long-lived writers (store \(fileDescriptorStore)): \(written.count) lines written, "
+            + "\(lost.count) lost; reconnects: idle \(idle.map(\.reconnects).reduce(0, +)), busy \(busy.map(\.reconnects))")
+        #expect(lost.isEmpty, "\(lost.count) of \(written.count) lost, e.g. \(lost.sorted().prefix(3))")
+        if fileDescriptorStore {
+            #expect(idle.map(\.reconnects).reduce(0, +) == 0, "an idle writer's connection outlives the restarts")
+            #expect(activator.storedNames.count >= 300, "the last stop stored the connections again")
+        }
+    }
+
     @Test("three writers connecting through a restart, 300 connects while no daemon runs: none refused, no accepted line lost")
     func restartUnderLoad() async throws {
         let receiver = try await TestReceiver()

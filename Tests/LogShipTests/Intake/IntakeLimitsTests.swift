@@ -9,39 +9,68 @@ import LogShipTestKit
 /// Floods and connection storms: the daemon stays up, bounded, and keeps serving everyone else.
 @Suite("Intake under floods", .serialized)
 struct IntakeLimitsTests {
-    @Test("the limiter caps connections in all and per user, and reports refusals at most once per interval")
+    @Test("the limiter serves up to the caps in all and per user, holds what is over a user's cap while it may, and refuses the rest")
     func limiter() {
-        let start = ContinuousClock.now
-        var limiter = ConnectionLimiter(maximum: 3, maximumPerUser: 2, reportInterval: .seconds(10))
-        #expect(limiter.admit(uid: 1000, now: start) == .accept)
-        #expect(limiter.admit(uid: 1000, now: start) == .accept)
-        #expect(limiter.admit(uid: 1000, now: start) == .refuse(report: 1), "a third from one user, whatever its process")
-        #expect(limiter.admit(uid: 1001, now: start) == .accept, "another user still gets in")
-        #expect(limiter.admit(uid: 1002, now: start + .seconds(1)) == .refuse(report: nil), "full; reported already")
-        #expect(limiter.admit(uid: 1002, now: start + .seconds(2)) == .refuse(report: nil))
-        #expect(limiter.admit(uid: 1002, now: start + .seconds(11)) == .refuse(report: 3), "the count since the last report")
-        limiter.release(uid: 1000)
-        #expect(limiter.open == 2)
-        #expect(limiter.admit(uid: 1002, now: start + .seconds(12)) == .accept, "a closed connection frees its place")
-        limiter.release(uid: 9)
-        #expect(limiter.open == 3, "releasing an unknown user changes nothing")
+        var limiter = ConnectionLimiter(maximum: 4, maximumPerUser: 2, maximumHeld: 1)
+        #expect(limiter.admit(0, uid: 1000) == .serve)
+        #expect(limiter.admit(1, uid: 1000) == .serve)
+        #expect(limiter.admit(2, uid: 1000) == .hold, "a third from one user, whatever its process, waits unread")
+        #expect(limiter.admit(3, uid: 1000) == .refuse(.userCap), "only one may wait")
+        #expect(limiter.release(3) == nil)
+        #expect(limiter.admit(4, uid: 1001) == .serve, "another user still gets in")
+        #expect(limiter.admit(5, uid: 1002) == .serve)
+        #expect(!limiter.hasRoom, "every place to serve is taken: nothing more is accepted")
+        #expect(limiter.release(0) == 2, "a closed connection's place goes to its user's held one")
+        #expect(limiter.role(of: 2) == .served && limiter.held == 0 && limiter.served == 4)
+        #expect(limiter.release(5) == nil && limiter.hasRoom)
+        #expect(limiter.admit(6, uid: 1000) == .hold)
+        let expired = limiter.expire(6)
+        #expect(expired, "the hold ran out")
+        #expect(limiter.role(of: 6) == .refused)
+        let expiredAgain = limiter.expire(6), servedExpired = limiter.expire(2)
+        #expect(!expiredAgain && !servedExpired, "only a held connection expires")
+        #expect(limiter.release(6) == nil && limiter.release(1) == nil)
+        #expect(limiter.served == 2 && limiter.hasRoom)
+        #expect(limiter.release(99) == nil, "releasing an unknown connection changes nothing")
+        #expect(limiter.served == 2)
     }
 
     @Test("on the control socket, operators keep places no other user can take, and may hold that many more")
     func operatorReserve() {
-        let now = ContinuousClock.now
         var limiter = ConnectionLimiter(maximum: 10, maximumPerUser: 4, operatorReserve: 2, operators: [0, 999])
-        let others = (1000..<1003).flatMap { uid in (0..<4).map { _ in limiter.admit(uid: UInt32(uid), now: now) } }
-        #expect(others.count { $0 == .accept } == 8, "other users fill all but the operators' two places")
-        #expect(limiter.admit(uid: 1003, now: now) != .accept)
-        #expect(limiter.admit(uid: 0, now: now) == .accept && limiter.admit(uid: 999, now: now) == .accept)
-        #expect(limiter.admit(uid: 0, now: now) != .accept, "the global cap holds for operators too")
+        var id = 0
+        func admit(_ uid: UInt32) -> ConnectionLimiter.Admission {
+            defer { id += 1 }
+            return limiter.admit(id, uid: uid)
+        }
+        let others = (1000..<1003).flatMap { uid in (0..<4).map { _ in admit(UInt32(uid)) } }
+        #expect(others.count { $0 == .serve } == 8, "other users fill all but the operators' two places")
+        for (index, admission) in others.enumerated() where admission != .serve { _ = limiter.release(index) }
+        #expect(admit(1003) == .refuse(.connectionCap))
+        _ = limiter.release(id - 1)
+        #expect(admit(0) == .serve && admit(999) == .serve)
+        #expect(admit(0) == .refuse(.connectionCap), "the global cap holds for operators too")
         var own = ConnectionLimiter(maximum: 100, maximumPerUser: 4, operatorReserve: 2, operators: [0])
-        #expect((0..<8).count { _ in own.admit(uid: 0, now: now) == .accept } == 6, "per-user cap plus the reserve")
+        #expect((0..<8).count { own.admit($0, uid: 0) == .serve } == 6, "per-user cap plus the reserve")
+    }
+
+    @Test("the descriptor budget keeps the configured caps where the limit allows them, and clamps them where it does not")
+    func descriptorBudget() {
+        let configured = DescriptorBudget.Places(maximum: 1024, maximumPerUser: 256)
+        let roomy = DescriptorBudget(limit: 65536, open: 40, headroom: 100, configured: configured, operatorReserve: 4)
+        #expect(roomy.ingest == configured && roomy.control == configured && !roomy.isBelow(configured))
+        let tight = DescriptorBudget(limit: 1024, open: 40, headroom: 100, configured: configured, operatorReserve: 4)
+        #expect(tight.available == 884)
+        #expect(tight.control.maximum == 110 && tight.ingest.maximum == 619 && tight.ingest.maximumPerUser == 256)
+        #expect(tight.ingestHeld == 154)
+        #expect(tight.ingest.maximum + tight.ingestHeld + tight.control.maximum <= 1024 - 40 - 100)
+        #expect(tight.isBelow(configured))
+        let starved = DescriptorBudget(limit: 128, open: 40, headroom: 100, configured: configured, operatorReserve: 4)
+        #expect(starved.ingest.maximum == 1 && starved.control.maximum == 8, "each socket keeps a place or a few")
     }
 
     @Test(
-        "5 000 idle connections from one user: beyond the caps they are closed, another user's logger still gets through, other users fill the global cap and no more, descriptors stay bounded",
+        "5 000 idle connections from one user: beyond the caps they are held a while, then closed; another user's logger still gets through, other users fill the global cap and the rest wait in the queue, descriptors stay bounded",
         .enabled(if: LocalUserTests.canSwitchUser))
     func connectionStorm() async throws {
         let receiver = try await TestReceiver()
@@ -68,8 +97,8 @@ struct IntakeLimitsTests {
         let streamPath = "\(directory)/ingest.sock"
         let clients = try await offloaded { try (0..<storm).map { _ in try UnixClient(path: streamPath, type: .stream) } }
 
-        // Every connection is either served or closed by the daemon: all but 48 are closed.
-        try await eventually(within: .seconds(60)) { UnixClient.closedByPeer(clients) == storm - 48 }
+        // Every connection is either served or, once held for a while, closed by the daemon: all but 48 are closed.
+        try await eventually(within: .seconds(120)) { UnixClient.closedByPeer(clients) == storm - 48 }
         #expect(UnixClient.closedByPeer(clients) == storm - 48, "one user holds at most 48 connections")
         let descriptors = try Self.openDescriptors(of: daemon.pid)
         #expect(descriptors <= descriptorsAtStart + 64, "\(descriptors) descriptors, \(descriptorsAtStart) at start")
@@ -82,7 +111,7 @@ struct IntakeLimitsTests {
         // arriving does not prove. Once it is closed the daemon holds the storm's 48 and, at most, the upload's.
         try await eventually(within: .seconds(60)) { try Self.openDescriptors(of: daemon.pid) <= descriptors + 1 }
 
-        // Twenty more users, one idle connection each: 16 fill the global cap of 64, the other 4 are closed.
+        // Twenty more users, one idle connection each: 16 fill the global cap of 64, the other 4 are not accepted.
         let beforeHolders = try Self.openDescriptors(of: daemon.pid)
         let holders = try (0..<20).map { user in
             try ChildProcess(
@@ -91,18 +120,19 @@ struct IntakeLimitsTests {
                  "/usr/bin/socat", "-u", "UNIX-CONNECT:\(streamPath)", "/dev/null"])
         }
         defer { for holder in holders { holder.signal(SIGKILL) } }
-        // A refused connection is open for a moment in the daemon; its holder exits once it is closed. With the
-        // four refused ones gone, what the daemon holds is what it serves.
-        try await eventually(within: .seconds(60)) { holders.count { !$0.isRunning } == 4 }
-        #expect(holders.count { !$0.isRunning } == 4, "four users beyond the global cap were closed")
-        try await eventually(within: .seconds(60)) { try Self.openDescriptors(of: daemon.pid) == beforeHolders + 16 }
+        // The four beyond the cap wait in the kernel's queue, connected and unaccepted: nothing closes them.
+        try await eventually(within: .seconds(120)) { try Self.openDescriptors(of: daemon.pid) == beforeHolders + 16 }
+        let status = try await LogshipdProcess.status(directory: directory)
         #expect(try Self.openDescriptors(of: daemon.pid) == beforeHolders + 16, "the global cap holds at 64")
+        let allRunning = holders.allSatisfy { $0.isRunning }
+        #expect(allRunning, "no holder was closed")
+        #expect(status.refusedConnections["user_cap", default: 0] == storm - 48, "\(status.refusedConnections)")
 
         daemon.signal(SIGTERM)
         let stopped = try await daemon.wait(within: .seconds(60))
         // A crash report starts with what crashed and ends with the registers: keep both ends.
         #expect(stopped.status == 0, "\(stopped.standardError.prefix(3000))\n…\n\(stopped.standardError.suffix(1000))")
-        #expect(stopped.standardError.contains("connection limit reached"))
+        #expect(stopped.standardError.contains("over ingest.max_connections_per_user"))
         _ = clients
     }
 
