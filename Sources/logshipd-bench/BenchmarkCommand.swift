@@ -36,7 +36,8 @@ struct BenchmarkCommand: AsyncParsableCommand {
 
     struct Peers: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "logshipd, syslog-ng and rsyslog side by side, then target scenarios 4–6; writes BENCHMARKS.md.")
+            abstract: "logshipd, syslog-ng and rsyslog side by side, then target scenarios 4–6; writes "
+                + "BENCHMARKS.md.")
         func run() async throws { try await Benchmark.compareAndReport() }
     }
 

@@ -45,7 +45,8 @@ extension PeerComparison {
         let memoryRatio = ours.anonymous / peer.anonymous
         var measured = String(format: "%.2f× \(name)'s lines/s", rateRatio)
         if target.cpu != nil {
-            measured += String(format: ", %.2f× its CPU per line (%.1f against %.1f µs)", cpuRatio, ours.cpu, peer.cpu)
+            measured += String(
+                format: ", %.2f× its CPU per line (%.1f against %.1f µs)", cpuRatio, ours.cpu, peer.cpu)
         }
         if target.memory != nil {
             measured += String(
