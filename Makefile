@@ -17,7 +17,7 @@ RELEASE = -c release --static-swift-stdlib -Xswiftc -use-ld=lld \
 	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic
 RELEASE_BIN = $$($(SWIFT) build $(RELEASE) --show-bin-path)
 
-.PHONY: deps test-deps build release run test bench fuzz fuzz-build install clean
+.PHONY: deps test-deps build release run test bench bench-peers fuzz fuzz-build install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -75,12 +75,32 @@ fuzz: fuzz-build
 	@mkdir -p .build-fuzz/corpus
 	$(FUZZER) -runs=$(FUZZ_RUNS) -artifact_prefix=.build-fuzz/ -print_final_stats=1 .build-fuzz/corpus Tests/FuzzCorpus
 
-# Throughput and latency figures, with syslog-ng side by side (installed from Debian when missing; it starts no
-# system daemon without systemd); builds release binaries, writes BENCHMARKS.md.
-bench: release
+# Where bench-peers extracts rsyslog (PeerComparison's ExtractedRsyslog looks there); git ignores .build*/.
+RSYSLOG_DIR = .build-peers/rsyslog
+SUDO = $(if $(filter 0,$(shell id -u)),,sudo)
+
+# The peers bench compares with, when missing. syslog-ng is installed from Debian (it starts no system daemon
+# without systemd). rsyslog's package conflicts with syslog-ng's and would become the system's syslog daemon, so
+# Debian's rsyslog and rsyslog-elasticsearch are extracted into RSYSLOG_DIR instead, never installed; the libraries
+# they need are (libcurl4, which omelasticsearch links, is usually there already: --no-upgrade leaves it as it is).
+bench-peers:
 	@command -v syslog-ng >/dev/null 2>&1 && [ -f /usr/lib/syslog-ng/3.38/libhttp.so ] || { \
-		echo "bench: installing syslog-ng-core and syslog-ng-mod-http, the peer it compares with" >&2; \
-		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y --no-install-recommends syslog-ng-core syslog-ng-mod-http >/dev/null; }
+		echo "bench: installing syslog-ng-core and syslog-ng-mod-http, a peer it compares with" >&2; \
+		$(SUDO) apt-get install -y --no-install-recommends syslog-ng-core syslog-ng-mod-http >/dev/null; }
+	@[ -x $(RSYSLOG_DIR)/root/usr/sbin/rsyslogd ] && ls $(RSYSLOG_DIR)/root/usr/lib/*/rsyslog/omelasticsearch.so \
+		>/dev/null 2>&1 || { \
+		echo "bench: fetching rsyslog and rsyslog-elasticsearch into $(RSYSLOG_DIR) (extracted, not installed)," \
+			"a peer it compares with; installing libestr0, libfastjson4 and liblognorm5 for it" >&2; \
+		$(SUDO) apt-get install -y --no-install-recommends --no-upgrade libestr0 libfastjson4 liblognorm5 libcurl4 \
+			>/dev/null && \
+		rm -rf $(RSYSLOG_DIR) && mkdir -p $(RSYSLOG_DIR)/debs && \
+		{ out=$$(cd $(RSYSLOG_DIR)/debs && apt-get download rsyslog rsyslog-elasticsearch 2>&1) || \
+			{ echo "$$out" >&2; exit 1; }; } && \
+		for deb in $(RSYSLOG_DIR)/debs/*.deb; do dpkg -x "$$deb" $(RSYSLOG_DIR)/root || exit 1; done; }
+
+# Throughput and latency figures, with syslog-ng and rsyslog side by side (bench-peers); builds release binaries,
+# writes BENCHMARKS.md.
+bench: release bench-peers
 	$(SWIFT) build $(RELEASE) --product logshipd-bench
 	$(RELEASE_BIN)/logshipd-bench
 

@@ -65,7 +65,7 @@ enum Benchmark {
             + String(format: "  (spool file %.1f MiB; records are read only when claimed)", memory.spoolFile))
     }
 
-    /// syslog-ng side by side, then the scenarios without a peer; both tables go to BENCHMARKS.md.
+    /// syslog-ng and rsyslog side by side, then the scenarios without a peer; both tables go to BENCHMARKS.md.
     static func compareAndReport() async throws {
         let comparison = try await PeerComparison.run()
         let targets = try await TargetScenarios.run(peerBatchedRate: comparison.peerBatchedRate)

@@ -6,7 +6,7 @@ import Foundation
 struct BenchmarkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "logshipd-bench",
-        abstract: "Measure logshipd's throughput, latency and memory, with syslog-ng side by side.",
+        abstract: "Measure logshipd's throughput, latency and memory, with syslog-ng and rsyslog side by side.",
         discussion: """
             Runs against receivers on loopback. Figures vary with the machine: compare the ratios within one run.
             `peers` rewrites BENCHMARKS.md. Release builds only give figures worth comparing (`make bench`).
@@ -36,7 +36,8 @@ struct BenchmarkCommand: AsyncParsableCommand {
 
     struct Peers: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "logshipd and syslog-ng side by side, then target scenarios 4–6; writes BENCHMARKS.md.")
+            abstract: "logshipd, syslog-ng and rsyslog side by side, then target scenarios 4–6; writes "
+                + "BENCHMARKS.md.")
         func run() async throws { try await Benchmark.compareAndReport() }
     }
 

@@ -4,8 +4,8 @@ import NIOPosix
 import Synchronization
 
 /// The side-by-side comparison's remote: an HTTP/1.1 server on loopback that counts the NDJSON lines (or the
-/// records of another upload format, ``RecordCounting``) of every POST and answers 200, after a fixed delay if
-/// asked, on the connection's event loop.
+/// records of another upload format, ``RecordCounting``, or Elasticsearch's documents) of every POST and answers,
+/// after a fixed delay if asked, on the connection's event loop.
 ///
 /// It does as little per request as an HTTP server can, so that the shippers compared are what is measured: no task
 /// per request, no hop off the loop, the answer's head and end in one write. It has two threads, one per request a
@@ -18,15 +18,26 @@ final class CountingReceiver: Sendable {
     private let channel: any Channel
     private let lines: LineCount
 
+    /// What the receiver's requests are.
+    enum API: Sendable {
+        /// Every request's body holds records, found by ``RecordCounting``; each is answered 200 with no body.
+        case ingest(RecordCounting)
+        /// Elasticsearch's, as rsyslog's omelasticsearch uses it (``ElasticsearchAnswer``): documents are counted.
+        case elasticsearch
+    }
+
+    /// The port it listens on, on 127.0.0.1.
+    let port: Int
+
     /// The URL the shippers post to.
-    let url: String
+    var url: String { "http://127.0.0.1:\(port)/ingest" }
 
     /// Binds an ephemeral port on 127.0.0.1.
     ///
     /// - Parameters:
     ///   - delay: How long to wait before answering each request (a slow remote).
-    ///   - counting: How to find the records of a body.
-    init(delay: Duration = .zero, counting: RecordCounting = .lines) async throws {
+    ///   - api: What the requests are, and so what is counted and how each is answered.
+    init(delay: Duration = .zero, api: API = .ingest(.lines)) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let lines = LineCount()
         let delay = TimeAmount.nanoseconds(Int64(delay.seconds * 1_000_000_000))
@@ -37,7 +48,8 @@ final class CountingReceiver: Sendable {
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        try channel.pipeline.syncOperations.addHandler(CountingHandler(lines: lines, delay: delay, counting: counting))
+                        try channel.pipeline.syncOperations.addHandler(
+                            CountingHandler(lines: lines, delay: delay, api: api))
                     }
                 }
                 .bind(host: "127.0.0.1", port: 0)
@@ -48,7 +60,7 @@ final class CountingReceiver: Sendable {
         }
         self.group = group
         self.lines = lines
-        url = "http://127.0.0.1:\(channel.localAddress?.port ?? 0)/ingest"
+        port = channel.localAddress?.port ?? 0
     }
 
     /// Waits until at least `count` lines have arrived, or throws after `timeout`.
@@ -63,39 +75,50 @@ final class CountingReceiver: Sendable {
     }
 }
 
-/// Counts one connection's lines (or records) and answers each request.
+/// Counts one connection's lines (or records, or documents) and answers each request.
 private final class CountingHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
 
     private let lines: LineCount
     private let delay: TimeAmount
-    private let counting: RecordCounting
-    private var keepAlive = true
+    private let api: CountingReceiver.API
+    private var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/")
     private var tally = LineTally()
     /// The body so far, for a format whose records are counted in the whole body.
     private var body = ByteBuffer()
 
-    init(lines: LineCount, delay: TimeAmount, counting: RecordCounting) {
+    init(lines: LineCount, delay: TimeAmount, api: CountingReceiver.API) {
         self.lines = lines
         self.delay = delay
-        self.counting = counting
+        self.api = api
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            keepAlive = head.isKeepAlive
+            self.head = head
             tally = LineTally()
             body.clear()
         case .body(var part):
-            guard case .lines = counting else {
-                body.writeBuffer(&part)
-                return
+            switch api {
+            case .ingest(.lines), .elasticsearch: tally.add(part.readableBytesView)
+            case .ingest: body.writeBuffer(&part)
             }
-            tally.add(part.readableBytesView)
         case .end:
-            if case .lines = counting { lines.add(tally.lines) } else { lines.add(counting.count(body)) }
-            answerEmpty(.ok, keepAlive: keepAlive, after: delay, context: context)
+            switch api {
+            case .ingest(.lines):
+                lines.add(tally.lines)
+                answer(.ok, keepAlive: head.isKeepAlive, after: delay, context: context)
+            case .ingest(let counting):
+                lines.add(counting.count(body))
+                answer(.ok, keepAlive: head.isKeepAlive, after: delay, context: context)
+            case .elasticsearch:
+                let elasticsearch = ElasticsearchAnswer(method: head.method, uri: head.uri, bodyLines: tally.lines)
+                lines.add(elasticsearch.documents)
+                answer(
+                    elasticsearch.status, body: elasticsearch.body, contentType: elasticsearch.contentType,
+                    keepAlive: head.isKeepAlive, after: delay, context: context)
+            }
         }
     }
 }

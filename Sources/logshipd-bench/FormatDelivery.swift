@@ -52,7 +52,7 @@ enum FormatDelivery {
     static func measure(_ format: UploadFormat) async throws -> PeerComparison.Run {
         let directory = try TemporaryDirectory.make()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let receiver = try await CountingReceiver(counting: RecordCounting(format))
+        let receiver = try await CountingReceiver(api: .ingest(RecordCounting(format)))
         let stream = "\(directory)/ingest.sock"
         let process = try PeerComparison.startLogshipd(
             directory: directory, url: receiver.url, batch: batch, format: format)

@@ -187,7 +187,7 @@ private final class RequestLogHandler: ChannelInboundHandler {
             let accepted = log.judge(
                 sender: sender, bodyBytes: bytes, lines: tally.lines, probes: body.map(CrashProbes.numbers(in:)) ?? [])
             body = nil
-            answerEmpty(accepted ? .ok : .tooManyRequests, keepAlive: keepAlive, after: delay, context: context)
+            answer(accepted ? .ok : .tooManyRequests, keepAlive: keepAlive, after: delay, context: context)
         }
     }
 }
