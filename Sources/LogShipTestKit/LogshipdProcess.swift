@@ -43,26 +43,13 @@ public enum LogshipdProcess {
     }
 
     /// Starts logshipd on `directory`'s configuration, with `environment` added to this process's, and returns
-    /// once its control socket listens.
+    /// once its control socket is there.
     public static func start(directory: String, environment: [String: String]? = nil) async throws -> ChildProcess {
-        let control = "\(directory)/control.sock"
-        try? FileManager.default.removeItem(atPath: control)
+        try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
         let daemon = try ChildProcess(
             Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"], environment: environment)
-        try await waitUntil(within: .seconds(20)) { isListening(control) }
+        try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: "\(directory)/control.sock") }
         return daemon
-    }
-
-    /// Whether a stream socket listens at `path`, read from /proc/net/unix rather than by connecting (a connection
-    /// would count among the daemon's). The file appears at bind(2), before listen(2): a request sent in between is
-    /// refused as if no daemon ran.
-    static func isListening(_ path: String) -> Bool {
-        guard let table = try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8) else { return false }
-        // Num RefCount Protocol Flags Type St Inode Path; the flag 00010000 (__SO_ACCEPTCON) marks a listener.
-        return table.split(separator: "\n").contains { line in
-            let columns = line.split(separator: " ")
-            return columns.count == 8 && columns[7] == path && columns[3] == "00010000"
-        }
     }
 
     /// Waits until `receiver` has seen `requests` requests, those from sequence `firstHeld` on held unanswered, and
