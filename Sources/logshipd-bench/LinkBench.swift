@@ -92,9 +92,11 @@ enum LinkBench {
             let limit = share <= 0.05 ? 10.0 : 20.0
             let met = share == 0 ? "—"
                 : (seconds.max()! <= limit && requests.max()! <= 2 * cleanRequests ? "yes" : "no")
+            let refused = measured.map { Double($0.refused) }
             let row = String(
-                format: "| %.0f%% | %@ s | %@ | %@ | %@ | %@ |", share * 100, spread(seconds, format: "%.2f"),
-                spread(requests, format: "%.0f"), spread(measured.map { Double($0.refused) }, format: "%.0f"), bound, met)
+                format: "| %.0f%% | %@ s | %@ | %@ | %@ | %@ |", share * 100,
+                PeerComparison.summary(seconds, decimals: 2), PeerComparison.summary(requests),
+                PeerComparison.summary(refused), bound, met)
             print("  " + row)
             noiseRows.append(row)
         }
@@ -105,8 +107,9 @@ enum LinkBench {
         let shares = capacityRuns.map { Double($0.refused) / Double($0.requests) * 100 }
         let capacityRow = String(
             format: "| 20 000 lines/s, 429 above | %@ s (ideal %.0f s) | %@× | %@ | %@%% | ≤ 1.3× the ideal, ≤ 10%% refused | %@ |",
-            spread(capacityRuns.map(\.seconds), format: "%.2f"), capacityRuns[0].idealSeconds, spread(ratios, format: "%.2f"),
-            spread(capacityRuns.map { Double($0.requests) }, format: "%.0f"), spread(shares, format: "%.1f"),
+            PeerComparison.summary(capacityRuns.map(\.seconds), decimals: 2), capacityRuns[0].idealSeconds,
+            PeerComparison.summary(ratios, decimals: 2), PeerComparison.summary(capacityRuns.map { Double($0.requests) }),
+            PeerComparison.summary(shares, decimals: 1),
             ratios.max()! <= 1.3 && shares.max()! <= 10 ? "yes" : "no")
         print("  " + capacityRow)
         try BenchmarkReport.write(section: section, """
@@ -133,11 +136,5 @@ enum LinkBench {
             |---|---|---|---|---|---|---|
             \(capacityRow)
             """)
-    }
-
-    /// `median (min–max)` of `values`.
-    private static func spread(_ values: [Double], format: String) -> String {
-        let median = PeerComparison.median(values)
-        return "\(String(format: format, median)) (\(String(format: format, values.min()!))–\(String(format: format, values.max()!)))"
     }
 }

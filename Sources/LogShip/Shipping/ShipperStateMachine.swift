@@ -239,15 +239,15 @@ struct ShipperStateMachine: Sendable {
             link = .paused(pause, probe: .idle)
         }
         let grant: UploadRateLimiter.Grant? = if case .claim(_, let grant) = operation.work { grant } else { nil }
+        // An operation that sent nothing spent nothing of what it was granted.
+        if case .sent = report {} else if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
         switch report {
         case .nothingToSend:
-            if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
             classes[priorityClass, default: ClassState()].isBacklogged = false
             if classes[priorityClass]?.announcements == operation.announcementsAtCreation {
                 classes[priorityClass]?.hasRecords = false
             }
         case .cancelled:
-            if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
             switch operation.work {
             case .send(let part) where phase != .draining:
                 classes[priorityClass, default: ClassState()].parts.insert(part, at: 0)
@@ -255,7 +255,6 @@ struct ShipperStateMachine: Sendable {
                 classes[priorityClass, default: ClassState()].hasRecords = true
             }
         case .spoolFailed(let reason):
-            if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
             classes[priorityClass, default: ClassState()].hasRecords = true
             spoolFailed([priorityClass], reason: "the spool failed during delivery: \(reason)", now: now, &actions)
         case .sent(let request):

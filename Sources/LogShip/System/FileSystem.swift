@@ -21,11 +21,16 @@ enum FileSystem {
 }
 
 extension FileSystem {
+    /// The directory holding `path`: `/` for a file in the root, `.` for a path without a slash.
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
     /// Flushes the directory holding `path` to the disk, so that a rename or a new file in it outlives a power
     /// loss; a failure is ignored (the rename itself stands either way).
     static func syncDirectory(of path: String) {
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-        let descriptor = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let descriptor = open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         fsync(descriptor)
         close(descriptor)

@@ -36,7 +36,8 @@ struct OTLPLogsRequest: Decodable {
 
     var resourceLogs: [ResourceLogs]
 
-    func records() -> [LogRecord] {
+    /// Every record, with the id logshipd gave it (`log.record.uid`), if any.
+    func records() -> [(record: LogRecord, id: String?)] {
         resourceLogs.flatMap { resourceLogs in
             let resource = Self.dictionary(resourceLogs.resource?.attributes)
             return (resourceLogs.scopeLogs ?? []).flatMap { $0.logRecords ?? [] }.map { record in
@@ -45,14 +46,7 @@ struct OTLPLogsRequest: Decodable {
         }
     }
 
-    /// The id logshipd gave each record (`log.record.uid`), in the order of ``records()``.
-    func recordIDs() -> [String?] {
-        resourceLogs.flatMap { ($0.scopeLogs ?? []).flatMap { $0.logRecords ?? [] } }.map { record in
-            Self.dictionary(record.attributes)["log.record.uid"]
-        }
-    }
-
-    private static func record(_ record: Record, host: String) -> LogRecord {
+    private static func record(_ record: Record, host: String) -> (record: LogRecord, id: String?) {
         let attributes = dictionary(record.attributes)
         let severity = attributes["syslog.severity"].flatMap { Int($0) }.flatMap(Severity.init(rawValue:))
             ?? severity(fromOTLP: record.severityNumber ?? 9)
@@ -70,11 +64,12 @@ struct OTLPLogsRequest: Decodable {
             attributes.lazy.filter { !OTLPAttributeNames.record.contains($0.key) }
                 .map { (OTLPAttributeNames.field(forAttribute: $0.key), $0.value) })
         if let unit = attributes["systemd.unit"] { fields["systemd_unit"] = unit }
-        return LogRecord(
+        let decoded = LogRecord(
             timestamp: Timestamp(microsecondsSinceEpoch: microseconds), priority: priority, severity: severity,
             host: host, source: attributes["logship.source"].flatMap(LogRecord.Source.init(rawValue:)) ?? .socket,
             message: record.body?.text ?? "", peer: peer, fields: fields,
             truncated: attributes["logship.truncated"] == "true")
+        return (decoded, attributes["log.record.uid"])
     }
 
     private static func dictionary(_ attributes: [KeyValue]?) -> [String: String] {

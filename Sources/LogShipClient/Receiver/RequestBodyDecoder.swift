@@ -131,31 +131,31 @@ struct RequestBodyDecoder {
                 malformed: elements.count - records.count)
         case .loki:
             guard let push = try? JSONDecoder().decode(LokiPush.self, from: Data(bytes)) else { return Decoded(malformed: 1) }
-            let entries = push.streams.flatMap(\.values)
-            var decoded = Self.records(fromLines: entries.map { Data($0.line.utf8) })
             // The line is the record as logshipd spools it, without its id: the id is the entry's metadata.
-            if decoded.malformed == 0 { decoded.ids = entries.map(\.id) }
-            return decoded
+            let entries = push.streams.flatMap(\.values)
+            return Self.records(fromLines: entries.map { Data($0.line.utf8) }, ids: entries.map(\.id))
         case .otlp:
             guard let request = try? OTLPLogsRequest(protobuf: Array(bytes)[...]) else { return Decoded(malformed: 1) }
-            let records = request.records()
-            return Decoded(records: records, ids: request.recordIDs(), count: records.count)
+            let identified = request.records()
+            return Decoded(records: identified.map(\.record), ids: identified.map(\.id), count: identified.count)
         case .otlpJSON:
             guard let request = try? JSONDecoder().decode(OTLPLogsRequest.self, from: Data(bytes)) else {
                 return Decoded(malformed: 1)
             }
-            let records = request.records()
-            return Decoded(records: records, ids: request.recordIDs(), count: records.count)
+            let identified = request.records()
+            return Decoded(records: identified.map(\.record), ids: identified.map(\.id), count: identified.count)
         }
     }
 
-    private static func records(fromLines lines: [Data]) -> Decoded {
+    /// The records of `lines`, each with the id its line carries, or the one `ids` gives for it where the format
+    /// keeps the id beside the line.
+    private static func records(fromLines lines: [Data], ids: [String?]? = nil) -> Decoded {
         let decoder = JSONDecoder()
         var decoded = Decoded()
-        for line in lines {
+        for (index, line) in lines.enumerated() {
             if let identified = try? decoder.decode(IdentifiedRecord.self, from: line) {
                 decoded.records.append(identified.record)
-                decoded.ids.append(identified.id)
+                decoded.ids.append(ids?[index] ?? identified.id)
             } else {
                 decoded.malformed += 1
             }

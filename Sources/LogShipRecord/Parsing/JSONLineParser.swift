@@ -31,6 +31,9 @@ enum JSONLineParser {
 
     /// Decodes `bytes` as a JSON object; `nil` for anything else (arrays, scalars, invalid JSON).
     static func parseObject(_ bytes: ArraySlice<UInt8>) -> Object? {
+        // A member takes 4 bytes at least (`"":0`): a shorter line cannot hold more than the bound, and is not
+        // scanned for its members before it is decoded.
+        guard bytes.count > 4 * maximumFields else { return decode(bytes).map { Object(members: $0) } }
         let members = JSONObjectMembers(bytes)
         guard fieldCount(members) > maximumFields else {
             return decode(bytes).map { Object(members: $0) }

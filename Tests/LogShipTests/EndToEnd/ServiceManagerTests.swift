@@ -159,14 +159,33 @@ struct SocketActivationTests {
         let idle = (0..<300).map { _ in Writer(path: path) }
         try await offloaded { for (index, writer) in idle.enumerated() { writer.write("idle \(index) start") } }
 
-        // Six busy writers, each a line a millisecond until told to stop (at most 200 000 lines each).
-        let stopWriting = Atomic(false)
+        // Six busy writers, writing until told to stop (at most 200 000 lines each), in bursts: after each, a
+        // writer waits until the receiver holds all but the last `window` lines the busy writers wrote, so that
+        // the pace is the receiver's and it keeps every line in memory without strain. A wait that runs out
+        // (lines lost) only ends the pacing: the loss is counted below.
+        final class Pace: Sendable {
+            let stopped = Atomic(false)
+            /// Lines the busy writers wrote.
+            let written = Atomic(0)
+        }
+        let pace = Pace()
+        let (burst, window) = (50, 2_000)
         let busy = (0..<6).map { _ in Writer(path: path) }
         let busyWriting = Task {
-            await onThreads(busy.count) { index in
-                for line in 0..<200_000 where !stopWriting.load(ordering: .relaxed) {
-                    busy[index].write("busy \(index) line \(line)")
-                    usleep(1_000)  // pacing, so that the receiver keeps every line in memory without strain
+            await withTaskGroup(of: Void.self) { group in
+                for index in busy.indices {
+                    group.addTask {
+                        for first in stride(from: 0, to: 200_000, by: burst) {
+                            if pace.stopped.load(ordering: .relaxed) { break }
+                            _ = try? await offloaded {
+                                for line in first..<(first + burst) {
+                                    busy[index].write("busy \(index) line \(line)")
+                                }
+                            }
+                            let written = pace.written.wrappingAdd(burst, ordering: .relaxed).newValue
+                            try? await receiver.waitFor(records: written - window)
+                        }
+                    }
                 }
             }
         }
@@ -180,7 +199,7 @@ struct SocketActivationTests {
                 for (index, writer) in idle.enumerated() { writer.write("idle \(index) after restart \(restart)") }
             }
         }
-        stopWriting.store(true, ordering: .relaxed)
+        pace.stopped.store(true, ordering: .relaxed)
         _ = await busyWriting.value
 
         let written = Set((idle + busy).flatMap(\.written))

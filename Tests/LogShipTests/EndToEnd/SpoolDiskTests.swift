@@ -12,8 +12,7 @@ struct SpoolDiskTests {
         let directory = try TemporaryDirectory.make()
         let disk = "\(directory)/disk"
         try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: false)
-        let mount = try await run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", disk])
-        try #require(mount.status == 0, "mount: \(mount.standardError)")
+        try await mountTmpfs(size: "8m", on: disk)
         defer { _ = umount2(disk, Int32(MNT_DETACH)) }
         try await body(directory, disk)
     }

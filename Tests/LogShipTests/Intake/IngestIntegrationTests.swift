@@ -297,16 +297,21 @@ struct IngestIntegrationTests {
         try await first.stop()
     }
 
-    @Test("lines that may evict nothing wait in their socket, not read past, until delivery makes room; then every one arrives")
-    func linesWaitForRoom() async throws {
-        let daemon = try await TestDaemon.start { $0.spool.maxBytes = 64 << 10 }
+    /// Pauses delivery and sends error records until the spool's budget evicts one: info lines may evict none
+    /// of them then.
+    private static func pauseAndFillWithErrors(_ daemon: TestDaemon) async throws {
         #expect(try await run(Binaries.logctl, ["pause", "--socket", daemon.controlPath]).status == 0)
-        // Error records up to the budget: info lines may not evict them.
         var errors = 0
         while try await daemon.status().evicted == 0 {
             try await daemon.send(count: 50, priority: "error", prefix: "error \(errors)")
             errors += 50
         }
+    }
+
+    @Test("lines that may evict nothing wait in their socket, not read past, until delivery makes room; then every one arrives")
+    func linesWaitForRoom() async throws {
+        let daemon = try await TestDaemon.start { $0.spool.maxBytes = 64 << 10 }
+        try await Self.pauseAndFillWithErrors(daemon)
         let stored = try await daemon.status().pending["error"] ?? 0
         try await daemon.ingest((0..<100).map { "<14>waiting \($0)" })
         try await eventually { try await daemon.status().waitingForRoom > 0 }
@@ -328,12 +333,7 @@ struct IngestIntegrationTests {
             $0.spool.maxBytes = 64 << 10
             $0.upload.shutdownTimeout = .seconds(2)
         }
-        #expect(try await run(Binaries.logctl, ["pause", "--socket", daemon.controlPath]).status == 0)
-        var errors = 0
-        while try await daemon.status().evicted == 0 {
-            try await daemon.send(count: 50, priority: "error", prefix: "error \(errors)")
-            errors += 50
-        }
+        try await Self.pauseAndFillWithErrors(daemon)
         // Two connections: the first one's lines wait without their reader, the second's with it.
         try await daemon.ingest((0..<100).map { "<14>waiting \($0)" })
         try await eventually { try await daemon.status().waitingForRoom > 0 }
@@ -352,12 +352,7 @@ struct IngestIntegrationTests {
     @Test("a connection whose lines wait for room holds up only itself: a crash record from another connection is stored meanwhile")
     func waitingHoldsOnlyItsConnection() async throws {
         let daemon = try await TestDaemon.start { $0.spool.maxBytes = 64 << 10 }
-        #expect(try await run(Binaries.logctl, ["pause", "--socket", daemon.controlPath]).status == 0)
-        var errors = 0
-        while try await daemon.status().evicted == 0 {
-            try await daemon.send(count: 50, priority: "error", prefix: "error \(errors)")
-            errors += 50
-        }
+        try await Self.pauseAndFillWithErrors(daemon)
         // More than the commit queue holds (1 024 records): were the lines waiting for room to keep every socket
         // out, the crash record would wait behind them.
         try await daemon.ingest((0..<3000).map { "<14>flood \($0)" })

@@ -39,11 +39,6 @@ struct ShipperHarness {
 
     static let retry = RetryPolicy.Bounds(initial: .seconds(1), maximum: .seconds(30), retryAfterMaximum: .seconds(300))
 
-    /// Seconds since the harness started.
-    func at(_ seconds: Double) -> ContinuousClock.Instant { start + .seconds(seconds) }
-
-    var elapsed: Double { (now - start).seconds }
-
     // MARK: Events
 
     mutating func recordsAvailable(_ classes: Set<PriorityClass>) {

@@ -488,9 +488,7 @@ struct SQLiteSpoolTests {
     @Test("a filling disk evicts lower classes like a full budget; crash records that find no room are refused",
           .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func diskFull() async throws {
-        let mountPoint = try TemporaryDirectory.make()
-        let mount = try await run("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint])
-        try #require(mount.status == 0, "mount: \(mount.standardError)")
+        let mountPoint = try await mountTmpfs(size: "4m")
         defer { _ = umount2(mountPoint, Int32(MNT_DETACH)) }
 
         let spool = try await SpoolKind.sqlite.make(path: "\(mountPoint)/spool.db", minimumFreeDisk: 512 << 10)
@@ -523,9 +521,7 @@ struct SQLiteSpoolTests {
     @Test("a spool on a filesystem smaller than spool.min_free_disk keeps records within what the filesystem has",
           .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func filesystemSmallerThanMargin() async throws {
-        let mountPoint = try TemporaryDirectory.make()
-        let mount = try await run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint])
-        try #require(mount.status == 0, "mount: \(mount.standardError)")
+        let mountPoint = try await mountTmpfs(size: "8m")
         defer { _ = umount2(mountPoint, Int32(MNT_DETACH)) }
         let spool = try await SpoolKind.sqlite.make(path: "\(mountPoint)/spool.db", minimumFreeDisk: 64 << 20)
         var accepted = 0
@@ -541,9 +537,7 @@ struct SQLiteSpoolTests {
     @Test("on a disk filled to the last block, crash records evict info records and are stored",
           .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func fullDiskTakesCrashRecords() async throws {
-        let mountPoint = try TemporaryDirectory.make()
-        let mount = try await run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint])
-        try #require(mount.status == 0, "mount: \(mount.standardError)")
+        let mountPoint = try await mountTmpfs(size: "8m")
         defer { _ = umount2(mountPoint, Int32(MNT_DETACH)) }
         let spool = try await SpoolKind.sqlite.make(path: "\(mountPoint)/spool.db", minimumFreeDisk: 0)
         // Info records until the disk holds no more of them: the spool evicts or the disk refuses.
@@ -571,9 +565,7 @@ struct SQLiteSpoolTests {
     @Test("through a disk that fills, a socket's records are each stored once: pending and evicted add up to what was handed over",
           .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func fillingDiskStoresOnce() async throws {
-        let mountPoint = try TemporaryDirectory.make()
-        let mount = try await run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint])
-        try #require(mount.status == 0, "mount: \(mount.standardError)")
+        let mountPoint = try await mountTmpfs(size: "8m")
         defer { _ = umount2(mountPoint, Int32(MNT_DETACH)) }
         let spool = try await SpoolKind.sqlite.make(path: "\(mountPoint)/spool.db", minimumFreeDisk: 0)
         var handed = 0

@@ -18,30 +18,25 @@ struct ChunkWrites: Sendable {
         /// How many records were added, and their accounted bytes.
         var added: Int
         var addedBytes: Int
-        /// The sequence after its last record's.
-        var endSequence: Int64
     }
 
     var insertions: [Insertion] = []
     var extensions: [Extension] = []
     /// Chunks whose every record is settled: deleted, with their settled runs.
-    var deletions: [(id: Int64, priority: PriorityClass)] = []
+    var deletions: [(id: Int64, priority: PriorityClass, endSequence: Int64)] = []
     /// Chunks partly settled: their runs of settled records, replacing the runs stored for them.
     var settledRuns: [Int64: [Range<Int>]] = [:]
 
     var isEmpty: Bool { insertions.isEmpty && extensions.isEmpty && deletions.isEmpty && settledRuns.isEmpty }
 
-    /// Per class, the sequence after the last one these writes store. The spool keeps the largest as the class's
-    /// floor: a record's sequence is part of its id (``RecordIDs``), and a sequence given once must not be given
-    /// again in the same spool instance, even after the records that had it are delivered and deleted.
-    var sequenceEnds: [PriorityClass: Int64] {
+    /// Per class, the sequence after the last record of the chunks these writes delete. The spool keeps the
+    /// largest as the class's floor: a record's sequence is part of its id (``RecordIDs``), and a sequence given
+    /// once must not be given again in the same spool instance after the records that had it are deleted. While a
+    /// chunk is stored, its row says how far its class's sequences went: only a deletion needs the floor.
+    var deletedSequenceEnds: [PriorityClass: Int64] {
         var ends: [PriorityClass: Int64] = [:]
-        for insertion in insertions {
-            let end = insertion.firstSequence + Int64(insertion.lines.count)
-            ends[insertion.priority] = max(ends[insertion.priority] ?? end, end)
-        }
-        for extended in extensions {
-            ends[extended.priority] = max(ends[extended.priority] ?? extended.endSequence, extended.endSequence)
+        for deletion in deletions {
+            ends[deletion.priority] = max(ends[deletion.priority] ?? deletion.endSequence, deletion.endSequence)
         }
         return ends
     }
@@ -50,7 +45,7 @@ struct ChunkWrites: Sendable {
     /// settled runs rewritten.
     mutating func recordSettlement(of chunk: SpoolChunk, _ priority: PriorityClass) {
         if chunk.settledCount == chunk.count {
-            deletions.append((chunk.id, priority))
+            deletions.append((chunk.id, priority, chunk.endSequence))
             settledRuns[chunk.id] = nil
         } else {
             settledRuns[chunk.id] = chunk.marks?.settledRuns ?? []

@@ -189,8 +189,7 @@ extension SpoolLedger {
                     lines.append(taken)
                     writes.extensions.append(ChunkWrites.Extension(
                         id: newest.id, priority: priority, lines: lines, added: taken.count,
-                        addedBytes: taken.reduce(0) { $0 + $1.accountedBytes },
-                        endSequence: newest.firstSequence + Int64(lines.count)))
+                        addedBytes: taken.reduce(0) { $0 + $1.accountedBytes }))
                     entries = entries.dropFirst(taken.count)
                     sequence += Int64(taken.count)
                 }

@@ -218,7 +218,7 @@ struct SpoolLedger: Sendable {
             queues[priority].changeBytes(by: extended.addedBytes, of: queues[priority].chunks[position].sender)
             queues[priority].nextSequence = max(queues[priority].nextSequence, queues[priority].chunks[position].endSequence)
         }
-        for (id, priority) in writes.deletions {
+        for (id, priority, _) in writes.deletions {
             guard let removed = queues[priority.rawValue].remove(chunkID: id) else { continue }
             cachedBytes -= removed.lines?.bytes.count ?? 0
         }

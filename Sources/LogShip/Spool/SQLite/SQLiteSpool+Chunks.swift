@@ -87,7 +87,7 @@ extension SQLiteSpool {
                     blob: stored.blob, at: 8)
             }
         }
-        for (priority, end) in writes.sequenceEnds {
+        for (priority, end) in writes.deletedSequenceEnds {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO sequence_floor (priority, next) VALUES (?, ?)

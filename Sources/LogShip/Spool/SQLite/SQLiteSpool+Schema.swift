@@ -52,14 +52,13 @@ extension SQLiteSpool {
                     UPDATE chunk SET size = length(lines);
                     """)
         }
-        // Before records move into chunks: writing a chunk raises its class's floor.
         try db.execute(
             sql: """
                 CREATE TABLE spool_instance (          -- one row: the spool's life (SpoolInstance), 32 hex digits
                     id TEXT NOT NULL
                 );
-                CREATE TABLE sequence_floor (          -- per class, the sequence after the last one ever stored in
-                    priority INTEGER PRIMARY KEY,      -- this instance, deleted records' too: never given again
+                CREATE TABLE sequence_floor (          -- per class, the sequence after the last record of the
+                    priority INTEGER PRIMARY KEY,      -- chunks deleted in this instance: never given again
                     next INTEGER NOT NULL
                 );
                 """)

@@ -174,25 +174,26 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
     /// lets the next transaction write the WAL from its beginning, in space its file already holds; the pages
     /// that evicted records free inside the database take the new records.
     func writeMakingRoom<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        let result: T
-        do {
-            result = try await database.writeWithoutTransaction(body)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
-            disk.releaseReserve()
-            _ = try? await database.writeWithoutTransaction { db in try db.checkpoint(.restart) }
-            result = try await database.writeWithoutTransaction(body)
-        }
-        if !disk.holdsReserve {
-            // While the disk is short, what a commit added to the WAL is copied into the database at once: a
-            // checkpoint needs room for the pages that extend the file, and the room there is now may be gone
-            // later. The reserve is made again on the writer too: allocating it is blocking I/O.
-            let disk = disk
-            _ = try? await database.writeWithoutTransaction { db in
+        let disk = disk
+        // In the same trip to the writer as `body`: while the disk is short, what a commit added to the WAL is
+        // copied into the database at once (a checkpoint needs room for the pages that extend the file, and the
+        // room there is now may be gone later), and the reserve is made again once there is room (allocating it
+        // is blocking I/O, which the writer's thread may do).
+        let write: @Sendable (Database) throws -> T = { db in
+            let result = try body(db)
+            if !disk.holdsReserve {
                 _ = try? db.checkpoint(.passive)
                 disk.reserveIfRoom()
             }
+            return result
         }
-        return result
+        do {
+            return try await database.writeWithoutTransaction(write)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            disk.releaseReserve()
+            _ = try? await database.writeWithoutTransaction { db in try db.checkpoint(.restart) }
+            return try await database.writeWithoutTransaction(write)
+        }
     }
 
     /// Writes `writes` in a transaction with `more`; once committed the ledger applies them, and should the

@@ -35,8 +35,7 @@ final class SpoolDisk: Sendable {
     /// Measures the filesystem of `spoolPath`, warns when it cannot leave `spool.min_free_disk` free, and makes
     /// the reserve if there is room for it.
     init(spoolPath: String, configuredMinimumFree: Int, logger: Logger) {
-        let slash = spoolPath.lastIndex(of: "/")
-        directory = slash.map { $0 == spoolPath.startIndex ? "/" : String(spoolPath[..<$0]) } ?? "."
+        directory = FileSystem.directory(of: spoolPath)
         reservePath = spoolPath + ".reserve"
         self.configuredMinimumFree = configuredMinimumFree
         self.logger = logger

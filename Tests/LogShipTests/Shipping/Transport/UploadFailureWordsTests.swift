@@ -150,6 +150,26 @@ struct UploadFailureWordsTests {
     }
 }
 
+/// A listening socket on 127.0.0.1 at a port the kernel chose.
+private func loopbackListener() throws -> (descriptor: Int32, port: Int) {
+    let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = listening >= 0 && withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(listening, $0, length) == 0 && getsockname(listening, $0, &length) == 0
+        }
+    }
+    guard bound, listen(listening, 8) == 0 else {
+        let reason = String(cString: strerror(errno))
+        if listening >= 0 { close(listening) }
+        throw WaitTimeout(description: "no listening socket: \(reason)")
+    }
+    return (listening, Int(UInt16(bigEndian: address.sin_port)))
+}
+
 /// A loopback server that reads a request, writes `answer` and closes the connection, as a remote that breaks
 /// off (or redirects) does.
 final class AnsweringServer: Sendable {
@@ -157,23 +177,9 @@ final class AnsweringServer: Sendable {
     private let descriptor: Int32
 
     init(answer: String) throws {
-        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = listening >= 0 && withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listening, $0, length) == 0 && getsockname(listening, $0, &length) == 0
-            }
-        }
-        guard bound, listen(listening, 8) == 0 else {
-            let reason = String(cString: strerror(errno))
-            if listening >= 0 { close(listening) }
-            throw WaitTimeout(description: "no listening socket: \(reason)")
-        }
+        let (listening, port) = try loopbackListener()
         descriptor = listening
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         let bytes = Array(answer.utf8)
         Thread.detachNewThread {
             while true {
@@ -207,23 +213,9 @@ final class ResettingServer: Sendable {
     private let descriptor: Int32
 
     init() throws {
-        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = listening >= 0 && withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listening, $0, length) == 0 && getsockname(listening, $0, &length) == 0
-            }
-        }
-        guard bound, listen(listening, 8) == 0 else {
-            let reason = String(cString: strerror(errno))
-            if listening >= 0 { close(listening) }
-            throw WaitTimeout(description: "no listening socket: \(reason)")
-        }
+        let (listening, port) = try loopbackListener()
         descriptor = listening
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         Thread.detachNewThread {
             while true {
                 let connection = accept(listening, nil, nil)
