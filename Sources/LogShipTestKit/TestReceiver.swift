@@ -216,3 +216,13 @@ private func loopbackAddress(port: Int) -> sockaddr_in {
     address.sin_port = UInt16(port).bigEndian
     return address
 }
+
+extension LogReceiver.Request {
+    /// One line saying what arrived and how, for a failed expectation's message: the batch number, the status
+    /// answered, the authorization, and each record's id and message.
+    public var summary: String {
+        let records = zip(records, recordIDs).map { "\($1 ?? "no id") \($0.message)" }
+        return "#\(sequence) batch \(batch.map(String.init) ?? "-") status \(status) "
+            + "auth \(authorization ?? "-"): \(records.joined(separator: ", "))"
+    }
+}

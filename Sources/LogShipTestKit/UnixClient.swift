@@ -22,11 +22,17 @@ public final class UnixClient: @unchecked Sendable {
     /// - Parameter waitingForRoom: Whether a stream connect waits while the listener's queue is full, as a
     ///   blocking socket does; without, it fails at once with EAGAIN, as clients with non-blocking sockets see.
     public init(path: String, type: SocketType, waitingForRoom: Bool = true) throws {
+        // Set only once connected: a class whose stored properties are all set runs its deinit even when its
+        // init throws, and a deinit closing a descriptor the failed init had closed already closed whatever
+        // socket of this process had taken the number since (a listener of another test, a daemon's connection).
+        descriptor = try Self.connect(path, type: type, waitingForRoom: waitingForRoom)
+    }
+
+    private static func connect(_ path: String, type: SocketType, waitingForRoom: Bool) throws -> Int32 {
         let flags = waitingForRoom ? 0 : Int32(SOCK_NONBLOCK.rawValue)
-        descriptor = socket(AF_UNIX, type.rawValue | Int32(SOCK_CLOEXEC.rawValue) | flags, 0)
+        let descriptor = socket(AF_UNIX, type.rawValue | Int32(SOCK_CLOEXEC.rawValue) | flags, 0)
         guard descriptor >= 0 else { throw UnixClientError(call: "socket", errno: errno) }
-        let descriptor = self.descriptor
-        guard withUnixAddress(path, { connect(descriptor, $0, $1) }) == 0 else {
+        guard withUnixAddress(path, { Glibc.connect(descriptor, $0, $1) }) == 0 else {
             let code = errno
             close(descriptor)
             throw UnixClientError(call: "connect \(path)", errno: code)
@@ -35,6 +41,7 @@ public final class UnixClient: @unchecked Sendable {
             // A Unix stream connect completes or fails at once; the writes that follow block as usual.
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
         }
+        return descriptor
     }
 
     deinit {

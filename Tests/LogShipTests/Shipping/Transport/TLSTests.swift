@@ -133,7 +133,7 @@ struct TLSTests {
         try await Self.send(["with a password"], directory)
         try await receiver.waitFor(records: 2)
         let basic = "Basic " + Data("shipper:\(password)".utf8).base64EncodedString()
-        #expect(receiver.requests.last?.authorization == basic)
+        #expect(receiver.requests.last?.authorization == basic, "\(receiver.requests.map(\.summary))")
 
         let status = try await run(Binaries.logctl, ["status", "--socket", "\(directory)/control.sock"])
         let json = try await run(Binaries.logctl, ["status", "--json", "--socket", "\(directory)/control.sock"])

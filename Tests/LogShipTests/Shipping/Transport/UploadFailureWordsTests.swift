@@ -184,7 +184,13 @@ final class AnsweringServer: Sendable {
         Thread.detachNewThread {
             while true {
                 let connection = accept(listening, nil, nil)
-                guard connection >= 0 else { return }  // closed: the test is over
+                guard connection >= 0 else {
+                    // Shut down: the test is over. Closed here, where nothing uses it any more: closed by the
+                    // deinit while this thread served a connection, its number could be another socket's by the
+                    // next accept.
+                    close(listening)
+                    return
+                }
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 _ = read(connection, &buffer, buffer.count)
                 _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
@@ -201,8 +207,8 @@ final class AnsweringServer: Sendable {
     }
 
     deinit {
+        // Wakes the accept thread, which closes the socket.
         shutdown(descriptor, Int32(SHUT_RDWR))
-        close(descriptor)
     }
 }
 
@@ -219,7 +225,13 @@ final class ResettingServer: Sendable {
         Thread.detachNewThread {
             while true {
                 let connection = accept(listening, nil, nil)
-                guard connection >= 0 else { return }  // closed: the test is over
+                guard connection >= 0 else {
+                    // Shut down: the test is over. Closed here, where nothing uses it any more: closed by the
+                    // deinit while this thread served a connection, its number could be another socket's by the
+                    // next accept.
+                    close(listening)
+                    return
+                }
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 _ = read(connection, &buffer, buffer.count)
                 var reset = linger(l_onoff: 1, l_linger: 0)
@@ -230,7 +242,7 @@ final class ResettingServer: Sendable {
     }
 
     deinit {
+        // Wakes the accept thread, which closes the socket.
         shutdown(descriptor, Int32(SHUT_RDWR))
-        close(descriptor)
     }
 }
