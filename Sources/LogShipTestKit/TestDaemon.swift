@@ -147,9 +147,16 @@ extension Logger {
     }
 }
 
-/// Runs blocking work (socket calls, process waits) on NIO's thread pool instead of the cooperative pool.
-public func offloaded<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-    try await NIOThreadPool.singleton.runIfActive(body)
+/// Runs blocking work (socket calls, process waits) on a thread of its own instead of the cooperative pool.
+///
+/// Not on a shared pool: NIO's singleton pool has a thread per core (two here), and tests block in it for long
+/// (a flush waiting up to a minute, writes waiting for spool room, `waitpid` on a draining daemon), which held
+/// other tests' work up: in full runs, the socket-activation restart test's writers did not write 1 000 lines
+/// within a minute, and passed when run alone.
+public func offloaded<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result(catching: body)) }
+    }
 }
 
 /// Directories for tests and benchmarks, all under one root per process that is removed when the process exits,

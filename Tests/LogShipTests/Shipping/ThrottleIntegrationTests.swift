@@ -31,10 +31,11 @@ struct ThrottleIntegrationTests {
         let sent = requests.reduce(0) { $0 + $1.bodyBytes }
         #expect(sent > 4 * budget, "a backlog of several seconds: \(sent) bytes")
         // Token-bucket conformance, as the receiver saw it: between any two arrivals, no more than the rate over
-        // the time between them plus the burst (1 s of the rate), and another second of it: a receiver stalled by a
-        // loaded machine sees requests sent apart arrive together. A slow machine only delivers later, never more;
-        // without the budget, the whole backlog (8 s of it) arrives within a fraction of a second.
-        let slack = Double(budget) * 2
+        // the time between them plus the burst (1 s of the rate), the largest request (the bucket lets one request
+        // run it into debt), and another second of the rate: a receiver stalled by a loaded machine sees requests
+        // sent apart arrive together. A slow machine only delivers later, never more; without the budget, the whole
+        // backlog (6 s of it) arrives within a fraction of a second.
+        let slack = Double(budget) * 2 + Double(requests.map(\.bodyBytes).max() ?? 0)
         for first in requests.indices {
             var bytes = 0
             for last in first..<requests.count {
@@ -52,7 +53,8 @@ struct ThrottleIntegrationTests {
         #expect(Double(sent) / max(span, 0.001) > Double(budget) / 3, "\(sent) bytes in \(span) s")
         let status = try await daemon.status()
         #expect(status.rateBudget == budget && status.rateEffective == budget)
-        #expect((status.throttledSeconds["info"] ?? 0) > 1, "the backlog waited for the budget: \(status.throttledSeconds)")
+        // Waited at all: how long depends on the machine (a slow one sends later, and waits less for tokens).
+        #expect((status.throttledSeconds["info"] ?? 0) > 0, "the backlog waited for the budget: \(status.throttledSeconds)")
         try await daemon.stop()
     }
 
@@ -71,8 +73,12 @@ struct ThrottleIntegrationTests {
         let pendingAtAcceptance = 4000 - daemon.receiver.records.count
         try await daemon.receiver.waitUntil { $0.contains { $0.records.contains { $0.message == "the crash" } } }
         let infoSince = daemon.receiver.records.count - 1 - (4000 - pendingAtAcceptance)
+        // Ahead of 90% of what was pending and not yet sent: the two requests in flight when the crash was
+        // accepted (each at most the largest request seen) cannot be overtaken, and on a slow machine they may be
+        // most of what was still pending.
+        let inFlight = 2 * (daemon.receiver.requests.map(\.recordCount).max() ?? 0)
         #expect(
-            Double(infoSince) <= Double(pendingAtAcceptance) * 0.1,
+            Double(infoSince) <= Double(inFlight) + Double(max(pendingAtAcceptance - inFlight, 0)) * 0.1,
             "\(infoSince) backlog records arrived between the crash's acceptance and its arrival, of \(pendingAtAcceptance) pending")
         #expect(try await daemon.status().throttledSeconds["crash"] == nil, "the crash class never waited")
         try await daemon.stop()
