@@ -65,7 +65,7 @@ public final class TestReceiver: Sendable {
 private final class RequestLog: Sendable {
     /// What a waiter waits for.
     enum Condition: Sendable {
-        /// A test's condition over every request so far, evaluated at each arrival.
+        /// A test's condition over every request so far, evaluated after arrivals, off the receiver's loop.
         case requests(@Sendable ([LogReceiver.Request]) -> Bool)
         /// At least this many records, against the running count.
         case records(Int)
@@ -78,12 +78,22 @@ private final class RequestLog: Sendable {
         var nextWaiterID: UInt64 = 0
         /// Waits that timed out before their waiter was registered.
         var abandoned: Set<UInt64> = []
+        /// Whether an evaluation of the waiters' request conditions is due and not yet started.
+        var isEvaluationDue = false
 
-        func holds(_ condition: Condition) -> Bool {
-            switch condition {
-            case .requests(let holds): holds(requests)
-            case .records(let count): recordCount >= count
-            }
+        /// Takes the waiters for at least `recordCount` records, now met.
+        mutating func takeMetRecordWaiters() -> [CheckedContinuation<Void, Never>] {
+            let met = waiters.filter { if case .records(let count) = $0.value.condition { recordCount >= count } else { false } }
+            for id in met.keys { waiters[id] = nil }
+            return met.values.map(\.continuation)
+        }
+
+        /// Whether an evaluation is to be started now: one is due and none is already waiting to start.
+        mutating func schedulesEvaluation() -> Bool {
+            guard !isEvaluationDue, waiters.values.contains(where: { if case .requests = $0.condition { true } else { false } })
+            else { return false }
+            isEvaluationDue = true
+            return true
         }
     }
 
@@ -94,20 +104,37 @@ private final class RequestLog: Sendable {
 
     private let state = Mutex(State())
 
+    /// Records `request`. A test's conditions are not evaluated here, on the receiver's event loop: over every
+    /// request at each arrival they cost the square of the requests, and with tens of thousands of one-record
+    /// requests that stalled the loop, and every receiver sharing it, past a daemon's upload.timeout (which then
+    /// sent answered requests again).
     func append(_ request: LogReceiver.Request) {
-        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let (ready, evaluates) = state.withLock { state in
             state.requests.append(request)
             state.recordCount += request.recordCount
-            guard !state.waiters.isEmpty else { return [] }
-            let satisfied = state.waiters.filter { state.holds($0.value.condition) }
-            for id in satisfied.keys { state.waiters[id] = nil }
-            return satisfied.values.map(\.continuation)
+            return (state.takeMetRecordWaiters(), state.schedulesEvaluation())
         }
+        for continuation in ready { continuation.resume() }
+        if evaluates { Task.detached { self.evaluate() } }
+    }
+
+    /// Evaluates the waiting request conditions once over the requests so far, and resumes those that hold;
+    /// arrivals meanwhile schedule the next evaluation.
+    private func evaluate() {
+        let (requests, conditions) = state.withLock { state in
+            state.isEvaluationDue = false
+            return (state.requests, state.waiters.compactMapValues { waiter -> (@Sendable ([LogReceiver.Request]) -> Bool)? in
+                if case .requests(let holds) = waiter.condition { holds } else { nil }
+            })
+        }
+        let held = conditions.filter { $0.value(requests) }.keys
+        let ready = state.withLock { state in held.compactMap { state.waiters.removeValue(forKey: $0)?.continuation } }
         for continuation in ready { continuation.resume() }
     }
 
     var requests: [LogReceiver.Request] {
-        state.withLock { $0.requests.sorted { $0.sequence < $1.sequence } }
+        // Sorted outside the lock, which the receiver's loop takes at each arrival.
+        state.withLock { $0.requests }.sorted { $0.sequence < $1.sequence }
     }
 
     /// Waits until `condition` holds for the requests received, or fails the wait after `timeout`.
@@ -127,12 +154,13 @@ private final class RequestLog: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
-                    let satisfied = self.state.withLock { state in
-                        if state.holds(condition) || state.abandoned.remove(id) != nil { return true }
+                    let (ready, evaluates) = self.state.withLock { state in
+                        if state.abandoned.remove(id) != nil { return ([continuation], false) }
                         state.waiters[id] = Waiter(condition: condition, continuation: continuation)
-                        return false
+                        return (state.takeMetRecordWaiters(), state.schedulesEvaluation())
                     }
-                    if satisfied { continuation.resume() }
+                    for continuation in ready { continuation.resume() }
+                    if evaluates { self.evaluate() }
                 }
             }
             group.addTask {

@@ -32,7 +32,7 @@ struct ReloadTests {
         try await send("after")
         try await second.waitFor(records: 5)
         #expect(second.records.map(\.message) == (0..<5).map { "after \($0)" })
-        #expect(first.records.count == 5, "nothing more went to the old URL: \(first.requests.map(\.summary))")
+        #expect(first.records.count == 5, "nothing more went to the old URL: \(first.requests.map(\.summary)); the daemon's log: \(daemon.standardErrorSoFar)")
         let reloading = try #require(listener.assignments(of: "RELOADING").first)
         #expect(reloading.value == "1")
         #expect(listener.notifications.contains { $0.state.contains("MONOTONIC_USEC=") })
