@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import Logging
+import NIOPosix
 import NIOSSL
 import Synchronization
 
@@ -11,14 +12,29 @@ public final class TestReceiver: Sendable {
     private let log = RequestLog()
 
     /// Starts a receiver on 127.0.0.1, on `port` or an ephemeral one, serving HTTPS when `tls` is given.
+    ///
+    /// Each receiver has an event loop of its own: on NIO's singleton group (two threads here) it answered behind
+    /// the in-process daemons of other tests, in full runs once more than 10 s late, and the daemon, timed out,
+    /// sent the answered request again.
     public init(port: Int = 0, tls: TLSConfiguration? = nil, behavior: LogReceiver.Behavior = .init()) async throws {
         let log = self.log
-        receiver = try await LogReceiver(host: "127.0.0.1", port: port, tls: tls, behavior: behavior, logger: .test) {
-            log.append($0)
+        let loop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        do {
+            receiver = try await LogReceiver(
+                host: "127.0.0.1", port: port, tls: tls, behavior: behavior, group: loop, logger: .test
+            ) {
+                log.append($0)
+            }
+        } catch {
+            try? await loop.shutdownGracefully()
+            throw error
         }
         let receiver = receiver
-        // Runs until deinit stops the receiver.
-        Task { try await receiver.run() }
+        // Runs until deinit stops the receiver; then its loop ends.
+        Task {
+            try? await receiver.run()
+            try? await loop.shutdownGracefully()
+        }
     }
 
     deinit {
