@@ -25,8 +25,14 @@ final class UnixStreamListener: Sendable {
     private static let connectionConfiguration = Connection.Configuration(
         backPressureStrategy: .init(lowWatermark: 1, highWatermark: 2))
 
-    /// How long a stop waits for the clients of open connections to end them, and then for their handlers.
+    /// How long a stop waits for the clients of open connections to end them.
     static let drainTimeout = Duration.seconds(2)
+
+    /// How long a stop waits, once every input is shut, for the handlers to hand on what their sockets held before
+    /// it cancels them, losing what they still hold. Not ``drainTimeout``: on a loaded machine handing on waits for
+    /// the spool, and 2 s cancelled handlers holding lines their writers had been told were written (lost in the
+    /// socket-activation restart test, in full test runs).
+    static let handOnTimeout = Duration.seconds(30)
 
     /// How long a connection over its user's cap waits unread for a place before it is refused.
     static let holdTimeout = Duration.seconds(10)
@@ -156,7 +162,7 @@ final class UnixStreamListener: Sendable {
     /// ``ConnectionStore``, each connection that stands between two records is handed to it at once, unread
     /// bytes and all, for the next daemon. Every other connection is served: a client still connected after
     /// ``drainTimeout`` has its input shut, so that its next write fails, and what its socket holds is read to the
-    /// end and handed on; a handler that has not ended ``drainTimeout`` later is cancelled.
+    /// end and handed on; a handler that has not ended ``handOnTimeout`` later is cancelled.
     ///
     /// - Parameter handler: Serves one connection; it must not throw, because one bad client must not take the
     ///   listener down.
@@ -261,7 +267,10 @@ final class UnixStreamListener: Sendable {
             if let store { await handOver(to: store) }
             if await !served.waitUntilEmpty(within: Self.drainTimeout) {
                 endInputs()
-                if await !served.waitUntilEmpty(within: Self.drainTimeout) {
+                if await !served.waitUntilEmpty(within: Self.handOnTimeout) {
+                    logger.error(
+                        "connections still handing on records \(Self.handOnTimeout) after their input was shut are cancelled; what they still hold is lost",
+                        metadata: ["logship.socket": "\(path)"])
                     group.cancelAll()
                 }
             }
