@@ -131,7 +131,9 @@ private final class RequestLog: Sendable {
             return (state.takeMetRecordWaiters(), state.schedulesEvaluation())
         }
         for continuation in ready { continuation.resume() }
-        if evaluates { Task.detached { self.evaluate() } }
+        // On a thread of its own: an evaluation can take a while, and neither the receiver's loop nor the two
+        // threads of the cooperative pool that every test shares may wait for it.
+        if evaluates { Thread.detachNewThread { self.evaluate() } }
     }
 
     /// Evaluates the waiting request conditions once over the requests so far, and resumes those that hold;
