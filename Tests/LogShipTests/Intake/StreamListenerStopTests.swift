@@ -14,9 +14,12 @@ struct StreamListenerStopTests {
     func stopReadsWhatTheSocketHolds() async throws {
         let directory = try TemporaryDirectory.make()
         let path = "\(directory)/ingest.sock"
+        // A loop of its own: on NIO's singleton group (two threads here) the stop's timers waited behind other
+        // tests' in-process daemons, in a CI run past this test's 60 s.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let listener = try UnixStreamListener.bind(
             path: path, mode: 0o600, maximumFrameBytes: 1024, limits: .init(maximum: 4, maximumPerUser: 4),
-            group: MultiThreadedEventLoopGroup.singleton, logger: .test)
+            group: group, logger: .test)
         // The handler takes nothing until the gate opens: what the writer sends meanwhile waits in the socket.
         let gate = Gate()
         let handedOn = Mutex<[String]>([])
@@ -68,5 +71,6 @@ struct StreamListenerStopTests {
         let received = handedOn.withLock { $0 }
         #expect(received.count == written.count, "\(written.count - received.count) of \(written.count) lines lost")
         #expect(received.elementsEqual(written), "the lines in the order written")
+        try await group.shutdownGracefully()
     }
 }
