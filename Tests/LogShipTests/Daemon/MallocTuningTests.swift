@@ -35,9 +35,12 @@ struct MallocTuningTests {
         try LogshipdProcess.configure(directory: directory, url: receiver.url, batchRecords: 50)
         let daemon = try await LogshipdProcess.start(directory: directory, environment: operatorSettings)
         // Records through every busy thread: the intake's event loop, the spool's writer, the upload loops.
-        let client = try UnixClient(path: "\(directory)/ingest.sock", type: .stream)
-        for index in 0..<2_000 {
-            try client.write("<14>Nov 21 09:59:58 arenas[1]: record \(index) of a run through every thread\n")
+        // Blocking writes, off the cooperative pool that every test shares.
+        try await offloaded {
+            let client = try UnixClient(path: "\(directory)/ingest.sock", type: .stream)
+            for index in 0..<2_000 {
+                try client.write("<14>Nov 21 09:59:58 arenas[1]: record \(index) of a run through every thread\n")
+            }
         }
         try await receiver.waitFor(records: 2_000)
         let heaps = try Self.arenaHeaps(of: daemon.pid)

@@ -149,7 +149,8 @@ struct SpoolDiskTests {
             var written = 0
             while try await status().evicted == 0 {
                 try #require(written < 20_000, "8 MiB never filled")
-                try stream.write(Self.lines("info", 200, severity: 6))
+                // Off the cooperative pool: a write into a socket the daemon stops reading blocks its thread.
+                try await offloaded { try stream.write(Self.lines("info", 200, severity: 6)) }
                 written += 200
                 let sent = written
                 try await Self.waitForStatus(directory) { $0.received == sent }
@@ -167,7 +168,7 @@ struct SpoolDiskTests {
 
             // Lines go on arriving on the full disk: each is stored, or later evicted by the rules; none read from
             // the socket is refused, and every one is delivered or counted as evicted.
-            try stream.write(Self.lines("late", 300, severity: 6))
+            try await offloaded { try stream.write(Self.lines("late", 300, severity: 6)) }
             let total = written + 300 + 60
             try await Self.waitForStatus(directory) { $0.received == total }
             #expect(try await Self.logctl(["resume"], directory).status == 0)
