@@ -106,7 +106,7 @@ public final class SocketActivator: @unchecked Sendable {
         kill(child, SIGTERM)
         let pid = child
         child = 0
-        return try await offloaded {
+        return await offloaded {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)

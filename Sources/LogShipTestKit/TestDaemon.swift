@@ -153,10 +153,13 @@ extension Logger {
 /// (a flush waiting up to a minute, writes waiting for spool room, `waitpid` on a draining daemon), which held
 /// other tests' work up: in full runs, the socket-activation restart test's writers did not write 1 000 lines
 /// within a minute, and passed when run alone.
-public func offloaded<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(with: Result(catching: body)) }
+public func offloaded<Value: Sendable, Failure: Error>(
+    _ body: @escaping @Sendable () throws(Failure) -> Value
+) async throws(Failure) -> Value {
+    let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, Failure>, Never>) in
+        Thread.detachNewThread { continuation.resume(returning: Result { () throws(Failure) -> Value in try body() }) }
     }
+    return try result.get()
 }
 
 /// Directories for tests and benchmarks, all under one root per process that is removed when the process exits,

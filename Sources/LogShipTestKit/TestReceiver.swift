@@ -131,9 +131,13 @@ private final class RequestLog: Sendable {
             return (state.takeMetRecordWaiters(), state.schedulesEvaluation())
         }
         for continuation in ready { continuation.resume() }
-        // On a thread of its own: an evaluation can take a while, and neither the receiver's loop nor the two
-        // threads of the cooperative pool that every test shares may wait for it.
-        if evaluates { Thread.detachNewThread { self.evaluate() } }
+        if evaluates { startEvaluation() }
+    }
+
+    /// Starts an evaluation on a thread of its own: it can take a while, and neither the receiver's loop nor the
+    /// two threads of the cooperative pool that every test shares may wait for it.
+    private func startEvaluation() {
+        Thread.detachNewThread { self.evaluate() }
     }
 
     /// Evaluates the waiting request conditions once over the requests so far, and resumes those that hold;
@@ -178,7 +182,7 @@ private final class RequestLog: Sendable {
                         return (state.takeMetRecordWaiters(), state.schedulesEvaluation())
                     }
                     for continuation in ready { continuation.resume() }
-                    if evaluates { self.evaluate() }
+                    if evaluates { self.startEvaluation() }
                 }
             }
             group.addTask {

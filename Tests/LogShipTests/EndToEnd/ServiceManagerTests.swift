@@ -157,7 +157,7 @@ struct SocketActivationTests {
             }
         }
         let idle = (0..<300).map { _ in Writer(path: path) }
-        try await offloaded { for (index, writer) in idle.enumerated() { writer.write("idle \(index) start") } }
+        await offloaded { for (index, writer) in idle.enumerated() { writer.write("idle \(index) start") } }
 
         // Six busy writers, writing until told to stop (at most 200 000 lines each), in bursts: after each, a
         // writer waits until the receiver holds all but the last `window` lines the busy writers wrote, so that
@@ -177,7 +177,7 @@ struct SocketActivationTests {
                     group.addTask {
                         for first in stride(from: 0, to: 200_000, by: burst) {
                             if pace.stopped.load(ordering: .relaxed) { break }
-                            _ = try? await offloaded {
+                            await offloaded {
                                 for line in first..<(first + burst) {
                                     busy[index].write("busy \(index) line \(line)")
                                 }
@@ -195,7 +195,7 @@ struct SocketActivationTests {
             try await receiver.waitFor(records: seen + 1_000)
             #expect(try await activator.stop() == 0)
             try activator.start(configuration: configuration, errorLog: errorLog)
-            try await offloaded {
+            await offloaded {
                 for (index, writer) in idle.enumerated() { writer.write("idle \(index) after restart \(restart)") }
             }
         }

@@ -183,11 +183,7 @@ struct IntakeLimitsTests {
 func onThreads<Result: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> Result) async -> [Result] {
     await withTaskGroup(of: Result.self) { group in
         for index in 0..<count {
-            group.addTask {
-                await withCheckedContinuation { continuation in
-                    Thread.detachNewThread { continuation.resume(returning: body(index)) }
-                }
-            }
+            group.addTask { await offloaded { body(index) } }
         }
         return await group.reduce(into: []) { $0.append($1) }
     }

@@ -170,17 +170,17 @@ private func loopbackListener() throws -> (descriptor: Int32, port: Int) {
     return (listening, Int(UInt16(bigEndian: address.sin_port)))
 }
 
-/// A loopback server that reads a request, writes `answer` and closes the connection, as a remote that breaks
-/// off (or redirects) does.
-final class AnsweringServer: Sendable {
+/// A loopback listener whose connections are served one at a time on a thread of its own, until deinit.
+class LoopbackServer: @unchecked Sendable {
+    // @unchecked: both stored properties are set once, in init.
     let port: Int
     private let descriptor: Int32
 
-    init(answer: String) throws {
+    /// - Parameter serve: Serves one accepted connection and closes it.
+    init(serving serve: @escaping @Sendable (Int32) -> Void) throws {
         let (listening, port) = try loopbackListener()
         descriptor = listening
         self.port = port
-        let bytes = Array(answer.utf8)
         Thread.detachNewThread {
             while true {
                 let connection = accept(listening, nil, nil)
@@ -191,17 +191,7 @@ final class AnsweringServer: Sendable {
                     close(listening)
                     return
                 }
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                _ = read(connection, &buffer, buffer.count)
-                _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
-                // The answer ends with the end of the stream. What the client still sends (a body the first read
-                // did not take) is read to its end before the close: closed unread, it would make the kernel reset
-                // the connection, a different failure.
-                shutdown(connection, Int32(SHUT_WR))
-                var timeout = timeval(tv_sec: 10, tv_usec: 0)
-                setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                while read(connection, &buffer, buffer.count) > 0 {}
-                close(connection)
+                serve(connection)
             }
         }
     }
@@ -212,37 +202,37 @@ final class AnsweringServer: Sendable {
     }
 }
 
-/// A loopback server that reads a request and resets the connection (`SO_LINGER` 0), as a crashing or
-/// overloaded remote's kernel does.
-final class ResettingServer: Sendable {
-    let port: Int
-    private let descriptor: Int32
-
-    init() throws {
-        let (listening, port) = try loopbackListener()
-        descriptor = listening
-        self.port = port
-        Thread.detachNewThread {
-            while true {
-                let connection = accept(listening, nil, nil)
-                guard connection >= 0 else {
-                    // Shut down: the test is over. Closed here, where nothing uses it any more: closed by the
-                    // deinit while this thread served a connection, its number could be another socket's by the
-                    // next accept.
-                    close(listening)
-                    return
-                }
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                _ = read(connection, &buffer, buffer.count)
-                var reset = linger(l_onoff: 1, l_linger: 0)
-                setsockopt(connection, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
-                close(connection)
-            }
+/// A loopback server that reads a request, writes `answer` and closes the connection, as a remote that breaks
+/// off (or redirects) does.
+final class AnsweringServer: LoopbackServer, @unchecked Sendable {
+    init(answer: String) throws {
+        let bytes = Array(answer.utf8)
+        try super.init { connection in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            _ = read(connection, &buffer, buffer.count)
+            _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+            // The answer ends with the end of the stream. What the client still sends (a body the first read did
+            // not take) is read to its end before the close: closed unread, it would make the kernel reset the
+            // connection, a different failure.
+            shutdown(connection, Int32(SHUT_WR))
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            while read(connection, &buffer, buffer.count) > 0 {}
+            close(connection)
         }
     }
+}
 
-    deinit {
-        // Wakes the accept thread, which closes the socket.
-        shutdown(descriptor, Int32(SHUT_RDWR))
+/// A loopback server that reads a request and resets the connection (`SO_LINGER` 0), as a crashing or
+/// overloaded remote's kernel does.
+final class ResettingServer: LoopbackServer, @unchecked Sendable {
+    init() throws {
+        try super.init { connection in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            _ = read(connection, &buffer, buffer.count)
+            var reset = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(connection, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+            close(connection)
+        }
     }
 }
