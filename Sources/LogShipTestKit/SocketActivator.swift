@@ -79,8 +79,16 @@ public final class SocketActivator: @unchecked Sendable {
         // The store's descriptors follow the sockets, as systemd passes them; what the last daemon sent before it
         // exited is taken first, as systemd reads its notification socket before it sees a process exit.
         let stored = store?.drained() ?? []
-        for (index, descriptor) in (descriptors + stored.map(\.descriptor)).enumerated() {
-            posix_spawn_file_actions_adddup2(&actions, descriptor, 3 + Int32(index))
+        let passed = descriptors + stored.map(\.descriptor)
+        // The dup2s run in order, so a descriptor numbered as the target of an earlier one would be replaced before
+        // it is copied, and the daemon would get that earlier descriptor twice and never this one (in full test
+        // runs, where numbers freed by other tests are reused, a stored connection was lost so). Copies numbered
+        // above every target cannot be; they are close-on-exec.
+        let copies = passed.map { fcntl($0, F_DUPFD_CLOEXEC, 3 + Int32(passed.count)) }
+        defer { for copy in copies where copy >= 0 { close(copy) } }
+        if copies.contains(-1) { throw UnixClientError(call: "fcntl(F_DUPFD_CLOEXEC)", errno: errno) }
+        for (index, copy) in copies.enumerated() {
+            posix_spawn_file_actions_adddup2(&actions, copy, 3 + Int32(index))
         }
         posix_spawn_file_actions_addopen(&actions, 2, errorLog, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         let names = (["ingest", "ingest-datagram", "control"] + stored.map(\.name)).joined(separator: ":")

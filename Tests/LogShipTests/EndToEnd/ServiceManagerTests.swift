@@ -210,18 +210,7 @@ struct SocketActivationTests {
         let lost = written.subtracting(receiver.records.map(\.message))
         print("restarts with long-lived writers (store \(fileDescriptorStore)): \(written.count) lines written, "
             + "\(lost.count) lost; reconnects: idle \(idle.map(\.reconnects).reduce(0, +)), busy \(busy.map(\.reconnects))")
-        if fileDescriptorStore {
-            // An open bug, not mended: in full test runs (never alone), a few lines written to connections the
-            // daemon took back from the store were never read (4 of 13 600 in one run, each "idle N after restart
-            // 3", written after the last start to one of the 306 connections it said it served; 8 and 282 in
-            // runs before the stop waited longer for handlers). Marked so that it is reported on every run
-            // without failing it; remove the mark with the mend.
-            withKnownIssue("lines written to connections taken back from the store are lost under load", isIntermittent: true) {
-                #expect(lost.isEmpty, "\(lost.count) of \(written.count) lost, e.g. \(lost.sorted().prefix(3))")
-            }
-        } else {
-            #expect(lost.isEmpty, "\(lost.count) of \(written.count) lost, e.g. \(lost.sorted().prefix(3))")
-        }
+        #expect(lost.isEmpty, "\(lost.count) of \(written.count) lost, e.g. \(lost.sorted().prefix(3))")
         if fileDescriptorStore {
             #expect(idle.map(\.reconnects).reduce(0, +) == 0, "an idle writer's connection outlives the restarts")
             #expect(activator.storedNames.count >= 300, "the last stop stored the connections again")
