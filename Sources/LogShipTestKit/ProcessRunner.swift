@@ -22,10 +22,13 @@ public enum Binaries {
 ///
 /// Not Foundation's `Process`: on Linux it runs a run-loop thread of its own, reaps through `SIGCHLD` handling and
 /// has had crashes when many processes start at once from several threads, which the parallel tests do. Here each
-/// child has its own standard streams and a thread blocked in `waitpid` for it alone. The streams are socket
+/// child has its own standard streams and a thread blocked in `waitid` for it alone. The streams are socket
 /// pairs because those are created close-on-exec in one call (Glibc's module has no `pipe2`), so no other child
 /// spawned at the same moment inherits them and holds them open; and writing to one whose reader has gone fails
 /// with `EPIPE` instead of raising `SIGPIPE`.
+///
+/// - Important: A child still running when its last reference goes is killed (`SIGKILL`) and reaped: a test that
+///   throws before it stops its daemon leaves none behind. Keep the value for as long as the child is to run.
 public final class ChildProcess: Sendable {
     public let pid: pid_t
     private let name: String
@@ -92,20 +95,24 @@ public final class ChildProcess: Sendable {
         output = OutputCollector(outputPipe.read)
         error = OutputCollector(errorPipe.read)
         let exit = self.exit
-        Thread.detachNewThread { [pid] in
-            var status: Int32 = 0
-            var result = waitpid(pid, &status, 0)
-            while result < 0 && errno == EINTR { result = waitpid(pid, &status, 0) }
-            // The exit code, or the number of the signal that ended it, as Foundation's Process reports it; -1
-            // when the child could not be waited for.
-            exit.set(result < 0 ? -1 : (status & 0x7f) == 0 ? (status >> 8) & 0xff : status & 0x7f)
-        }
+        Thread.detachNewThread { [pid] in exit.watch(pid) }
         if let stdin {
-            // A child that exits before reading everything (refusing its input) makes this fail with EPIPE;
-            // what it printed and its status tell the test why.
-            Self.write(Array(stdin), to: input.write)
+            // Written on a thread of its own: the child reads at its own pace (logctl hands its input to a daemon
+            // and waits for the answers), and the caller, often on the cooperative pool every test shares, must
+            // not wait for it. A child that exits before reading everything (refusing its input) makes the write
+            // fail with EPIPE; what it printed and its status tell the test why.
+            Thread.detachNewThread { [descriptor = input.write] in
+                ChildProcess.write(Array(stdin), to: descriptor)
+                close(descriptor)
+            }
+        } else {
+            close(input.write)
         }
-        close(input.write)
+    }
+
+    deinit {
+        // Dropped while running: a test threw before it stopped its child. The watcher reaps it once it is dead.
+        exit.signal(pid, SIGKILL)
     }
 
     /// Whether the process has not exited yet.
@@ -120,7 +127,7 @@ public final class ChildProcess: Sendable {
         do {
             try await waitUntil(within: timeout) { exit.status != nil }
         } catch {
-            kill(pid, SIGKILL)
+            exit.signal(pid, SIGKILL)
             throw WaitTimeout(description: "\(name) did not exit within \(timeout)")
         }
         // The pipes end once every process holding them has closed them.
@@ -128,8 +135,9 @@ public final class ChildProcess: Sendable {
         return ProcessResult(status: exit.status ?? -1, standardOutput: output.text, standardError: error.text)
     }
 
+    /// Sends `signal` to the child, unless it has exited and been reaped.
     public func signal(_ signal: Int32) {
-        if isRunning { kill(pid, signal) }
+        exit.signal(pid, signal)
     }
 
     /// A one-way stream: the child gets one end, this process the other.
@@ -160,14 +168,36 @@ public struct SpawnError: Error, CustomStringConvertible {
     public var description: String { "cannot start \(executable): \(String(cString: strerror(errno)))" }
 }
 
-/// The exit status of a child, once its watcher has reaped it.
+/// The exit status of a child, once its watcher has reaped it; the lock under which it is reaped and signalled.
+///
+/// A reaped child's pid may be given to another process at once, so a signal is sent only under the same lock as
+/// the reap, and only before it: the watcher waits for the exit without reaping (`WNOWAIT`), then reaps and
+/// records the status in one step under the lock.
 private final class ExitStatus: Sendable {
     private let value = Mutex<Int32?>(nil)
 
     var status: Int32? { value.withLock { $0 } }
 
-    func set(_ status: Int32) {
-        value.withLock { $0 = status }
+    /// Waits for `pid` to exit, then reaps it and records its status. Runs on a thread of its own.
+    func watch(_ pid: pid_t) {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+        value.withLock { status in
+            // The child has exited (or cannot be waited for): this waitpid returns at once.
+            var raw: Int32 = 0
+            var result = waitpid(pid, &raw, 0)
+            while result < 0 && errno == EINTR { result = waitpid(pid, &raw, 0) }
+            // The exit code, or the number of the signal that ended it, as Foundation's Process reports it; -1
+            // when the child could not be waited for.
+            status = result < 0 ? -1 : (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : raw & 0x7f
+        }
+    }
+
+    /// Sends `signal` to `pid` if it has not been reaped yet.
+    func signal(_ pid: pid_t, _ signal: Int32) {
+        value.withLock { status in
+            if status == nil { kill(pid, signal) }
+        }
     }
 }
 
