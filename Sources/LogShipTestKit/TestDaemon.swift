@@ -93,10 +93,7 @@ public final class TestDaemon: Sendable {
     /// Its clients wait up to a minute for the greeting, like every wait of the tests: a test process runs many
     /// daemons at once on a shared machine.
     public func send(_ submissions: [Submission]) async throws -> ControlResponse {
-        let path = controlPath
-        return try await offloaded {
-            try ControlClient(path: path, greetingTimeout: .seconds(60)).send(ControlRequest(command: .send, records: submissions))
-        }
+        try await ControlConnection.connect(path: controlPath).send(ControlRequest(command: .send, records: submissions))
     }
 
     /// Sends `count` records of one priority, in chunks, each acknowledged.
@@ -126,12 +123,9 @@ public final class TestDaemon: Sendable {
 
     /// Asks the daemon for its counters over the control socket.
     public func status() async throws -> DaemonStatus {
-        let path = controlPath
-        return try await offloaded {
-            let response = try ControlClient(path: path, greetingTimeout: .seconds(60)).send(ControlRequest(command: .status))
-            guard let status = response.status else { throw WaitTimeout(description: "no status") }
-            return status
-        }
+        let response = try await ControlConnection.connect(path: controlPath).send(ControlRequest(command: .status))
+        guard let status = response.status else { throw WaitTimeout(description: "no status") }
+        return status
     }
 }
 

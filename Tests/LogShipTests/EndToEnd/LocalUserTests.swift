@@ -209,9 +209,8 @@ struct LocalUserTests {
 
         let path = daemon.controlPath
         for limit in [-1, 0, 10_001] {
-            let response = try await offloaded {
-                try ControlClient(path: path).send(ControlRequest(command: .deadLetters, limit: limit))
-            }
+            let response = try await ControlConnection.connect(path: path)
+                .send(ControlRequest(command: .deadLetters, limit: limit))
             #expect(!response.ok && response.error?.contains("limit \(limit) is out of range") == true, "\(response)")
         }
         let listed = try await run(Binaries.logctl, ["dead-letters", "--socket", daemon.controlPath])
@@ -245,20 +244,19 @@ struct LocalUserTests {
             $0.upload.timeout = .seconds(600)
         }
         let path = daemon.controlPath
-        // Used by one blocking call at a time, each on the thread pool.
-        nonisolated(unsafe) let client = try ControlClient(path: path)
-        #expect(try await offloaded { try client.send(ControlRequest(command: .status)) }.ok)
+        let client = try await ControlConnection.connect(path: path)
+        #expect(try await client.send(ControlRequest(command: .status)).ok)
         #expect(try await daemon.send([Submission(message: "held")]).ok)
         try await daemon.receiver.waitFor(records: 1)
 
         // A flush that cannot finish while the receiver holds the record, connected before a connection that
         // sends nothing: once that one is closed, the flush's has been open longer than the timeout.
         let started = ContinuousClock.now
-        nonisolated(unsafe) let flushing = try ControlClient(path: path)
+        let flushing = try await ControlConnection.connect(path: path)
         let flushDone = Atomic(false)
         let flush = Task {
             defer { flushDone.store(true, ordering: .relaxed) }
-            return try await offloaded { try flushing.send(ControlRequest(command: .flush, timeout: 60)) }
+            return try await flushing.send(ControlRequest(command: .flush, timeout: 60))
         }
         let witness = try UnixClient(path: path, type: .stream)
         // It reads the daemon's greeting and nothing else, so that what is left to read is the close.
@@ -273,7 +271,7 @@ struct LocalUserTests {
 
         // The status connection above has been idle as long as the witness: the client finds it closed and
         // connects again.
-        #expect(try await offloaded { try client.send(ControlRequest(command: .status)) }.ok)
+        #expect(try await client.send(ControlRequest(command: .status)).ok)
         try await daemon.stop()
     }
 

@@ -65,7 +65,8 @@ struct ServiceManagerTests {
         try await waitUntil(within: .seconds(60)) { listener.assignments(of: "WATCHDOG").count >= 2 }
 
         let path = configuration.ingest.control
-        _ = try await offloaded { try ControlClient(path: path).send(ControlRequest(command: .send, records: [Submission(message: "stuck", priority: "info")])) }
+        _ = try await ControlConnection.connect(path: path)
+            .send(ControlRequest(command: .send, records: [Submission(message: "stuck", priority: "info")]))
         // 3 × upload.timeout + 5 s after the upload began, the pings stop: none for two whole intervals.
         try await waitUntil(within: .seconds(60)) {
             guard let last = listener.assignments(of: "WATCHDOG").last?.arrivedAt else { return false }
