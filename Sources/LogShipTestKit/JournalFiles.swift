@@ -29,15 +29,19 @@ public struct JournalFiles: Sendable {
 
     /// Appends `entries` to `DIR/name.journal`, creating it if needed.
     public func append(_ entries: [Entry], to name: String = "system") async throws {
-        var export: [UInt8] = []
-        for entry in entries {
-            for (name, value) in entry.fields {
-                JournalExportEncoder.appendField(name, value, to: &export)
+        // Encoded off the cooperative pool: a test's entries may hold tens of megabytes (a core) to scan and copy.
+        let export = await offloaded {
+            var export: [UInt8] = []
+            for entry in entries {
+                for (name, value) in entry.fields {
+                    JournalExportEncoder.appendField(name, value, to: &export)
+                }
+                export.append(UInt8(ascii: "\n"))
             }
-            export.append(UInt8(ascii: "\n"))
+            return Data(export)
         }
         let result = try await run(
-            Self.journalRemote, ["--output=\(directory)/\(name).journal", "-"], stdin: Data(export))
+            Self.journalRemote, ["--output=\(directory)/\(name).journal", "-"], stdin: export)
         guard result.status == 0 else {
             throw WaitTimeout(description: "systemd-journal-remote failed: \(result.standardError)")
         }

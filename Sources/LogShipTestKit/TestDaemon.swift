@@ -117,7 +117,9 @@ public final class TestDaemon: Sendable {
         try await task.value
         try? await servicesLoop.shutdownGracefully()
         if !keepDirectory {
-            try? FileManager.default.removeItem(atPath: directory)
+            // Off the cooperative pool: the directory may hold a spool file of many megabytes.
+            let directory = directory
+            await offloaded { _ = try? FileManager.default.removeItem(atPath: directory) }
         }
     }
 

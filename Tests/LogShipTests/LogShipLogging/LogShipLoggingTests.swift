@@ -52,8 +52,9 @@ struct LogShipLoggingTests {
 
         let daemon = try await TestDaemon.start(receiver: try await TestReceiver(), directory: directory)
         try await daemon.receiver.waitFor(records: 101)
-        // The sender counts a record once its send returns, which may be after the receiver has it.
-        #expect(sink.flush(timeoutSeconds: 60))
+        // The sender counts a record once its send returns, which may be after the receiver has it. The flush
+        // waits on a condition variable: off the cooperative pool.
+        #expect(await offloaded { sink.flush(timeoutSeconds: 60) })
         try await daemon.stop()
         let records = daemon.receiver.records
         #expect(Set(records.map(\.message)).isSuperset(of: (0..<100).map { "burst \($0)" }))

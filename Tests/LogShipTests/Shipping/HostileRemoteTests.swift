@@ -190,6 +190,7 @@ struct HostileRemoteTests {
         let delivered = receiver.requests.filter { $0.status == 200 }.flatMap(\.records).map(\.message)
         #expect(Set(delivered) == Set((0..<10).map { "settle \($0)" }), "every record reached the remote")
         try await daemon.stop()
-        try spoolFile.close()
+        // The file's last connection: its close checkpoints the daemon's WAL, which waits for the disk.
+        try await offloaded { try spoolFile.close() }
     }
 }

@@ -16,13 +16,16 @@ struct ChunkedSpoolTests {
             path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: 0, cacheBudget: cacheBudget, logger: .test)
     }
 
-    /// Rows of the chunk table and of its settled runs, read from the file as another process would.
-    func rows(_ path: String) throws -> (chunks: Int, settledRuns: Int) {
-        let file = try DatabaseQueue(path: path)
-        defer { try? file.close() }
-        return try file.read { db in
-            (try Int.fetchOne(db, sql: "SELECT count(*) FROM chunk") ?? -1,
-             try Int.fetchOne(db, sql: "SELECT count(*) FROM chunk_settled") ?? -1)
+    /// Rows of the chunk table and of its settled runs, read from the file as another process would, off the
+    /// cooperative pool.
+    func rows(_ path: String) async throws -> (chunks: Int, settledRuns: Int) {
+        try await offloaded {
+            let file = try DatabaseQueue(path: path)
+            defer { try? file.close() }
+            return try file.read { db in
+                (try Int.fetchOne(db, sql: "SELECT count(*) FROM chunk") ?? -1,
+                 try Int.fetchOne(db, sql: "SELECT count(*) FROM chunk_settled") ?? -1)
+            }
         }
     }
 
@@ -31,13 +34,13 @@ struct ChunkedSpoolTests {
         let path = "\(try TemporaryDirectory.make())/spool.db"
         let spool = try await open(path)
         _ = try await spool.append((0..<500).map { entry(.info, "i\($0)") })
-        #expect(try rows(path).chunks == 1)
+        #expect(try await rows(path).chunks == 1)
         for index in 500..<550 {
             _ = try await spool.append([entry(.info, "i\(index)")])
         }
-        #expect(try rows(path).chunks == 1, "small commits extend the class's newest chunk")
+        #expect(try await rows(path).chunks == 1, "small commits extend the class's newest chunk")
         _ = try await spool.append([entry(.error, "e0")])
-        #expect(try rows(path).chunks == 2, "each class has its own chunks")
+        #expect(try await rows(path).chunks == 2, "each class has its own chunks")
         #expect(messages(try await claimBatch(spool, .info, maxRecords: 1000)) == (0..<550).map { "i\($0)" })
         await spool.close()
     }
@@ -51,7 +54,7 @@ struct ChunkedSpoolTests {
         try await first.settle(
             try await claimBatch(first, .warning, maxRecords: 1), .deadLetter(DeliveryFailure(status: 400, reason: "bad")))
         _ = try await claimBatch(first, .warning, maxRecords: 1)  // claimed when the process ends
-        #expect(try rows(path) == (chunks: 1, settledRuns: 1), "one run: w1 to w3")
+        #expect(try await rows(path) == (chunks: 1, settledRuns: 1), "one run: w1 to w3")
         await first.close()
 
         let second = try await open(path)
@@ -61,7 +64,7 @@ struct ChunkedSpoolTests {
         let rest = try await claimBatch(second, .warning)
         #expect(messages(rest) == ["w4", "w5"])
         try await second.acknowledge(rest)
-        #expect(try rows(path) == (chunks: 0, settledRuns: 0), "a chunk whose records are all settled is deleted")
+        #expect(try await rows(path) == (chunks: 0, settledRuns: 0), "a chunk whose records are all settled is deleted")
         #expect(try await second.requeueDeadLetters(.all) == 1)
         #expect(messages(try await claimBatch(second, .warning)) == ["w3"])
         await second.close()
@@ -157,7 +160,7 @@ struct ChunkedSpoolTests {
         for chunk in 0..<6 {
             _ = try await first.append((0..<10).map { entry(.debug, "d\(chunk)\($0)", padding: 3997) })
         }
-        #expect(try rows(path).chunks == 6)
+        #expect(try await rows(path).chunks == 6)
         await first.close()
 
         // After a restart no chunk's lines are in memory.

@@ -33,11 +33,14 @@ struct SpoolDamageTests {
             cacheBudget: .init(delivering: 0, stalled: 0), logger: .test)
     }
 
-    /// Changes the spool file as another process (or a failing disk) would.
-    static func tamper(_ path: String, _ sql: String) throws {
-        let file = try DatabaseQueue(path: path)
-        defer { try? file.close() }
-        try file.write { try $0.execute(sql: sql) }
+    /// Changes the spool file as another process (or a failing disk) would: off the cooperative pool, since the
+    /// commit and the close (which checkpoints a WAL) wait for the disk.
+    static func tamper(_ path: String, _ sql: String, arguments: StatementArguments = []) async throws {
+        try await offloaded {
+            let file = try DatabaseQueue(path: path)
+            defer { try? file.close() }
+            try file.write { try $0.execute(sql: sql, arguments: arguments) }
+        }
     }
 
     /// Claims every record of `priority`, acknowledging each batch.
@@ -81,12 +84,10 @@ struct SpoolDamageTests {
         }
 
 
-        func apply(to path: String) throws {
-            guard self == .uncompressedSizeOff else { return try SpoolDamageTests.tamper(path, sql) }
+        func apply(to path: String) async throws {
+            guard self == .uncompressedSizeOff else { return try await SpoolDamageTests.tamper(path, sql) }
             let lines = SpoolDamageTests.records("b").map { $0 + String(repeating: " ", count: 3998) + "\n" }.joined()
-            let file = try DatabaseQueue(path: path)
-            defer { try? file.close() }
-            try file.write { try $0.execute(sql: sql, arguments: [Data(lines.utf8)]) }
+            try await SpoolDamageTests.tamper(path, sql, arguments: [Data(lines.utf8)])
         }
     }
 
@@ -94,7 +95,7 @@ struct SpoolDamageTests {
         arguments: ChunkDamage.allCases)
     func damagedChunkQuarantined(_ damage: ChunkDamage) async throws {
         let path = try await Self.threeChunks()
-        try damage.apply(to: path)
+        try await damage.apply(to: path)
 
         let spool = try await Self.open(path)
         #expect(try await Self.claimAll(spool) == Self.records("a") + Self.records("c"))
@@ -129,7 +130,7 @@ struct SpoolDamageTests {
         _ = try await first.append(lines.map { entry(.info, $0) })
         _ = try await first.append([entry(.info, "c0")])
         await first.close()
-        try Self.tamper(path, "UPDATE chunk SET lines = substr(lines, 1, length(lines) * 9 / 10) WHERE id = 2")
+        try await Self.tamper(path, "UPDATE chunk SET lines = substr(lines, 1, length(lines) * 9 / 10) WHERE id = 2")
 
         let spool = try await Self.open(path)
         #expect(try await Self.claimAll(spool) == ["a0", "c0"])
@@ -150,7 +151,7 @@ struct SpoolDamageTests {
         }
         await first.close()
         // The oldest debug chunk, the first an eviction takes records from, no longer decompresses.
-        try Self.tamper(path, "UPDATE chunk SET lines = randomblob(100) WHERE id = 1")
+        try await Self.tamper(path, "UPDATE chunk SET lines = randomblob(100) WHERE id = 1")
 
         let spool = try await Self.open(path, maximumBytes: 60 * recordSize)
         let crash = try await spool.append([entry(.crash, "c0", padding: 3998)])
@@ -229,7 +230,7 @@ struct SpoolDamageTests {
         arguments: Tampering.allCases)
     func tamperedRows(_ tampering: Tampering) async throws {
         let path = try await Self.threeChunks()
-        try Self.tamper(path, tampering.sql)
+        try await Self.tamper(path, tampering.sql)
 
         let spool = try await Self.open(path)
         #expect(try await Self.claimAll(spool) == tampering.claimed)
@@ -277,7 +278,7 @@ struct SpoolDamageTests {
                 }
                 try handle.close()
             case .schemaUnusable:
-                try SpoolDamageTests.tamper(path, "CREATE TABLE other (x); PRAGMA user_version = 4")
+                try await SpoolDamageTests.tamper(path, "CREATE TABLE other (x); PRAGMA user_version = 4")
             }
         }
     }
@@ -323,7 +324,7 @@ struct SpoolDamageTests {
     @Test("a spool of a newer schema is refused, not set aside")
     func newerSchemaRefused() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"
-        try Self.tamper(path, "PRAGMA user_version = \(SQLiteSpool.schemaVersion + 1)")
+        try await Self.tamper(path, "PRAGMA user_version = \(SQLiteSpool.schemaVersion + 1)")
         await #expect { _ = try await Self.open(path) } throws: {
             "\($0)".contains("newer than this logshipd understands")
         }
@@ -430,7 +431,7 @@ struct SpoolDamageEndToEndTests {
         }
         await spool.close()
         // The last chunk of the class: a count larger than its lines overlaps no other chunk's sequences.
-        try SpoolDamageTests.tamper("\(directory)/spool.db", "UPDATE chunk SET count = 12 WHERE id = 3")
+        try await SpoolDamageTests.tamper("\(directory)/spool.db", "UPDATE chunk SET count = 12 WHERE id = 3")
 
         let receiver = try await TestReceiver()
         let daemon = try await TestDaemon.start(receiver: receiver, directory: directory) {
