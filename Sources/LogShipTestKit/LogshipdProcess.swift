@@ -46,7 +46,7 @@ public enum LogshipdProcess {
     /// once its control socket is there.
     public static func start(directory: String, environment: [String: String]? = nil) async throws -> ChildProcess {
         try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
-        let daemon = try ChildProcess(
+        let daemon = try await ChildProcess.start(
             Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"], environment: environment)
         try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: "\(directory)/control.sock") }
         return daemon

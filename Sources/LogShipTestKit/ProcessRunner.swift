@@ -115,6 +115,15 @@ public final class ChildProcess: Sendable {
         exit.signal(pid, SIGKILL)
     }
 
+    /// Starts a child as ``init(_:_:environment:stdin:)`` does, on a thread of its own: `posix_spawn` returns only
+    /// once the child has executed its program (or failed to), which on a loaded machine takes a while, and the
+    /// caller is often on the cooperative pool every test shares.
+    public static func start(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil
+    ) async throws -> ChildProcess {
+        try await offloaded { try ChildProcess(executable, arguments, environment: environment, stdin: stdin) }
+    }
+
     /// Whether the process has not exited yet.
     public var isRunning: Bool { exit.status == nil }
 
@@ -234,7 +243,7 @@ private final class OutputCollector: Sendable {
 public func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil)
     async throws -> ProcessResult
 {
-    try await ChildProcess(executable, arguments, environment: environment, stdin: stdin).wait()
+    try await ChildProcess.start(executable, arguments, environment: environment, stdin: stdin).wait()
 }
 
 /// A helper command a test relies on (openssl, journalctl, python) that did not succeed.

@@ -20,12 +20,14 @@ public final class TestDaemon: Sendable {
     public var controlPath: String { configuration.ingest.control }
     public var shipper: Shipper { daemon.shipper }
 
-    private init(directory: String, receiver: TestReceiver, daemon: Daemon, configuration: DaemonConfiguration) {
+    private init(
+        directory: String, receiver: TestReceiver, daemon: Daemon, configuration: DaemonConfiguration,
+        servicesLoop: MultiThreadedEventLoopGroup
+    ) {
         self.directory = directory
         self.receiver = receiver
         self.daemon = daemon
         self.configuration = configuration
-        let servicesLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.servicesLoop = servicesLoop
         task = Task(executorPreference: EventLoopTaskExecutor(servicesLoop.next())) { try await daemon.run() }
     }
@@ -51,7 +53,12 @@ public final class TestDaemon: Sendable {
         configure(&configuration)
         let daemon = try await Daemon.start(
             configuration: configuration, logger: .test, shutdownSignals: [])
-        let started = TestDaemon(directory: directory, receiver: receiver, daemon: daemon, configuration: configuration)
+        // Made off the cooperative pool: a group's init waits until its thread has started, which on a loaded
+        // machine takes a while.
+        let servicesLoop = await offloaded { MultiThreadedEventLoopGroup(numberOfThreads: 1) }
+        let started = TestDaemon(
+            directory: directory, receiver: receiver, daemon: daemon, configuration: configuration,
+            servicesLoop: servicesLoop)
         // Ready once the control socket answers: its services run, and a client (a logctl the test starts) is
         // greeted at once instead of waiting for a daemon still starting on a loaded machine.
         _ = try await started.status()

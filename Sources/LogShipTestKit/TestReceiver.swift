@@ -18,7 +18,9 @@ public final class TestReceiver: Sendable {
     /// sent the answered request again.
     public init(port: Int = 0, tls: TLSConfiguration? = nil, behavior: LogReceiver.Behavior = .init()) async throws {
         let log = self.log
-        let loop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // Made off the cooperative pool: a group's init waits until its thread has started, which on a loaded
+        // machine takes a while.
+        let loop = await offloaded { MultiThreadedEventLoopGroup(numberOfThreads: 1) }
         do {
             receiver = try await LogReceiver(
                 host: "127.0.0.1", port: port, tls: tls, behavior: behavior, group: loop, logger: .test

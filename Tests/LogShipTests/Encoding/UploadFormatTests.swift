@@ -157,7 +157,7 @@ struct UploadFormatTests {
             let reserved = try PortReservation()
             let port = reserved.port
             reserved.release()
-            let remote = try ChildProcess(
+            let remote = try await ChildProcess.start(
                 "/lib/systemd/systemd-journal-remote",
                 ["--listen-http=127.0.0.1:\(port)", "--output=\(output)", "--split-mode=none"])
             try await waitUntil { acceptsConnections(port: port) || !remote.isRunning }

@@ -9,7 +9,7 @@ struct CommandLineTests {
     @Test("logctl send --priority crash arrives as a crash record from logctl, once accepted")
     func sendCrash() async throws {
         let daemon = try await TestDaemon.start()
-        let logctl = try ChildProcess(
+        let logctl = try await ChildProcess.start(
             Binaries.logctl,
             ["send", "--socket", daemon.controlPath, "--priority", "crash", "--field", "worker=7", "segfault in worker 7"])
         let pid = logctl.pid

@@ -57,7 +57,7 @@ struct ConnectionPressureTests {
         let daemon = try await LogshipdProcess.start(directory: directory)
 
         // The writer waits out the daemon's holds (10 s) before it closes; a loaded machine takes longer.
-        let writers = try await ChildProcess(
+        let writers = try await ChildProcess.start(
             "/usr/bin/setpriv",
             ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", Self.writerScript,
              "\(directory)/ingest.sock", "2000", "over-cap", "256"]
@@ -91,7 +91,7 @@ struct ConnectionPressureTests {
             directory: directory, url: receiver.url,
             ingest: ["max_connections: 4096", "socket_mode: \"0666\"", "datagram: \(directory)/ingest.dgram"])
         let control = "\(directory)/control.sock"
-        let daemon = try ChildProcess(
+        let daemon = try await ChildProcess.start(
             "/usr/bin/prlimit", ["--nofile=1024:1024", Binaries.logshipd, "--config", "\(directory)/logshipd.yaml"])
         try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: control) }
 

@@ -14,7 +14,7 @@ struct ReloadTests {
         let listener = try NotifySocketListener(directory: directory)
         try LogshipdProcess.configure(directory: directory, url: first.url)
         try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
-        let daemon = try ChildProcess(
+        let daemon = try await ChildProcess.start(
             Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"], environment: ["NOTIFY_SOCKET": listener.path!])
         try await waitUntil { !listener.assignments(of: "READY").isEmpty }
         let socket = "\(directory)/control.sock"

@@ -14,7 +14,7 @@ struct ServiceManagerTests {
         let listener = try NotifySocketListener(directory: directory)
         try LogshipdProcess.configure(directory: directory, url: receiver.url, spool: "memory")
         try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
-        let daemon = try ChildProcess(
+        let daemon = try await ChildProcess.start(
             Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"],
             environment: ["NOTIFY_SOCKET": listener.path!, "WATCHDOG_USEC": "4000000"])
         try await waitUntil { !listener.assignments(of: "READY").isEmpty }

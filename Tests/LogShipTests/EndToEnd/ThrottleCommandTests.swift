@@ -21,7 +21,7 @@ struct ThrottleCommandTests {
             directory: directory, url: receiver.url, ingest: ["socket_mode: \"0666\""],
             upload: ["rate:", "  bytes_per_second: 1MiB/s"])
         chmod(directory, 0o755)
-        let daemon = try ChildProcess(
+        let daemon = try await ChildProcess.start(
             Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"], environment: ["NOTIFY_SOCKET": listener.path!])
         try await waitUntil { !listener.assignments(of: "READY").isEmpty }
         let socket = "\(directory)/control.sock"

@@ -30,7 +30,7 @@ struct IngestIntegrationTests {
         let socket = loggerCase.datagram ? daemon.datagramPath : daemon.streamPath
         let message = "disk sda1 failed \(UUID().uuidString)"
         let before = Timestamp.now()
-        let logger = try ChildProcess(
+        let logger = try await ChildProcess.start(
             "/usr/bin/logger",
             ["-u", socket, "-t", "smartd", "-p", "daemon.err"] + loggerCase.arguments + [message])
         let loggerPID = logger.pid
@@ -123,7 +123,7 @@ struct IngestIntegrationTests {
             destination d_logshipd { unix-stream("\(daemon.streamPath)"); };
             log { source(s_in); destination(d_logshipd); };
             """.write(toFile: configuration, atomically: true, encoding: .utf8)
-        let relay = try ChildProcess("/usr/sbin/syslog-ng", [
+        let relay = try await ChildProcess.start("/usr/sbin/syslog-ng", [
             "-F", "-e", "-f", configuration, "--no-caps", "-R", "\(daemon.directory)/syslog-ng.persist",
             "-p", "\(daemon.directory)/syslog-ng.pid", "-c", "\(daemon.directory)/syslog-ng.ctl",
         ])
@@ -174,7 +174,7 @@ struct IngestIntegrationTests {
         try await waitUntil(within: .seconds(30)) { Self.isStopped(daemon.pid) }
         try await offloaded { try UnixClient(path: datagramPath, type: .datagram).write("<14>first from the test") }
         // Perl sends, then lives until this process ends (or is killed below), so its comm stays readable.
-        let perl = try ChildProcess("/usr/bin/perl", [
+        let perl = try await ChildProcess.start("/usr/bin/perl", [
             "-MSocket", "-e",
             #"socket(my $s, PF_UNIX, SOCK_DGRAM, 0) or die; send($s, "<14>from perl", 0, pack_sockaddr_un($ARGV[0])) or die; print STDERR "sent\n"; my $p = getppid(); sleep 1 while getppid() == $p"#,
             datagramPath,

@@ -76,7 +76,7 @@ struct LogShipLoggingTests {
         let example = Binaries.directory.appendingPathComponent("logship-logging-example").path
         // It pauses after 4 000 records; the daemon stops, the program goes on, and the daemon starts again while
         // the program logs the other 6 000.
-        let program = try ChildProcess(example, [activator.datagramPath, "10000", "4000"])
+        let program = try await ChildProcess.start(example, [activator.datagramPath, "10000", "4000"])
         try await waitUntil { program.standardErrorSoFar.contains("paused") }
         // The program does not wait for the daemon (its records wait in the socket), so that says nothing about
         // whether logshipd handles SIGTERM yet; a status answer does: the control socket is served only once the

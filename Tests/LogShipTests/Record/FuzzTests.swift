@@ -14,7 +14,7 @@ struct FuzzTests {
             "no fuzzer at \(fuzzer): `make test` builds it (make fuzz-build)")
         let corpus = try TemporaryDirectory.make()
         let seeds = packageRoot.appendingPathComponent("Tests/FuzzCorpus").path
-        let fuzzing = try ChildProcess(
+        let fuzzing = try await ChildProcess.start(
             fuzzer, ["-runs=10000", "-seed=1", "-artifact_prefix=\(corpus)/", corpus, seeds],
             environment: ["SWIFT_BACKTRACE": "enable=no"])
         let result = try await fuzzing.wait(within: .seconds(600))

@@ -49,7 +49,7 @@ struct TerminalTextTests {
         "logctl status and logctl dead-letters show a remote's escape sequences as text",
         arguments: [(503, ["status"]), (400, ["dead-letters"])])
     func remoteAnswers(status: Int, command: [String]) async throws {
-        let remote = try ChildProcess("/usr/bin/python3", ["-c", Self.hostileRemote, String(status)])
+        let remote = try await ChildProcess.start("/usr/bin/python3", ["-c", Self.hostileRemote, String(status)])
         defer { remote.signal(SIGKILL) }
         try await waitUntil { remote.standardErrorSoFar.hasPrefix("port ") }
         let port = try #require(Int(remote.standardErrorSoFar.dropFirst(5).prefix { $0.isNumber }))
