@@ -165,6 +165,23 @@ public func offloaded<Value: Sendable, Failure: Error>(
     return try result.get()
 }
 
+/// Runs `body`, a test's computation of seconds, on an event loop of its own instead of the cooperative pool, and in
+/// the calling task: unlike ``offloaded(_:)``'s, its expectations (`#expect`, `#require`) are the test's.
+///
+/// A test computing on the pool holds one of its two threads, and every sleeping task of the test process waits
+/// for the other; in loaded full runs, this debug build's encoding and decoding tests held one for minutes.
+public func computedOffThePool<Value, Failure: Error>(
+    _ body: () throws(Failure) -> Value
+) async throws(Failure) -> Value {
+    let group = await offloaded { MultiThreadedEventLoopGroup(numberOfThreads: 1) }
+    // The task prefers the loop: the body, called from an async closure, runs on the loop's thread.
+    let result = await withTaskExecutorPreference(EventLoopTaskExecutor(group.next())) {
+        Result { () throws(Failure) -> Value in try body() }
+    }
+    try? await group.shutdownGracefully()
+    return try result.get()
+}
+
 /// Directories for tests and benchmarks, all under one root per process that is removed when the process exits,
 /// so that runs leave nothing behind: spools, journals and staged installs add up to gigabytes over a few runs.
 public enum TemporaryDirectory {

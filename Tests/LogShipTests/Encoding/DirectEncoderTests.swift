@@ -1,4 +1,5 @@
 import Foundation
+import LogShipTestKit
 import OTLPProto
 import SwiftProtobuf
 import Testing
@@ -14,57 +15,70 @@ struct DirectEncoderTests {
     static let formats: [UploadFormat] = [.otlp, .otlpJSON, .loki, .journal]
 
     @Test("2 000 records of every kind, in batches of 40: the same body as the reference, parsed", arguments: formats)
-    func sameAsReference(format: UploadFormat) throws {
-        var generator = SeededGenerator(seed: 31)
-        let records = (0..<2_000).map { _ in OddRecords.record(using: &generator) }
-        for start in stride(from: 0, to: records.count, by: 40) {
-            let lines = records[start..<start + 40].map { $0.ndjsonLine[...] }
-            try Self.expectSame(try format.encoder.encode(lines), try ReferenceEncoders.encode(lines, as: format), format)
+    func sameAsReference(format: UploadFormat) async throws {
+        // Seconds of computing in this debug build: off the cooperative pool every test shares.
+        try await computedOffThePool {
+            var generator = SeededGenerator(seed: 31)
+            let records = (0..<2_000).map { _ in OddRecords.record(using: &generator) }
+            for start in stride(from: 0, to: records.count, by: 40) {
+                let lines = records[start..<start + 40].map { $0.ndjsonLine[...] }
+                try Self.expectSame(
+                    try format.encoder.encode(lines), try ReferenceEncoders.encode(lines, as: format), format)
+            }
         }
     }
 
     @Test("every odd string, alone, as message, host, comm, unit, field key and field value", arguments: formats)
-    func eachOddString(format: UploadFormat) throws {
-        for text in OddRecords.strings {
-            let record = LogRecord(
-                timestamp: Timestamp(microsecondsSinceEpoch: 0), priority: .error, severity: .error, host: text,
-                source: .journal, message: text, peer: PeerCredentials(pid: -1, uid: .max, gid: 0, comm: text),
-                fields: RecordFields([("systemd_unit", text), (text, text), ("k", text)]), truncated: true)
-            let lines = [record.ndjsonLine[...]]
-            try Self.expectSame(try format.encoder.encode(lines), try ReferenceEncoders.encode(lines, as: format), format)
+    func eachOddString(format: UploadFormat) async throws {
+        // Seconds of computing in this debug build: off the cooperative pool every test shares.
+        try await computedOffThePool {
+            for text in OddRecords.strings {
+                let record = LogRecord(
+                    timestamp: Timestamp(microsecondsSinceEpoch: 0), priority: .error, severity: .error, host: text,
+                    source: .journal, message: text, peer: PeerCredentials(pid: -1, uid: .max, gid: 0, comm: text),
+                    fields: RecordFields([("systemd_unit", text), (text, text), ("k", text)]), truncated: true)
+                let lines = [record.ndjsonLine[...]]
+                try Self.expectSame(
+                    try format.encoder.encode(lines), try ReferenceEncoders.encode(lines, as: format), format)
+            }
         }
     }
 
     @Test("a damaged line: refused, named by its place in the batch, wherever decoding refused it; never a different body",
           arguments: formats)
-    func damagedLines(format: UploadFormat) throws {
-        var generator = SeededGenerator(seed: 7)
-        let good = (0..<3).map { _ in OddRecords.record(using: &generator, maximumLength: 40).ndjsonLine }
-        var damaged: [[UInt8]] = []
-        for line in good {
-            damaged += (0..<line.count).map { Array(line[..<$0]) }
-            for index in line.indices {
-                for replacement: UInt8 in [0x00, 0x09, 0x22, 0x5C, 0x7B, 0x30, 0x80, 0xC0, 0xED, 0xFF] {
-                    var copy = line
-                    copy[index] = replacement
-                    damaged.append(copy)
+    func damagedLines(format: UploadFormat) async throws {
+        // Seconds of computing in this debug build: off the cooperative pool every test shares.
+        try await computedOffThePool {
+            var generator = SeededGenerator(seed: 7)
+            let good = (0..<3).map { _ in OddRecords.record(using: &generator, maximumLength: 40).ndjsonLine }
+            var damaged: [[UInt8]] = []
+            for line in good {
+                damaged += (0..<line.count).map { Array(line[..<$0]) }
+                for index in line.indices {
+                    for replacement: UInt8 in [0x00, 0x09, 0x22, 0x5C, 0x7B, 0x30, 0x80, 0xC0, 0xED, 0xFF] {
+                        var copy = line
+                        copy[index] = replacement
+                        damaged.append(copy)
+                    }
                 }
             }
-        }
-        var refused = 0
-        for line in damaged {
-            let batch = [good[0][...], line[...]]
-            let reference = Result { try ReferenceEncoders.encode(batch, as: format) }
-            do {
-                let body = try format.encoder.encode(batch)
-                let expected = try #require(try? reference.get(), "written, where decoding refused: \(String(decoding: line, as: UTF8.self))")
-                try Self.expectSame(body, expected, format, line: line)
-            } catch let error as UnreadableRecordLine {
-                refused += 1
-                #expect(error.index == 1 && "\(error)".hasPrefix("record 2 of the batch is not a spooled record line: "))
+            var refused = 0
+            for line in damaged {
+                let batch = [good[0][...], line[...]]
+                let reference = Result { try ReferenceEncoders.encode(batch, as: format) }
+                do {
+                    let body = try format.encoder.encode(batch)
+                    let expected = try #require(
+                        try? reference.get(), "written, where decoding refused: \(String(decoding: line, as: UTF8.self))")
+                    try Self.expectSame(body, expected, format, line: line)
+                } catch let error as UnreadableRecordLine {
+                    refused += 1
+                    #expect(
+                        error.index == 1 && "\(error)".hasPrefix("record 2 of the batch is not a spooled record line: "))
+                }
             }
+            #expect(refused > damaged.count / 2)
         }
-        #expect(refused > damaged.count / 2)
     }
 
     /// Journal export bodies byte for byte; JSON bodies as parsed values (the escapes may differ: `\b` or `\u0008`);
