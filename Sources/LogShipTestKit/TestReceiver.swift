@@ -63,7 +63,7 @@ public final class TestReceiver: Sendable {
 
     /// Waits until `condition` holds for the requests received, or throws after `timeout`.
     public func waitUntil(
-        within timeout: Duration = .seconds(60),
+        within timeout: Duration = .seconds(180),
         _ condition: @escaping @Sendable ([LogReceiver.Request]) -> Bool
     ) async throws {
         try await log.waitUntil(within: timeout, condition)
@@ -74,7 +74,7 @@ public final class TestReceiver: Sendable {
     /// Kept apart from ``waitUntil(within:_:)``: the log counts records as they arrive, so a wait for tens of
     /// thousands of requests costs the receiver nothing per request (the benchmark's receiver must not be what is
     /// measured).
-    public func waitFor(records count: Int, within timeout: Duration = .seconds(60)) async throws {
+    public func waitFor(records count: Int, within timeout: Duration = .seconds(180)) async throws {
         try await log.waitUntil(within: timeout, .records(count))
     }
 }
@@ -163,7 +163,7 @@ private final class RequestLog: Sendable {
 
     /// Waits until `condition` holds for the requests received, or fails the wait after `timeout`.
     func waitUntil(
-        within timeout: Duration = .seconds(60),
+        within timeout: Duration = .seconds(180),
         _ condition: @escaping @Sendable ([LogReceiver.Request]) -> Bool
     ) async throws {
         try await waitUntil(within: timeout, .requests(condition))

@@ -1,11 +1,12 @@
 import Foundation
 
-// Every wait has a deadline, and the deadlines are long (a minute by default): they only decide how long a
-// failing test takes to fail, and a slow, loaded machine must never make a passing one fail.
+// Every wait has a deadline, and the deadlines are long (three minutes by default; in a full run at load 15-30,
+// one minute ran out for records that were on their way): they only decide how long a failing test takes to fail,
+// and a slow, loaded machine must never make a passing one fail.
 
 /// Polls `condition` until it holds, failing after `timeout`; for state that offers no notification.
 public func waitUntil(
-    within timeout: Duration = .seconds(60), _ condition: @Sendable () -> Bool
+    within timeout: Duration = .seconds(180), _ condition: @Sendable () -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
@@ -16,7 +17,7 @@ public func waitUntil(
 
 /// Polls an async `condition` until it holds, failing after `timeout`; for the daemon's status counters.
 public func eventually(
-    within timeout: Duration = .seconds(60), _ condition: @Sendable () async throws -> Bool
+    within timeout: Duration = .seconds(180), _ condition: @Sendable () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
     while try await !condition() {

@@ -38,13 +38,24 @@ struct CacheBudgetTests {
         let spool = try await open(cacheBytes: budget)
         // 8 MB of lines, with an acknowledgement before every chunk: ten chunks between two took longer than
         // the delivering window (5 s) in a CI run, and the spool rightly saw a remote that takes nothing.
+        var slowestChunk = Duration.zero
         for chunk in 0..<40 {
+            let acknowledgedAt = ContinuousClock.now
             try await deliverOne(spool)
             try await fill(spool, chunks: chunk..<(chunk + 1))
+            slowestChunk = max(slowestChunk, ContinuousClock.now - acknowledgedAt)
         }
         #expect(spool.cachedLineBytes <= budget + Self.keptBeyondBudget, "lines of \(spool.cachedLineBytes) bytes kept")
-        // Trimmed a chunk at a time, from the newest back: what is kept is within a chunk of the budget.
-        #expect(spool.cachedLineBytes > budget - SpoolLedger.maximumChunkBytes, "\(spool.cachedLineBytes) bytes kept")
+        // Trimmed a chunk at a time, from the newest back: what is kept is within a chunk of the budget. Unless a
+        // chunk took longer than the delivering window after its acknowledgement (a full run at load 15-30 took
+        // that long): then the spool rightly trimmed to the stalled budget, and the lines it let go stay on disk.
+        if slowestChunk < .seconds(SpoolLedger.deliveringWindow) {
+            #expect(
+                spool.cachedLineBytes > budget - SpoolLedger.maximumChunkBytes, "\(spool.cachedLineBytes) bytes kept")
+        } else {
+            print("cache budget \(budget): a chunk took \(slowestChunk) after its acknowledgement, more than the "
+                + "delivering window; the lower bound is not checked")
+        }
 
         var claimed: [String] = []
         let limits = BatchLimits(maxRecords: 250, maxBytes: 1 << 30)
