@@ -20,6 +20,10 @@ extension Shipper {
         public var lastAcceptedAt: Date?
         /// Seconds each class has waited for the link's budget since start.
         public var throttledSeconds: [PriorityClass: TimeInterval] = [:]
+        /// The endpoints of `upload.url`, in order of preference.
+        public var endpoints: [EndpointStatistics] = []
+        /// The place among ``endpoints`` of the one delivery goes to; the link's state above is its.
+        public var activeEndpoint = 0
     }
 }
 
@@ -36,5 +40,19 @@ extension Shipper.Statistics {
         } else {
             "remote accepting"
         }
+    }
+}
+
+extension Shipper {
+    /// One endpoint of `upload.url`: what it was sent, and whether delivery moved away from it.
+    public struct EndpointStatistics: Sendable {
+        /// Its URL.
+        public var name: String
+        /// Counts of the requests it was sent since start.
+        public var totals: DeliveryCounts
+        /// Set while delivery has moved away from it after a failure: the failure, and its cause.
+        public var rest: DeliveryPause?
+        /// When its rest ends and a request may probe it, on the wall clock.
+        public var restsUntil: Date?
     }
 }
