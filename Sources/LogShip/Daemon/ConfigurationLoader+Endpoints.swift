@@ -86,7 +86,8 @@ extension ConfigurationLoader {
             let source = values.source(of: "upload.url")
             return urls.enumerated().map { index, url in
                 var checked = url
-                values.parse(url, .httpURL, into: &checked, named: "\(source) entry \(index + 1)", mayHoldCredentials: true)
+                values.parse(
+                    url, .httpURL, into: &checked, named: "\(source) entry \(index + 1)", mayHoldCredentials: true)
                 return DaemonConfiguration.Endpoint(url: checked)
             }
         }
@@ -136,7 +137,8 @@ extension ConfigurationLoader {
             // A password in the URL would be in every log line and status that names the URL; it is not shown.
             if let url = URLComponents(string: endpoint.url), url.user != nil || url.password != nil {
                 problems.append(
-                    "\(name) holds a user or password (not shown): put the user in auth.basic_user and the password in a file named by auth.basic_password_file")
+                    "\(name) holds a user or password (not shown): put the user in auth.basic_user and the "
+                        + "password in a file named by auth.basic_password_file")
             }
             if let auth = endpoint.auth { problems += authProblems(auth).map { "\(name): \($0)" } }
             if let tls = endpoint.tls { problems += tlsProblems(tls).map { "\(name): \($0)" } }

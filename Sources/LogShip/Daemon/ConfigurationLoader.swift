@@ -80,7 +80,8 @@ public struct ConfigurationLoader: Sendable {
             if let values = try Self.validate(yaml: text, path: path) {
                 fileValues = values
                 let scalars = values.scalars.map { key, text in
-                    (AbsoluteConfigKey(key.split(separator: ".").map(String.init)), ConfigValue(.string(text), isSecret: false))
+                    let components = key.split(separator: ".").map(String.init)
+                    return (AbsoluteConfigKey(components), ConfigValue(.string(text), isSecret: false))
                 }
                 providers.append(InMemoryProvider(name: path, values: Dictionary(uniqueKeysWithValues: scalars)))
             }
@@ -303,7 +304,8 @@ struct ConfigValues {
 
     mutating func read<Value>(_ key: String, into value: inout Value, _ parser: ValueParser<Value>) {
         let text = reader.string(forKey: ConfigKey(key))
-        parse(text, parser, into: &value, named: source(of: key), mayHoldCredentials: Self.mayHoldCredentials.contains(key))
+        let mayHoldCredentials = Self.mayHoldCredentials.contains(key)
+        parse(text, parser, into: &value, named: source(of: key), mayHoldCredentials: mayHoldCredentials)
     }
 
     /// Parses `text` into `value`, or notes a problem naming `name` and leaves `value`; nothing when `text` is `nil`.

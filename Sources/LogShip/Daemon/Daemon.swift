@@ -144,7 +144,8 @@ public final class Daemon: Sendable {
             }
         }
         let live = LiveConfiguration(
-            configuration, uploaders: httpUploaders, shipper: shipper, intake: intake, journal: journal, logLevel: reloading?.logLevel)
+            configuration, uploaders: httpUploaders, shipper: shipper, intake: intake, journal: journal,
+            logLevel: reloading?.logLevel)
         var reporters: [any Service] = []
         if let reloading, let hangups {
             reporters.append(

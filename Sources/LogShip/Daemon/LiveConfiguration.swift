@@ -2,10 +2,11 @@ import Foundation
 import Synchronization
 
 /// The configuration a daemon runs with, and the parts of it that follow a reload without a restart: the upload
-/// URLs (not how many there are), format, compression, headers, timeout, credentials and TLS files, the retry bounds and `Retry-After` cap, the
-/// link's budget (which ends an operator's `logctl throttle`), the batch limits, the crash budget, the journal's
-/// selection (units, excluded units, least priority) and the log level. A configuration that changes anything else
-/// is refused whole: a key that needs a restart and differs is as likely a file read half-written as a wish.
+/// URLs (not how many there are), format, compression, headers, timeout, credentials and TLS files, the retry
+/// bounds and `Retry-After` cap, the link's budget (which ends an operator's `logctl throttle`), the batch limits,
+/// the crash budget, the journal's selection (units, excluded units, least priority) and the log level. A
+/// configuration that changes anything else is refused whole: a key that needs a restart and differs is as likely
+/// a file read half-written as a wish.
 final class LiveConfiguration: Sendable {
     private let current: Mutex<DaemonConfiguration>
     /// One per endpoint, in order of preference; none when a test's uploader stands in for them.

@@ -29,8 +29,15 @@ extension Shipper {
 
 extension Shipper.Statistics {
     /// What delivery is doing, in words: `remote accepting`, `uploads paused by an operator`, `paused until
-    /// <time>: remote unavailable (cannot connect to 127.0.0.1:8514: connection refused)` or `retrying after …`.
+    /// <time>: remote unavailable (cannot connect to 127.0.0.1:8514: connection refused)` or `retrying after …`;
+    /// with more than one endpoint, which one it is: `remote accepting (endpoint 2 of 2, https://b.example/ingest)`.
     public var remoteState: String {
+        guard endpoints.count > 1, endpoints.indices.contains(activeEndpoint) else { return activeState }
+        return "\(activeState) (endpoint \(activeEndpoint + 1) of \(endpoints.count), \(endpoints[activeEndpoint].name))"
+    }
+
+    /// What the active endpoint is doing, in words.
+    private var activeState: String {
         if pausedByOperator {
             "uploads paused by an operator"
         } else if let pause, let pausedUntil {

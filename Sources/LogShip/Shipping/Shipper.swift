@@ -227,7 +227,10 @@ public final class Shipper: Service, Sendable {
         case .movedEndpoint(let from, let to, let reason?):
             logger.warning(
                 "upload endpoint failed; delivery moved to the next",
-                metadata: ["logship.upload.from": "\(from)", "logship.upload.to": "\(to)", "logship.upload.error": "\(reason)"])
+                metadata: [
+                    "logship.upload.from": "\(from)", "logship.upload.to": "\(to)",
+                    "logship.upload.error": "\(reason)",
+                ])
         case .movedEndpoint(let from, let to, nil):
             logger.notice(
                 "a preferred upload endpoint answered again; delivery moved back to it",

@@ -526,8 +526,9 @@ struct ShipperStateMachine: Sendable {
     /// Cancels the operations waiting to go to `endpoint` (every one, when `nil`): they would go out into a pause,
     /// to an endpoint delivery moved away from, or after shutdown began.
     private mutating func cancelWaiting(to endpoint: Int?, _ actions: inout [Action]) {
-        let waiting = operations.filter { $0.value.state == .waiting && (endpoint ?? $0.value.endpoint) == $0.value.endpoint }
-            .keys.sorted()
+        let waiting = operations.filter { _, operation in
+            operation.state == .waiting && (endpoint ?? operation.endpoint) == operation.endpoint
+        }.keys.sorted()
         guard !waiting.isEmpty else { return }
         for id in waiting { operations[id]?.state = .cancelled }
         actions.append(.cancel(waiting))

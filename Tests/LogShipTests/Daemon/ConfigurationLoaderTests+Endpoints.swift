@@ -47,8 +47,8 @@ extension ConfigurationLoaderTests {
         #expect(single.upload.endpoints.map(\.url) == ["http://127.0.0.1:9/ingest"])
         #expect(single.upload.endpoints[0].auth == nil && single.upload.endpoints[0].tls == nil)
 
-        let overridden = try await load(
-            Self.endpointList, environment: ["LOGSHIPD_UPLOAD_URL": "http://127.0.0.1:1/ingest  http://127.0.0.1:2/ingest"])
+        let urls = "http://127.0.0.1:1/ingest  http://127.0.0.1:2/ingest"
+        let overridden = try await load(Self.endpointList, environment: ["LOGSHIPD_UPLOAD_URL": urls])
         #expect(overridden.upload.endpoints.map(\.url) == ["http://127.0.0.1:1/ingest", "http://127.0.0.1:2/ingest"])
         #expect(overridden.upload.endpoints.allSatisfy { $0.auth == nil && $0.tls == nil }, "the top-level sections")
         let bad = await loadError("", environment: ["LOGSHIPD_UPLOAD_URL": "http://127.0.0.1:1/ingest ftp://x"])

@@ -20,16 +20,17 @@ struct ShipperStateMachineFailoverTests {
         harness.claimed(crash, moreLeft: false)
         harness.finish(crash, Reports.failed(Reports.refusedConnection, at: harness.now))
         #expect(!harness.isPaused, "the next endpoint takes the records")
-        #expect(harness.waiting.contains { $0.isCancelled && $0.endpoint == 0 }, "the info claim for the first is cancelled")
+        #expect(harness.waiting.contains { $0.isCancelled && $0.endpoint == 0 }, "the first's info claim is cancelled")
         #expect(harness.waiting.filter { !$0.isCancelled }.allSatisfy { $0.endpoint == 1 })
         let next = try harness.start()
         #expect(next.priorityClass == .crash && next.endpoint == 1, "the crash lane first, at the new endpoint")
         let shown = Self.statistics(harness)
         #expect(shown.activeEndpoint == 1)
-        #expect(shown.endpoints[0].rest?.reason.contains("connection refused") == true && shown.endpoints[1].rest == nil)
+        #expect(shown.endpoints[0].rest?.reason.contains("connection refused") == true)
+        #expect(shown.endpoints[1].rest == nil)
         #expect(shown.endpoints[0].totals.failedRequests == 1 && shown.endpoints[1].totals.requests == 0)
-        #expect(harness.notices.contains(
-            .movedEndpoint(from: Self.endpoints[0], to: Self.endpoints[1], reason: Reports.refusedConnection.description)))
+        let reason = Reports.refusedConnection.description
+        #expect(harness.notices.contains(.movedEndpoint(from: Self.endpoints[0], to: Self.endpoints[1], reason: reason)))
     }
 
     @Test("a resting preferred endpoint is probed by one request when its rest ends, only while records wait; a failed probe makes it rest longer; an answered one brings delivery back")
@@ -58,7 +59,7 @@ struct ShipperStateMachineFailoverTests {
         let shown = Self.statistics(harness)
         #expect(shown.activeEndpoint == 0 && shown.endpoints[0].rest == nil && shown.endpoints[1].rest == nil)
         #expect(shown.endpoints[0].totals.delivered == 10)
-        #expect(harness.waiting.filter { !$0.isCancelled }.allSatisfy { $0.endpoint == 0 }, "what waited goes to the first")
+        #expect(harness.waiting.filter { !$0.isCancelled }.allSatisfy { $0.endpoint == 0 }, "what waits goes to the first")
         #expect(!harness.waiting.filter { !$0.isCancelled }.isEmpty)
         #expect(harness.notices.last == .movedEndpoint(from: Self.endpoints[1], to: Self.endpoints[0], reason: nil))
         #expect(harness.timers[.probeEndpoint(0)] == nil && harness.timers[.probeEndpoint(1)] == nil)
