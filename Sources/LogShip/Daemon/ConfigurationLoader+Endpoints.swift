@@ -1,3 +1,4 @@
+import Configuration
 import Foundation
 import Yams
 
@@ -77,7 +78,7 @@ extension ConfigurationLoader {
         _ values: inout ConfigValues, file entries: [EndpointEntry]?
     ) -> [DaemonConfiguration.Endpoint] {
         if let text = values.reader.string(forKey: ConfigKey("upload.url")) {
-            let urls = text.split(whereSeparator: \.isWhitespace).map(String.init)
+            let urls = text.split(whereSeparator: { $0.isWhitespace }).map(String.init)
             guard urls.count > 1 else {
                 var url = ""
                 values.read("upload.url", into: &url, .httpURL)
@@ -114,10 +115,12 @@ extension ConfigurationLoader {
                 tls.clientCert = texts["client_cert"] ?? ""
                 tls.clientKey = texts["client_key"] ?? ""
                 tls.serverName = texts["server_name"] ?? ""
-                values.parse(texts["min_version"], .oneOf(["1.2", "1.3"]), into: &tls.minVersion,
-                             named: "\(name): tls.min_version")
-                values.parse(texts["insecure_skip_verify"], .boolean, into: &tls.insecureSkipVerify,
-                             named: "\(name): tls.insecure_skip_verify")
+                values.parse(
+                    texts["min_version"], ValueParser<String>.oneOf(["1.2", "1.3"]), into: &tls.minVersion,
+                    named: "\(name): tls.min_version")
+                values.parse(
+                    texts["insecure_skip_verify"], ValueParser<Bool>.boolean, into: &tls.insecureSkipVerify,
+                    named: "\(name): tls.insecure_skip_verify")
                 endpoint.tls = tls
             }
             return endpoint

@@ -41,7 +41,7 @@ final class EndpointMetrics: Sendable {
             }
             for (url, var one) in series {
                 guard let endpoint = endpoints.first(where: { $0.url == url }) else {
-                    for (gauge, _) in one.gauges { gauge.set(0) }
+                    for (gauge, _) in one.gauges { gauge.set(Double(0)) }
                     continue
                 }
                 for index in one.counters.indices {
