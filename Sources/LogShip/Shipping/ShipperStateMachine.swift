@@ -19,8 +19,8 @@ import Foundation
 /// - With more than one endpoint (`upload.url` as a list), requests go to the active one. When it pauses, delivery
 ///   moves to the most preferred endpoint that is not resting, and the one left rests out its pause; the waiting
 ///   operations are cancelled and made again for the new one. A resting endpoint preferred over the active one (or
-///   any, while the active one is paused too) is probed by one request when its rest ends, while records wait; once
-///   it answers, delivery moves to it. A batch is sent to one endpoint per request: accepted, it is deleted; failed,
+///   any, while the active one is paused too) is probed by one request once its rest is over: the next work of a
+///   class other than crash, or a timer's when records wait already; once it answers, delivery moves to it. A batch is sent to one endpoint per request: accepted, it is deleted; failed,
 ///   it is put back and may go to the next. The budget and the slots are the link's, whichever endpoint is active.
 /// - A class waits (nothing of it is enqueued) for the link's budget, or after the spool failed for it; a timer
 ///   ends the wait.
@@ -476,13 +476,16 @@ struct ShipperStateMachine: Sendable {
         guard phase != .draining, let state = classes[priorityClass], state.wait == nil else { return }
         if case .paused = link { return }
         let wanted = state.isBacklogged || !state.parts.isEmpty ? slots : (state.hasRecords ? 1 : 0)
-        // A probe of another endpoint is not the class's waiting operation: it may fail where this one goes.
-        var waiting = operations.values.count {
-            $0.work.priorityClass == priorityClass && $0.state == .waiting && $0.endpoint == active
-        }
+        var waiting = operations.values.count { $0.work.priorityClass == priorityClass && $0.state == .waiting }
         while waiting < wanted {
             guard let work = nextWork(priorityClass, now: now, &actions) else { return }
-            enqueue(work, to: active, &actions)
+            // A resting endpoint whose rest is over takes the next work as its probe, so that even a record now
+            // and then finds out whether it is back; crash records stay with the endpoint known to work.
+            if priorityClass != .crash, let endpoint = endpointDueForProbe(now: now) {
+                probe(endpoint, with: work, &actions)
+            } else {
+                enqueue(work, to: active, &actions)
+            }
             waiting += 1
         }
     }
@@ -739,8 +742,8 @@ struct ShipperStateMachine: Sendable {
     }
 
     /// Arms the probes that waiting records call for: a crash record's while the active endpoint is paused (unless
-    /// the pause ends first), and, while anything waits, each resting endpoint's that may take delivery back, at
-    /// the end of its rest.
+    /// the pause ends first), and, while records other than crash ones wait, each resting endpoint's that may take
+    /// delivery back, at the end of its rest.
     private mutating func armProbesIfNeeded(now: Instant, _ actions: inout [Action]) {
         guard phase == .running else { return }
         if case .paused(let pause, .idle) = link, pause.allowsCrashProbes, hasCrashToSend {
@@ -750,7 +753,7 @@ struct ShipperStateMachine: Sendable {
                 actions.append(.armTimer(.probeForCrash, at: probeAt))
             }
         }
-        guard PriorityClass.mostUrgentFirst.contains(where: hasSomethingToSend) else { return }
+        guard PriorityClass.mostUrgentFirst.contains(where: mayProbe(with:)) else { return }
         for endpoint in endpoints.indices where mayTakeDeliveryBack(endpoint) {
             guard let rest = endpoints[endpoint].rest, rest.probe == .idle else { continue }
             endpoints[endpoint].rest?.probe = .armed
@@ -783,16 +786,39 @@ struct ShipperStateMachine: Sendable {
         link = .paused(pause, probe: .sending(OperationID(rawValue: lastOperationID)))
     }
 
-    /// Lets one operation through to a resting endpoint that may take delivery back: the most urgent class's
-    /// next work.
+    /// Lets one operation through to a resting endpoint that may take delivery back: the next work of the least
+    /// urgent class that has some, crash records aside.
     private mutating func sendEndpointProbe(_ endpoint: Int, now: Instant, _ actions: inout [Action]) {
         guard phase == .running, mayTakeDeliveryBack(endpoint) else { return }
-        for priorityClass in PriorityClass.mostUrgentFirst where hasSomethingToSend(priorityClass) {
+        for priorityClass in PriorityClass.mostUrgentFirst.reversed() where mayProbe(with: priorityClass) {
             guard let work = nextWork(priorityClass, now: now, &actions) else { continue }
-            enqueue(work, to: endpoint, &actions)
-            endpoints[endpoint].rest?.probe = .sending(OperationID(rawValue: lastOperationID))
+            probe(endpoint, with: work, &actions)
             return
         }
+    }
+
+    /// A resting endpoint that may take delivery back, whose rest is over and whose probe is not on its way.
+    private func endpointDueForProbe(now: Instant) -> Int? {
+        guard phase == .running else { return nil }
+        return endpoints.indices.first { endpoint in
+            guard let rest = endpoints[endpoint].rest, rest.pause.until <= now, mayTakeDeliveryBack(endpoint)
+            else { return false }
+            if case .sending = rest.probe { return false }
+            return true
+        }
+    }
+
+    /// Sends `work` to a resting endpoint as its probe.
+    private mutating func probe(_ endpoint: Int, with work: OperationWork, _ actions: inout [Action]) {
+        if endpoints[endpoint].rest?.probe == .armed { actions.append(.cancelTimer(.probeEndpoint(endpoint))) }
+        enqueue(work, to: endpoint, &actions)
+        endpoints[endpoint].rest?.probe = .sending(OperationID(rawValue: lastOperationID))
+    }
+
+    /// Whether records of a class may probe a resting endpoint: any but crash records, which stay with the
+    /// endpoint known to work (or, while it is paused, probe that one).
+    private func mayProbe(with priorityClass: PriorityClass) -> Bool {
+        priorityClass != .crash && hasSomethingToSend(priorityClass)
     }
 
     private var hasCrashToSend: Bool { hasSomethingToSend(.crash) }

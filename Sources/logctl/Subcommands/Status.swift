@@ -100,7 +100,8 @@ struct Status: ParsableCommand {
     }
 
     /// Each endpoint of `upload.url` on a line, in order of preference: `endpoints     1. https://a.example/ingest:
-    /// resting after cannot connect …, probed from 2026-11-25T10:00:30Z; 10 delivered in 2 request(s), 1 failed`.
+    /// resting after cannot connect …; probed from 2026-11-25T10:00:30Z when records wait; 10 delivered in 2
+    /// request(s), 1 failed`.
     static func endpoints(_ status: DaemonStatus) -> [String] {
         status.endpoints.enumerated().map { index, endpoint in
             let state: String
@@ -108,7 +109,7 @@ struct Status: ParsableCommand {
                 state = "active"
             } else if let until = endpoint.restsUntil {
                 let failure = TerminalText.escaped(endpoint.failure ?? "a failure")
-                state = "resting after \(failure), probed from \(TerminalText.escaped(until))"
+                state = "resting after \(failure); probed from \(TerminalText.escaped(until)) when records wait"
             } else {
                 state = "standby"
             }

@@ -33,7 +33,7 @@ struct ShipperStateMachineFailoverTests {
         #expect(harness.notices.contains(.movedEndpoint(from: Self.endpoints[0], to: Self.endpoints[1], reason: reason)))
     }
 
-    @Test("a resting preferred endpoint is probed by one request when its rest ends, only while records wait; a failed probe makes it rest longer; an answered one brings delivery back")
+    @Test("a resting preferred endpoint is probed by one request once its rest is over: the next record's, or, when records wait, a timer's at its end; a failed probe makes it rest longer; an answered one brings delivery back")
     func probesAndReturns() throws {
         var harness = try Self.movedAway()
         harness.advance(by: 5)
@@ -41,18 +41,19 @@ struct ShipperStateMachineFailoverTests {
         #expect(harness.timers[.probeEndpoint(0)] == nil)
 
         harness.recordsAvailable([.info])
-        #expect(harness.timers[.probeEndpoint(0)] == harness.now, "its rest is over: the probe goes at once")
-        harness.advance(by: 0)
-        #expect(harness.waiting.count { $0.endpoint == 0 && !$0.isCancelled } == 1, "one request probes")
-        #expect(harness.waiting.count { $0.endpoint == 1 && !$0.isCancelled } == 1, "the class's own claim still waits")
+        #expect(harness.waiting.count { $0.endpoint == 0 && !$0.isCancelled } == 1, "its rest is over: the record probes")
+        #expect(harness.waiting.count { $0.endpoint == 1 && !$0.isCancelled } == 0)
         let probe = try harness.start(endpoint: 0)
         harness.claimed(probe, moreLeft: true)
+        #expect(harness.waiting.count { $0.endpoint == 0 && !$0.isCancelled } == 0, "one probe at a time")
+        #expect(harness.waiting.count { $0.endpoint == 1 && !$0.isCancelled } == 2, "the rest goes to the second")
         harness.finish(probe, Reports.failed(Reports.refusedConnection, at: harness.now))
         #expect(Self.statistics(harness).activeEndpoint == 1, "still down: delivery stays")
         let again = try #require(harness.timers[.probeEndpoint(0)])
         #expect(again >= harness.now + .seconds(1), "a second failure in a row: a rest of 1 to 2 s")
 
         harness.advance(to: again)
+        #expect(harness.waiting.count { $0.endpoint == 0 && !$0.isCancelled } == 1, "records wait: the timer probes")
         let second = try harness.start(endpoint: 0)
         harness.claimed(second, moreLeft: true)
         harness.finish(second, Reports.accepted(at: harness.now))
@@ -63,6 +64,17 @@ struct ShipperStateMachineFailoverTests {
         #expect(!harness.waiting.filter { !$0.isCancelled }.isEmpty)
         #expect(harness.notices.last == .movedEndpoint(from: Self.endpoints[1], to: Self.endpoints[0], reason: nil))
         #expect(harness.timers[.probeEndpoint(0)] == nil && harness.timers[.probeEndpoint(1)] == nil)
+    }
+
+    @Test("crash records never probe a resting endpoint: they go to the one known to work")
+    func crashDoesNotProbe() throws {
+        var harness = try Self.movedAway()
+        harness.advance(by: 5)
+        harness.recordsAvailable([.crash])
+        #expect(harness.waiting.filter { !$0.isCancelled }.map(\.endpoint) == [1])
+        #expect(harness.timers[.probeEndpoint(0)] == nil)
+        harness.recordsAvailable([.warning])
+        #expect(harness.waiting.count { $0.endpoint == 0 && !$0.isCancelled } == 1, "a warning record probes")
     }
 
     @Test("an answer from the preferred endpoint to a request sent before delivery left it brings delivery back")
