@@ -79,6 +79,16 @@ final class DaemonStatusSource: Sendable {
         status.lastErrorPast = shipping.lastError.map { $0.at < shipping.lastAcceptedAt ?? .distantPast } ?? false
         status.lastAcceptedAt = shipping.lastAcceptedAt.map { Timestamp($0).rfc3339 }
         status.operatorPaused = shipping.pausedByOperator
+        status.endpoints = shipping.endpoints.enumerated().map { index, endpoint in
+            var endpointStatus = EndpointStatus(url: endpoint.name)
+            endpointStatus.active = index == shipping.activeEndpoint
+            endpointStatus.restsUntil = endpoint.restsUntil.map { Timestamp($0).rfc3339 }
+            endpointStatus.failure = endpoint.rest?.reason
+            endpointStatus.delivered = endpoint.totals.delivered
+            endpointStatus.requests = endpoint.totals.requests
+            endpointStatus.failedRequests = endpoint.totals.failedRequests
+            return endpointStatus
+        }
         let rate = shipper.rateStatus
         status.rateBudget = rate.budgetBytesPerSecond
         status.rateBudgetByOperator = rate.isOverridden

@@ -4,12 +4,7 @@ import Foundation
 extension ConfigurationLoader {
     /// Rules that involve more than one key, and files the keys name.
     static func crossKeyProblems(_ configuration: DaemonConfiguration) -> [String] {
-        var problems: [String] = []
-        // A password in the URL would be in every log line and status that names the URL; the URL is not shown.
-        if let url = URLComponents(string: configuration.upload.url), url.user != nil || url.password != nil {
-            problems.append(
-                "upload.url holds a user or password (not shown): put the user in auth.basic_user and the password in a file named by auth.basic_password_file")
-        }
+        var problems = endpointProblems(configuration.upload.endpoints)
         if configuration.upload.retryMax < configuration.upload.retryInitial {
             problems.append(
                 "upload.retry_max (\(ConfigurationText.duration(configuration.upload.retryMax))) must not be shorter than upload.retry_initial (\(ConfigurationText.duration(configuration.upload.retryInitial)))")
@@ -20,29 +15,41 @@ extension ConfigurationLoader {
                 "spool.max_bytes (\(ConfigurationText.bytes(configuration.spool.maxBytes))) must hold at least four records of ingest.max_record_bytes (\(ConfigurationText.bytes(configuration.ingest.maxRecordBytes))): at least \(ConfigurationText.bytes(configuration.ingest.maxRecordBytes * 4))")
         }
         problems += uploadRateProblems(configuration.upload.rate, maxRecordBytes: configuration.ingest.maxRecordBytes)
-        if configuration.auth.basicUser.isEmpty != configuration.auth.basicPasswordFile.isEmpty {
-            problems.append("auth.basic_user and auth.basic_password_file go together")
-        }
-        if !configuration.auth.basicUser.isEmpty && !configuration.auth.bearerTokenFile.isEmpty {
-            problems.append("auth.bearer_token_file and auth.basic_user exclude each other: one Authorization header")
-        }
-        if configuration.tls.clientCert.isEmpty != configuration.tls.clientKey.isEmpty {
-            problems.append("tls.client_cert and tls.client_key go together")
-        } else {
-            // Reading them now makes a missing or malformed file a configuration error, at start-up or on reload.
-            do {
-                _ = try TLSSettings.clientConfiguration(configuration.tls)
-            } catch let error as ConfigurationError {
-                problems += error.problems
-            } catch {
-                problems.append("tls: \(error)")
-            }
-        }
+        problems += authProblems(configuration.auth)
+        problems += tlsProblems(configuration.tls)
         if configuration.journal.enabled && configuration.spool.maxBytes / 4 < configuration.journal.maxFieldBytes {
             problems.append(
                 "spool.max_bytes (\(ConfigurationText.bytes(configuration.spool.maxBytes))) must hold at least four journal fields of journal.max_field_bytes (\(ConfigurationText.bytes(configuration.journal.maxFieldBytes))): at least \(ConfigurationText.bytes(configuration.journal.maxFieldBytes * 4))")
         }
         return problems
+    }
+
+    /// The rules of an `auth` section: the top-level one, or an endpoint's own.
+    static func authProblems(_ auth: DaemonConfiguration.Auth) -> [String] {
+        var problems: [String] = []
+        if auth.basicUser.isEmpty != auth.basicPasswordFile.isEmpty {
+            problems.append("auth.basic_user and auth.basic_password_file go together")
+        }
+        if !auth.basicUser.isEmpty && !auth.bearerTokenFile.isEmpty {
+            problems.append("auth.bearer_token_file and auth.basic_user exclude each other: one Authorization header")
+        }
+        return problems
+    }
+
+    /// The rules of a `tls` section (the top-level one, or an endpoint's own), and the files it names.
+    static func tlsProblems(_ tls: DaemonConfiguration.TLS) -> [String] {
+        guard tls.clientCert.isEmpty == tls.clientKey.isEmpty else {
+            return ["tls.client_cert and tls.client_key go together"]
+        }
+        // Reading them now makes a missing or malformed file a configuration error, at start-up or on reload.
+        do {
+            _ = try TLSSettings.clientConfiguration(tls)
+            return []
+        } catch let error as ConfigurationError {
+            return error.problems
+        } catch {
+            return ["tls: \(error)"]
+        }
     }
 
     /// `journal.matches` must be `FIELD=value` and `journal.fields` field names, as journald writes them.

@@ -1,15 +1,15 @@
 import Configuration
 import Foundation
 import Logging
-import SystemPackage
 import Yams
 
 /// Reads ``DaemonConfiguration`` from a YAML file with `LOGSHIPD_*` environment overrides.
 ///
 /// Values come through swift-configuration: the environment (`LOGSHIPD_` + the key path in upper case, dots as
-/// underscores) wins over the file, the file over the defaults. swift-configuration cannot list the keys a file
-/// holds, so the same YAML is also walked with Yams to reject keys that do not exist. Every value is read as
-/// text and parsed here, so a bad value stops start-up with its key named instead of falling back to a default.
+/// underscores) wins over the file, the file over the defaults. The file is walked with Yams, which rejects keys
+/// that do not exist and reads what swift-configuration cannot (lists, headers, the entries of `upload.url`), and
+/// its single values are handed to swift-configuration from there. Every value is read as text and parsed here,
+/// so a bad value stops start-up with its key named instead of falling back to a default.
 public struct ConfigurationLoader: Sendable {
     /// The keys a file may hold; any other stops start-up with its name.
     static let knownKeys: Set<String> = [
@@ -35,8 +35,12 @@ public struct ConfigurationLoader: Sendable {
         "journal.units", "journal.exclude_units", "journal.matches", "journal.fields", "upload.rate.exempt",
     ]
 
-    /// What the file holds that swift-configuration cannot enumerate.
+    /// What the file holds: its single values, and what swift-configuration cannot enumerate or read.
     struct FileValues {
+        /// Each single value by its dotted key path, as the file writes it: what the reader reads from the file.
+        var scalars: [String: String] = [:]
+        /// `upload.url` written as a list.
+        var endpoints: [EndpointEntry]?
         var headers: [(String, String)] = []
         var lists: [String: [String]] = [:]
         /// Unknown keys and values of the wrong shape, each a line naming the key.
@@ -70,10 +74,16 @@ public struct ConfigurationLoader: Sendable {
             } catch {
                 throw ConfigurationError("cannot read \(path): \(Self.reason(error))")
             }
-            // A file of comments only holds no document; it means "all defaults".
+            // A file of comments only holds no document; it means "all defaults". The file's values are handed
+            // over as they were read here: swift-configuration's own YAML reader refuses a list of mappings (the
+            // entries of `upload.url`).
             if let values = try Self.validate(yaml: text, path: path) {
                 fileValues = values
-                providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
+                let scalars = values.scalars.map { key, text in
+                    let components = key.split(separator: ".").map(String.init)
+                    return (AbsoluteConfigKey(components), ConfigValue(.string(text), isSecret: false))
+                }
+                providers.append(InMemoryProvider(name: path, values: Dictionary(uniqueKeysWithValues: scalars)))
             }
         }
         return try Self.read(ConfigReader(providers: providers), file: fileValues, environment: environment)
@@ -121,10 +131,18 @@ public struct ConfigurationLoader: Sendable {
                     }
                     if key == "upload.headers" {
                         values.headers = try readHeaders(value, path: path)
+                    } else if key == "upload.url", let sequence = value.sequence {
+                        let (entries, problems) = readEndpointEntries(sequence, path: path)
+                        values.endpoints = entries
+                        values.problems += problems
                     } else if listKeys.contains(key) {
                         values.lists[key] = try readList(value, key: key, path: path)
-                    } else if value.scalar == nil {
-                        throw ConfigurationError("\(path): \(key) must be a single value")
+                        if let scalar = value.scalar { values.scalars[key] = scalar.string }
+                    } else if let scalar = value.scalar {
+                        values.scalars[key] = scalar.string
+                    } else {
+                        throw ConfigurationError(
+                            "\(path): \(key) must be a single value" + (key == "upload.url" ? " or a list" : ""))
                     }
                 } catch let error as ConfigurationError {
                     values.problems += error.problems
@@ -207,12 +225,7 @@ public struct ConfigurationLoader: Sendable {
             "intake.crash_budget.per_second", into: &configuration.intake.crashBudgetPerSecond, .number(0...1_000_000))
         values.read("intake.crash_budget.burst", into: &configuration.intake.crashBudgetBurst, .integer(0...1_000_000))
 
-        values.read("upload.url", into: &configuration.upload.url, .httpURL)
-        if reader.string(forKey: ConfigKey("upload.url")) == nil {
-            values.problems.append(
-                "upload.url is not set: logshipd needs to know where to send records "
-                    + "(set it in the file, or LOGSHIPD_UPLOAD_URL)")
-        }
+        configuration.upload.endpoints = readEndpoints(&values, file: file.endpoints)
         values.read("upload.format", into: &configuration.upload.format, .format)
         var compression = "none", level: Int?
         values.read("upload.compression", into: &compression, .oneOf(UploadCompression.names))
@@ -290,15 +303,30 @@ struct ConfigValues {
     var problems: [String] = []
 
     mutating func read<Value>(_ key: String, into value: inout Value, _ parser: ValueParser<Value>) {
-        guard let text = reader.string(forKey: ConfigKey(key)) else { return }
+        let text = reader.string(forKey: ConfigKey(key))
+        let mayHoldCredentials = Self.mayHoldCredentials.contains(key)
+        parse(text, parser, into: &value, named: source(of: key), mayHoldCredentials: mayHoldCredentials)
+    }
+
+    /// Parses `text` into `value`, or notes a problem naming `name` and leaves `value`; nothing when `text` is `nil`.
+    /// - Parameter mayHoldCredentials: Whether a bad text is left out of the problem.
+    mutating func parse<Value>(
+        _ text: String?, _ parser: ValueParser<Value>, into value: inout Value, named name: String,
+        mayHoldCredentials: Bool = false
+    ) {
+        guard let text else { return }
         guard let parsed = parser.parse(text) else {
-            let shown = Self.mayHoldCredentials.contains(key) ? "(not shown: it may hold a credential)" : "\"\(text)\""
-            // The environment wins over the file: a variable that is set is where the bad value came from.
-            let variable = "LOGSHIPD_" + key.uppercased().replacingOccurrences(of: ".", with: "_")
-            let source = environment[variable] != nil ? "\(variable) (\(key))" : key
-            problems.append("\(source): invalid value \(shown) (expected \(parser.expected))")
+            let shown = mayHoldCredentials ? "(not shown: it may hold a credential)" : "\"\(text)\""
+            problems.append("\(name): invalid value \(shown) (expected \(parser.expected))")
             return
         }
         value = parsed
+    }
+
+    /// How a problem names `key`: with its environment variable when that is set, since the environment wins over
+    /// the file and a variable that is set is where a bad value came from.
+    func source(of key: String) -> String {
+        let variable = "LOGSHIPD_" + key.uppercased().replacingOccurrences(of: ".", with: "_")
+        return environment[variable] != nil ? "\(variable) (\(key))" : key
     }
 }

@@ -23,7 +23,8 @@ public final class Daemon: Sendable {
     /// Where the metrics are served, when `metrics.listen` is set.
     public let metricsAddress: SocketAddress?
     private let live: LiveConfiguration
-    private let httpUploader: HTTPUploader?
+    /// One per endpoint; none when a test's uploader stands in.
+    private let httpUploaders: [HTTPUploader]
     private let serviceGroup: ServiceGroup
     /// The shutdown signals, trapped since `start` began; ``run()`` hands each to the service group.
     private let shutdownRequests: UnixSignalsSequence
@@ -34,7 +35,7 @@ public final class Daemon: Sendable {
     private init(
         live: LiveConfiguration, metricsAddress: SocketAddress?, shipper: Shipper, intake: RecordIntake,
         spool: any Spool & DeadLetterStore,
-        httpUploader: HTTPUploader?, serviceGroup: ServiceGroup, shutdownRequests: UnixSignalsSequence,
+        httpUploaders: [HTTPUploader], serviceGroup: ServiceGroup, shutdownRequests: UnixSignalsSequence,
         notifier: (any ServiceManagerNotifier)?, logger: Logger
     ) {
         self.live = live
@@ -42,7 +43,7 @@ public final class Daemon: Sendable {
         self.shipper = shipper
         self.intake = intake
         self.spool = spool
-        self.httpUploader = httpUploader
+        self.httpUploaders = httpUploaders
         self.serviceGroup = serviceGroup
         self.shutdownRequests = shutdownRequests
         self.notifier = notifier
@@ -62,7 +63,7 @@ public final class Daemon: Sendable {
     ///   - shutdownSignals: Signals that begin a graceful shutdown; none for an in-process daemon in tests.
     ///   - serviceManager: Where to send `READY=1`, `STATUS=`, `WATCHDOG=1` and `STOPPING=1` (systemd when
     ///     `NOTIFY_SOCKET` is set), and the watchdog interval it expects; `nil` reports to nobody.
-    ///   - uploader: What carries batches to the remote instead of HTTP: a test's, to stand in for a remote.
+    ///   - uploader: What carries batches to the remote instead of HTTP: a test's, to stand in for every endpoint.
     ///   - reloading: How to read the configuration again on SIGHUP, and the log level a reload sets; `nil`
     ///     leaves SIGHUP alone.
     /// - Throws: ``SpoolError`` when the spool cannot be opened, ``IngestError`` when a socket cannot be bound.
@@ -79,7 +80,7 @@ public final class Daemon: Sendable {
         reloading: (load: @Sendable () async throws -> DaemonConfiguration, logLevel: LogLevelControl?)? = nil
     ) async throws -> Daemon {
         for notice in configuration.notices { logger.warning("configuration: \(notice)") }
-        let uploadConfiguration = try LiveConfiguration.uploadConfiguration(configuration)
+        let uploadConfigurations = try LiveConfiguration.uploadConfigurations(configuration)
         // Trapped before anything is bound or opened. Untrapped, a SIGTERM in the moments before the service
         // group runs (its sockets already there, `systemctl stop` right after a start) or a SIGHUP just after
         // READY=1 ends the process with the signal's default action: no graceful stop, exit by signal.
@@ -87,16 +88,18 @@ public final class Daemon: Sendable {
         let hangups = reloading == nil ? nil : await UnixSignalsSequence(trapping: .sighup)
         // The loops of the upload connections and of the delivery tasks that use them (EventLoopTaskExecutor).
         let uploadLoops = UploadLoops(Array(uploadGroup.makeIterator().prefix(configuration.upload.maxInFlight)))
-        let httpUploader = uploader == nil
-            ? try HTTPUploader(configuration: uploadConfiguration, eventLoops: uploadLoops.eventLoops) : nil
+        let httpUploaders = uploader == nil
+            ? try uploadConfigurations.map { try HTTPUploader(configuration: $0, eventLoops: uploadLoops.eventLoops) }
+            : []
         let spool = try await openSpool(configuration.spool, logger: logger)
-        if configuration.tls.insecureSkipVerify {
+        if configuration.upload.endpoints.contains(where: { configuration.tls(of: $0).insecureSkipVerify }) {
             logger.warning("tls.insecure_skip_verify is on: any server certificate is accepted, uploads can be intercepted")
         }
         let metrics = configuration.metrics.listen.isEmpty ? nil : MetricsExporter()
         let delivery = BatchDelivery(
             spool: spool,
-            uploader: uploader ?? httpUploader!,
+            uploaders: uploader.map { Array(repeating: $0, count: configuration.upload.endpoints.count) }
+                ?? httpUploaders,
             loops: uploadLoops,
             observeRequest: metrics.map { metrics in { @Sendable duration in metrics.recordRequest(duration) } },
             logger: logger)
@@ -118,7 +121,7 @@ public final class Daemon: Sendable {
                 configuration, intake: intake, shipper: shipper, spool: spool, logger: logger)
         } catch {
             await spool.close()
-            httpUploader?.shutdown()
+            for uploader in httpUploaders { uploader.shutdown() }
             throw error
         }
 
@@ -136,12 +139,13 @@ public final class Daemon: Sendable {
                     logger: logger)
             } catch {
                 await spool.close()
-                httpUploader?.shutdown()
+                for uploader in httpUploaders { uploader.shutdown() }
                 throw IngestError.socketCall("bind", path: configuration.metrics.listen, "\(error)")
             }
         }
         let live = LiveConfiguration(
-            configuration, uploader: httpUploader, shipper: shipper, intake: intake, journal: journal, logLevel: reloading?.logLevel)
+            configuration, uploaders: httpUploaders, shipper: shipper, intake: intake, journal: journal,
+            logLevel: reloading?.logLevel)
         var reporters: [any Service] = []
         if let reloading, let hangups {
             reporters.append(
@@ -169,7 +173,7 @@ public final class Daemon: Sendable {
 
         return Daemon(
             live: live, metricsAddress: metricsServer?.address, shipper: shipper, intake: intake, spool: spool,
-            httpUploader: httpUploader, serviceGroup: ServiceGroup(configuration: groupConfiguration),
+            httpUploaders: httpUploaders, serviceGroup: ServiceGroup(configuration: groupConfiguration),
             shutdownRequests: shutdownRequests, notifier: serviceManager?.notifier, logger: logger)
     }
 
@@ -195,7 +199,7 @@ public final class Daemon: Sendable {
         logger.info(
             "logshipd running",
             metadata: [
-                "logship.upload.url": "\(configuration.upload.url)",
+                "logship.upload.url": "\(configuration.upload.endpoints.map(\.url).joined(separator: " "))",
                 "logship.upload.max_in_flight": "\(configuration.upload.maxInFlight)",
             ])
         let outcome = await withDiscardingTaskGroup { tasks in
@@ -224,7 +228,7 @@ public final class Daemon: Sendable {
                 metadata: ["logship.spool.pending": "\(statistics.pendingTotal + statistics.claimed)"])
         }
         await spool.close()
-        httpUploader?.shutdown()
+        for uploader in httpUploaders { uploader.shutdown() }
         logger.info("logshipd stopped")
         try outcome.get()
     }

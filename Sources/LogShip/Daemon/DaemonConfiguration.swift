@@ -29,10 +29,31 @@ public struct DaemonConfiguration: Sendable {
         public var crashBudgetBurst = 100
     }
 
+    /// One receiver of `upload.url`, with the credentials and TLS settings it uses.
+    public struct Endpoint: Sendable {
+        public var url: String
+        /// Its own `auth` section, when its entry in `upload.url` names one; the top-level `auth` otherwise.
+        public var auth: Auth?
+        /// Its own `tls` section, when its entry in `upload.url` names one; the top-level `tls` otherwise.
+        public var tls: TLS?
+
+        public init(url: String, auth: Auth? = nil, tls: TLS? = nil) {
+            self.url = url
+            self.auth = auth
+            self.tls = tls
+        }
+    }
+
     public struct Upload: Sendable {
-        /// Where batches go (`upload.url`). No default: a configuration must say it (a file that lost it while being
-        /// written must not send records to a default).
-        public var url = ""
+        /// Where batches go, in order of preference (`upload.url`: one URL, or a list): delivery moves to the next
+        /// while one fails, and back once a preferred one answers. No default: a configuration must say it (a file
+        /// that lost it while being written must not send records to a default).
+        public var endpoints: [Endpoint] = []
+        /// The preferred endpoint's URL; setting it makes that URL the only endpoint.
+        public var url: String {
+            get { endpoints.first?.url ?? "" }
+            set { endpoints = [Endpoint(url: newValue)] }
+        }
         public var format = UploadFormat.ndjson
         /// How request bodies are compressed (`upload.compression`, `upload.compression_level`).
         public var compression = UploadCompression.none
@@ -136,4 +157,10 @@ public struct DaemonConfiguration: Sendable {
     public var notices: [String] = []
 
     public init() {}
+
+    /// The credentials `endpoint` uses: its own, or the top-level ones.
+    public func auth(of endpoint: Endpoint) -> Auth { endpoint.auth ?? auth }
+
+    /// The TLS settings `endpoint` uses: its own, or the top-level ones.
+    public func tls(of endpoint: Endpoint) -> TLS { endpoint.tls ?? tls }
 }

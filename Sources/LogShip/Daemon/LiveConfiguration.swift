@@ -2,24 +2,26 @@ import Foundation
 import Synchronization
 
 /// The configuration a daemon runs with, and the parts of it that follow a reload without a restart: the upload
-/// URL, format, compression, headers, timeout, credentials and TLS files, the retry bounds and `Retry-After` cap, the
-/// link's budget (which ends an operator's `logctl throttle`), the batch limits, the crash budget, the journal's
-/// selection (units, excluded units, least priority) and the log level. A configuration that changes anything else
-/// is refused whole: a key that needs a restart and differs is as likely a file read half-written as a wish.
+/// URLs (not how many there are), format, compression, headers, timeout, credentials and TLS files, the retry
+/// bounds and `Retry-After` cap, the link's budget (which ends an operator's `logctl throttle`), the batch limits,
+/// the crash budget, the journal's selection (units, excluded units, least priority) and the log level. A
+/// configuration that changes anything else is refused whole: a key that needs a restart and differs is as likely
+/// a file read half-written as a wish.
 final class LiveConfiguration: Sendable {
     private let current: Mutex<DaemonConfiguration>
-    private let uploader: HTTPUploader?
+    /// One per endpoint, in order of preference; none when a test's uploader stands in for them.
+    private let uploaders: [HTTPUploader]
     private let shipper: Shipper
     private let intake: RecordIntake
     private let journal: JournalIngestServer?
     private let logLevel: LogLevelControl?
 
     init(
-        _ configuration: DaemonConfiguration, uploader: HTTPUploader?, shipper: Shipper, intake: RecordIntake,
+        _ configuration: DaemonConfiguration, uploaders: [HTTPUploader], shipper: Shipper, intake: RecordIntake,
         journal: JournalIngestServer?, logLevel: LogLevelControl?
     ) {
         current = Mutex(configuration)
-        self.uploader = uploader
+        self.uploaders = uploaders
         self.shipper = shipper
         self.intake = intake
         self.journal = journal
@@ -38,7 +40,10 @@ final class LiveConfiguration: Sendable {
             throw ConfigurationError(
                 "\(restartOnly.joined(separator: ", ")) changed, which takes a restart (systemctl restart logshipd)")
         }
-        try uploader?.update(try Self.uploadConfiguration(new))
+        let configurations = try Self.uploadConfigurations(new)
+        // Each checked before any is changed: a reload applies whole or not at all.
+        let prepared = try zip(uploaders, configurations).map { try $0.prepare($1) }
+        for (uploader, configuration) in zip(uploaders, prepared) { uploader.use(configuration) }
         current.withLock { $0 = new }
         shipper.reconfigure(Self.shipperSettings(new))
         intake.updateCrashBudget(CrashBudget.Settings(new.intake))
@@ -54,29 +59,33 @@ final class LiveConfiguration: Sendable {
             limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
             retry: RetryPolicy.Bounds(
                 initial: upload.retryInitial, maximum: upload.retryMax, retryAfterMaximum: upload.retryAfterMax),
-            budget: upload.rate)
+            budget: upload.rate, endpoints: upload.endpoints.map(\.url))
     }
 
-    /// The uploader's settings. With `tls.server_name`, the URL names that host, which the client reaches at the
-    /// URL's own host (so the certificate and SNI are checked against the name).
+    /// The uploaders' settings, one per endpoint in order of preference, each with the credentials and TLS
+    /// settings it uses. With `tls.server_name`, the URL names that host, which the client reaches at the URL's
+    /// own host (so the certificate and SNI are checked against the name).
     ///
     /// - Throws: ``ConfigurationError`` when a TLS file cannot be read (the loader has checked them already).
-    static func uploadConfiguration(_ configuration: DaemonConfiguration) throws -> HTTPUploader.Configuration {
-        var url = configuration.upload.url
-        var connectHost: String?
-        if !configuration.tls.serverName.isEmpty, var components = URLComponents(string: url) {
-            connectHost = components.encodedHost
-            components.host = configuration.tls.serverName
-            url = components.string ?? url
+    static func uploadConfigurations(_ configuration: DaemonConfiguration) throws -> [HTTPUploader.Configuration] {
+        try configuration.upload.endpoints.map { endpoint in
+            let auth = configuration.auth(of: endpoint)
+            let tls = configuration.tls(of: endpoint)
+            var url = endpoint.url
+            var connectHost: String?
+            if !tls.serverName.isEmpty, var components = URLComponents(string: url) {
+                connectHost = components.encodedHost
+                components.host = tls.serverName
+                url = components.string ?? url
+            }
+            return HTTPUploader.Configuration(
+                url: url, headers: configuration.upload.headers, timeout: configuration.upload.timeout,
+                format: configuration.upload.format, compression: configuration.upload.compression,
+                bearerTokenFile: auth.bearerTokenFile.isEmpty ? nil : auth.bearerTokenFile,
+                basicAuthentication: auth.basicUser.isEmpty ? nil : (auth.basicUser, auth.basicPasswordFile),
+                tls: try TLSSettings.clientConfiguration(tls),
+                trustDescription: TLSSettings.trustDescription(tls), connectHost: connectHost)
         }
-        let auth = configuration.auth
-        return HTTPUploader.Configuration(
-            url: url, headers: configuration.upload.headers, timeout: configuration.upload.timeout,
-            format: configuration.upload.format, compression: configuration.upload.compression,
-            bearerTokenFile: auth.bearerTokenFile.isEmpty ? nil : auth.bearerTokenFile,
-            basicAuthentication: auth.basicUser.isEmpty ? nil : (auth.basicUser, auth.basicPasswordFile),
-            tls: try TLSSettings.clientConfiguration(configuration.tls),
-            trustDescription: TLSSettings.trustDescription(configuration.tls), connectHost: connectHost)
     }
 
     /// The keys that differ between `old` and `new` and only take effect at start-up.
@@ -91,6 +100,7 @@ final class LiveConfiguration: Sendable {
             ("metrics.listen", { $0.metrics.listen }), ("metrics.max_connections", { $0.metrics.maxConnections }),
             ("metrics.idle_timeout", { $0.metrics.idleTimeout }),
             ("upload.max_in_flight", { $0.upload.maxInFlight }),
+            ("upload.url (how many endpoints it lists)", { $0.upload.endpoints.count }),
             ("upload.shutdown_timeout", { $0.upload.shutdownTimeout }),
             ("spool.path", { $0.spool.path }), ("spool.max_bytes", { $0.spool.maxBytes }),
             ("spool.min_free_disk", { $0.spool.minFreeDisk }), ("spool.max_cache_bytes", { $0.spool.maxCacheBytes }),

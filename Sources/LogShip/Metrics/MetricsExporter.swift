@@ -2,7 +2,8 @@ import Prometheus
 import Synchronization
 
 /// logshipd's metrics for Prometheus: counters and gauges set from the daemon's status at each scrape, so that
-/// they always equal what `logctl status --json` says, and a histogram of upload request durations.
+/// they always equal what `logctl status --json` says, and a histogram of upload request durations. The request
+/// and record counts are the link's, whichever endpoint took them; ``EndpointMetrics`` has each endpoint's.
 final class MetricsExporter: Sendable {
     /// Upload durations: from a fast loopback answer to `upload.timeout`'s usual range.
     static let durationBuckets: [Duration] = [
@@ -19,10 +20,12 @@ final class MetricsExporter: Sendable {
     /// Seconds each class waited for the upload budget, by class name: counters of seconds, which grow by fractions.
     private let throttled: [(counter: Counter, className: String)]
     private let exportedThrottled: Mutex<[Double]>
+    private let endpoints: EndpointMetrics
 
     init() {
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
+        endpoints = EndpointMetrics(registry: registry)
         requestDurations = registry.makeDurationHistogram(
             descriptor: Self.metric(
                 "logshipd_upload_request_duration_seconds", "How long upload requests took, answered or failed."),
@@ -170,6 +173,7 @@ final class MetricsExporter: Sendable {
             }
         }
         for (gauge, value) in gauges { gauge.set(value(status)) }
+        endpoints.update(status.endpoints)
         return registry.emitToBuffer()
     }
 }

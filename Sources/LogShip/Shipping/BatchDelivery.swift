@@ -28,7 +28,8 @@ struct BatchDelivery: Sendable {
     }
 
     let spool: any Spool
-    let uploader: any Uploader
+    /// One per endpoint of `upload.url`, in order of preference: the machine says which a request goes to.
+    let uploaders: [any Uploader]
     let logger: Logger
     /// Told how long each request took (the metrics' latency histogram).
     let observeRequest: (@Sendable (Duration) -> Void)?
@@ -38,14 +39,16 @@ struct BatchDelivery: Sendable {
     private let probes = RefusalProbes()
 
     /// - Parameters:
-    ///   - loops: The upload lanes, one per loop the uploader has a connection on.
+    ///   - uploaders: One per endpoint, in order of preference.
+    ///   - loops: The upload lanes, one per loop the uploaders have a connection on.
     ///   - observeRequest: Told how long each request took.
     init(
-        spool: any Spool, uploader: any Uploader, loops: UploadLoops? = nil,
+        spool: any Spool, uploaders: [any Uploader], loops: UploadLoops? = nil,
         observeRequest: (@Sendable (Duration) -> Void)? = nil, logger: Logger
     ) {
+        precondition(!uploaders.isEmpty, "delivery needs an endpoint")
         self.spool = spool
-        self.uploader = uploader
+        self.uploaders = uploaders
         self.loops = loops
         self.observeRequest = observeRequest
         self.logger = logger
@@ -54,12 +57,14 @@ struct BatchDelivery: Sendable {
     /// Does one operation's work: one request at most.
     ///
     /// - Parameters:
+    ///   - endpoint: Where the request goes: a place in ``uploaders``.
     ///   - lane: The upload lane the calling operation holds: its request goes out on that lane's connection, and
     ///     settling writes run on its loop. `nil` outside an operation.
     ///   - claimed: Called right after a claim, before the upload, with what it took (`nil` when it found
     ///     nothing).
     func perform(
-        _ work: OperationWork, on lane: UploadLane? = nil, claimed: @Sendable (Claim?) -> Void = { _ in }
+        _ work: OperationWork, to endpoint: Int = 0, on lane: UploadLane? = nil,
+        claimed: @Sendable (Claim?) -> Void = { _ in }
     ) async -> OperationReport {
         let part: BatchPart?
         let batch: Batch
@@ -87,7 +92,7 @@ struct BatchDelivery: Sendable {
             (batch, part) = (sent.batch, sent)
         }
         do {
-            return try await send(batch, isolating: part?.isolation, on: lane)
+            return try await send(batch, isolating: part?.isolation, to: uploaders[endpoint], on: lane)
         } catch {
             // Writes nothing: fails only once the spool is closed, when no claim matters any more.
             try? await spool.settle(batch, .putBack)
@@ -100,7 +105,7 @@ struct BatchDelivery: Sendable {
 
     /// Sends `batch` in one request and settles what the answer settles.
     private func send(
-        _ batch: Batch, isolating isolation: BatchPart.Isolation?, on lane: UploadLane?
+        _ batch: Batch, isolating isolation: BatchPart.Isolation?, to uploader: any Uploader, on lane: UploadLane?
     ) async throws -> OperationReport {
         let sentAt = ContinuousClock.now
         let bodyBytes: Int

@@ -23,17 +23,20 @@ final class LogOperation: ConcurrentOperation<OperationReport>, @unchecked Senda
 
     let id: ShipperStateMachine.OperationID
     let work: OperationWork
+    /// The endpoint its request goes to (a place in `upload.url`).
+    let endpoint: Int
     private let delivery: BatchDelivery
     /// Held weakly: a shipper gone (a test's) leaves its operations to finish without telling anyone.
     private weak let owner: (any LogOperationOwner)?
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     init(
-        id: ShipperStateMachine.OperationID, work: OperationWork, delivery: BatchDelivery,
+        id: ShipperStateMachine.OperationID, work: OperationWork, endpoint: Int, delivery: BatchDelivery,
         owner: any LogOperationOwner
     ) {
         self.id = id
         self.work = work
+        self.endpoint = endpoint
         self.delivery = delivery
         self.owner = owner
         super.init(resultHandler: { [weak owner] result in
@@ -47,8 +50,8 @@ final class LogOperation: ConcurrentOperation<OperationReport>, @unchecked Senda
     override func main() {
         owner?.operationStarted(id)
         let lane = delivery.loops?.take()
-        let running = Task(executorPreference: lane?.executor) { [delivery, work, id, owner] in
-            let report = await delivery.perform(work, on: lane) { owner?.operation(id, claimed: $0) }
+        let running = Task(executorPreference: lane?.executor) { [delivery, work, endpoint, id, owner] in
+            let report = await delivery.perform(work, to: endpoint, on: lane) { owner?.operation(id, claimed: $0) }
             if let lane { delivery.loops?.giveBack(lane) }
             self.finish(.success(report))
         }

@@ -101,8 +101,8 @@ struct RetryPolicy: Sendable {
         return backoff(jitter: jitter)
     }
 
-    /// The delay after the failures in a row so far.
-    private func backoff(jitter: Double) -> Duration {
+    /// The delay after the failures in a row so far; `jitter` in `0...1` picks it within the backoff's range.
+    func backoff(jitter: Double) -> Duration {
         let ceiling = Self.ceiling(afterFailures: failuresInARow, bounds)
         return min(ceiling, ceiling / 2 + ceiling / 2 * min(max(jitter, 0), 1))
     }

@@ -20,13 +20,24 @@ extension Shipper {
         public var lastAcceptedAt: Date?
         /// Seconds each class has waited for the link's budget since start.
         public var throttledSeconds: [PriorityClass: TimeInterval] = [:]
+        /// The endpoints of `upload.url`, in order of preference.
+        public var endpoints: [EndpointStatistics] = []
+        /// The place among ``endpoints`` of the one delivery goes to; the link's state above is its.
+        public var activeEndpoint = 0
     }
 }
 
 extension Shipper.Statistics {
     /// What delivery is doing, in words: `remote accepting`, `uploads paused by an operator`, `paused until
-    /// <time>: remote unavailable (cannot connect to 127.0.0.1:8514: connection refused)` or `retrying after …`.
+    /// <time>: remote unavailable (cannot connect to 127.0.0.1:8514: connection refused)` or `retrying after …`;
+    /// with more than one endpoint, which one it is: `remote accepting (endpoint 2 of 2, https://b.example/ingest)`.
     public var remoteState: String {
+        guard endpoints.count > 1, endpoints.indices.contains(activeEndpoint) else { return activeState }
+        return "\(activeState) (endpoint \(activeEndpoint + 1) of \(endpoints.count), \(endpoints[activeEndpoint].name))"
+    }
+
+    /// What the active endpoint is doing, in words.
+    private var activeState: String {
         if pausedByOperator {
             "uploads paused by an operator"
         } else if let pause, let pausedUntil {
@@ -36,5 +47,19 @@ extension Shipper.Statistics {
         } else {
             "remote accepting"
         }
+    }
+}
+
+extension Shipper {
+    /// One endpoint of `upload.url`: what it was sent, and whether delivery moved away from it.
+    public struct EndpointStatistics: Sendable {
+        /// Its URL.
+        public var name: String
+        /// Counts of the requests it was sent since start.
+        public var totals: DeliveryCounts
+        /// Set while delivery has moved away from it after a failure: the failure, and its cause.
+        public var rest: DeliveryPause?
+        /// When its rest ends and a request may probe it, on the wall clock.
+        public var restsUntil: Date?
     }
 }

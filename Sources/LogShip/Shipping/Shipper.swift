@@ -151,8 +151,8 @@ public final class Shipper: Service, Sendable {
         var deferred = Deferred()
         for action in actions {
             switch action {
-            case .enqueue(let id, let work):
-                let operation = LogOperation(id: id, work: work, delivery: delivery, owner: self)
+            case .enqueue(let id, let work, let endpoint):
+                let operation = LogOperation(id: id, work: work, endpoint: endpoint, delivery: delivery, owner: self)
                 state.operations[id] = operation
                 deferred.enqueue.append(operation)
             case .cancel(let ids):
@@ -224,6 +224,17 @@ public final class Shipper: Service, Sendable {
             logger.error(
                 "the spool failed; the classes it failed for wait",
                 metadata: ["logship.error": "\(reason)", "logship.spool.retry_in": "\(retryAfter)"])
+        case .movedEndpoint(let from, let to, let reason?):
+            logger.warning(
+                "upload endpoint failed; delivery moved to the next",
+                metadata: [
+                    "logship.upload.from": "\(from)", "logship.upload.to": "\(to)",
+                    "logship.upload.error": "\(reason)",
+                ])
+        case .movedEndpoint(let from, let to, nil):
+            logger.notice(
+                "a preferred upload endpoint answered again; delivery moved back to it",
+                metadata: ["logship.upload.from": "\(from)", "logship.upload.to": "\(to)"])
         }
     }
 

@@ -16,6 +16,12 @@ import Foundation
 ///   rate of ``UploadRateLimiter`` drops), or a pause of all delivery. A pause cancels what waits in the queue and
 ///   enqueues nothing until it ends; while a crash record waits, a crash operation alone probes the remote about
 ///   every second, and its delivery ends the pause.
+/// - With more than one endpoint (`upload.url` as a list), requests go to the active one. When it pauses, delivery
+///   moves to the most preferred endpoint that is not resting, and the one left rests out its pause; the waiting
+///   operations are cancelled and made again for the new one. A resting endpoint preferred over the active one (or
+///   any, while the active one is paused too) is probed by one request once its rest is over: the next work of a
+///   class other than crash, or a timer's when records wait already; once it answers, delivery moves to it. A batch is sent to one endpoint per request: accepted, it is deleted; failed,
+///   it is put back and may go to the next. The budget and the slots are the link's, whichever endpoint is active.
 /// - A class waits (nothing of it is enqueued) for the link's budget, or after the spool failed for it; a timer
 ///   ends the wait.
 /// - An operator's pause suspends the queue: what waits stays, nothing starts, crash records too.
@@ -37,6 +43,9 @@ struct ShipperStateMachine: Sendable {
         var limits: BatchLimits
         var retry: RetryPolicy.Bounds
         var budget: UploadRateBudget
+        /// The endpoints' names (their URLs), in order of preference; a reload may rename them, not add or remove
+        /// one.
+        var endpoints: [String]
     }
 
     /// Names one operation for as long as it exists.
@@ -54,6 +63,8 @@ struct ShipperStateMachine: Sendable {
         case endPause
         /// The wait of a crash record for its probe of a paused remote.
         case probeForCrash
+        /// The rest of an endpoint delivery moved away from: when it ends, one request probes it.
+        case probeEndpoint(Int)
         /// A class's wait for the link's budget or for the spool.
         case endWait(PriorityClass)
     }
@@ -66,12 +77,16 @@ struct ShipperStateMachine: Sendable {
         case slowedDown(reason: String, bytesPerSecond: Int?, isRepeated: Bool)
         /// The spool failed for a class, or for delivered records; the classes wait `retryAfter`.
         case spoolFailed(reason: String, retryAfter: Duration)
+        /// Delivery moved from one endpoint to another: away from a failure (`reason`), or back to a preferred
+        /// one that answered its probe (`reason` is `nil`).
+        case movedEndpoint(from: String, to: String, reason: String?)
     }
 
     /// One thing the shipper must do after an event, in the order given.
     enum Action: Sendable {
-        /// Create an operation for the work and add it to the queue.
-        case enqueue(OperationID, OperationWork)
+        /// Create an operation for the work and add it to the queue; its request goes to endpoint `to` (a place
+        /// in ``Settings/endpoints``).
+        case enqueue(OperationID, OperationWork, to: Int)
         /// Cancel operations: waiting ones finish as soon as the queue starts them, running ones stop.
         case cancel([OperationID])
         /// At `instant`, report ``ShipperStateMachine/timerFired(_:now:)``; replaces a timer of the same name.
@@ -94,7 +109,7 @@ struct ShipperStateMachine: Sendable {
         case draining
     }
 
-    /// What the remote was last seen doing.
+    /// What the active endpoint was last seen doing.
     private enum Link {
         /// Nothing has failed since the last answer (or since start).
         case accepting
@@ -104,13 +119,30 @@ struct ShipperStateMachine: Sendable {
         case retrying(after: DeliveryPause)
     }
 
-    /// Where a pause's probe for waiting crash records has got to.
+    /// Where a probe has got to: a pause's, for waiting crash records, or a resting endpoint's.
     private enum Probe: Equatable {
         case idle
-        /// A crash record waits; the timer lets a crash operation through.
+        /// Records wait; the timer lets one operation through.
         case armed
-        /// The crash operation is on its way.
+        /// The probing operation is on its way.
         case sending(OperationID)
+    }
+
+    /// What the machine knows of one endpoint, the active one included.
+    private struct Endpoint {
+        var name: String
+        /// Its own failures in a row and recent answers: one receiver's trouble says nothing of another's.
+        var retry: RetryPolicy
+        /// Set while delivery has moved away from it after a failure.
+        var rest: Rest?
+        /// Counts of the requests it was sent since start.
+        var totals = DeliveryCounts()
+    }
+
+    /// The rest of an endpoint delivery moved away from: its pause, and the probe that follows it.
+    private struct Rest {
+        var pause: DeliveryPause
+        var probe = Probe.idle
     }
 
     /// Why a class sends nothing for now.
@@ -150,6 +182,8 @@ struct ShipperStateMachine: Sendable {
 
     private struct TrackedOperation {
         var work: OperationWork
+        /// The endpoint its request goes to.
+        var endpoint: Int
         var state: OperationState
         /// The class's ``ClassState/announcements`` when it was created.
         var announcementsAtCreation: UInt64
@@ -157,10 +191,13 @@ struct ShipperStateMachine: Sendable {
 
     let slots: Int
     private var phase = Phase.running
+    /// The endpoint new operations go to (its place in ``endpoints``), and what it was last seen doing.
+    private var active = 0
     private var link = Link.accepting
+    /// In order of preference.
+    private var endpoints: [Endpoint]
     private var classes: [PriorityClass: ClassState] = [:]
     private var operations: [OperationID: TrackedOperation] = [:]
-    private var retry: RetryPolicy
     private var budget: UploadRateLimiter
     private var limits: BatchLimits
     private var totals = DeliveryCounts()
@@ -178,10 +215,10 @@ struct ShipperStateMachine: Sendable {
     init(
         _ settings: Settings, now: Instant, jitter: Jitter = Jitter()
     ) {
-        precondition(settings.slots > 0)
+        precondition(settings.slots > 0 && !settings.endpoints.isEmpty)
         slots = settings.slots
         limits = settings.limits
-        retry = RetryPolicy(bounds: settings.retry)
+        endpoints = settings.endpoints.map { Endpoint(name: $0, retry: RetryPolicy(bounds: settings.retry)) }
         budget = UploadRateLimiter(budget: settings.budget, now: now)
         self.jitter = jitter
     }
@@ -198,7 +235,7 @@ struct ShipperStateMachine: Sendable {
         for priorityClass in PriorityClass.mostUrgentFirst where classes.contains(priorityClass) {
             fill(priorityClass, now: now, &actions)
         }
-        armCrashProbeIfNeeded(now: now, &actions)
+        armProbesIfNeeded(now: now, &actions)
         return actions
     }
 
@@ -238,6 +275,9 @@ struct ShipperStateMachine: Sendable {
             wasProbe = true
             link = .paused(pause, probe: .idle)
         }
+        if endpoints[operation.endpoint].rest?.probe == .sending(id) {
+            endpoints[operation.endpoint].rest?.probe = .idle
+        }
         let grant: UploadRateLimiter.Grant? = if case .claim(_, let grant) = operation.work { grant } else { nil }
         // An operation that sent nothing spent nothing of what it was granted.
         if case .sent = report {} else if let grant { budget.charge(grant, UploadRateLimiter.Spending(), now: now) }
@@ -259,16 +299,20 @@ struct ShipperStateMachine: Sendable {
             spoolFailed([priorityClass], reason: "the spool failed during delivery: \(reason)", now: now, &actions)
         case .sent(let request):
             budget.charge(grant ?? UploadRateLimiter.Grant(limits: limits), request.spending, now: now)
-            count(request)
+            count(request, endpoint: operation.endpoint)
             classes[priorityClass, default: ClassState()].parts += request.parts
             if request.isPutBack { classes[priorityClass]?.hasRecords = true }
-            judge(request, wasProbe: wasProbe, now: now, &actions)
+            if operation.endpoint == active {
+                judge(request, wasProbe: wasProbe, now: now, &actions)
+            } else {
+                judgeElsewhere(request, endpoint: operation.endpoint, now: now, &actions)
+            }
         }
         fill(priorityClass, now: now, &actions)
         if phase == .draining && runningCount == 0 {
             actions.append(.wakeIdleWaiters)
         }
-        armCrashProbeIfNeeded(now: now, &actions)
+        armProbesIfNeeded(now: now, &actions)
         return actions
     }
 
@@ -286,13 +330,17 @@ struct ShipperStateMachine: Sendable {
             guard case .paused(let pause, .armed) = link else { return actions }
             link = .paused(pause, probe: .idle)
             sendCrashProbe(pause, now: now, &actions)
+        case .probeEndpoint(let endpoint):
+            guard endpoints[endpoint].rest?.probe == .armed else { return actions }
+            endpoints[endpoint].rest?.probe = .idle
+            sendEndpointProbe(endpoint, now: now, &actions)
         case .endWait(let priorityClass):
             guard classes[priorityClass]?.wait != nil else { return actions }
             endWait(priorityClass, now: now)
             classes[priorityClass]?.hasRecords = true
             fill(priorityClass, now: now, &actions)
         }
-        armCrashProbeIfNeeded(now: now, &actions)
+        armProbesIfNeeded(now: now, &actions)
         return actions
     }
 
@@ -311,14 +359,11 @@ struct ShipperStateMachine: Sendable {
         case (.running, true):
             phase = .pausedByOperator
             actions.append(.setQueueSuspended(true))
-            if case .paused(let pause, .armed) = link {
-                link = .paused(pause, probe: .idle)
-                actions.append(.cancelTimer(.probeForCrash))
-            }
+            disarmProbes(&actions)
         case (.pausedByOperator, false):
             phase = .running
             actions.append(.setQueueSuspended(false))
-            armCrashProbeIfNeeded(now: now, &actions)
+            armProbesIfNeeded(now: now, &actions)
         default:
             return (false, actions)
         }
@@ -327,8 +372,14 @@ struct ShipperStateMachine: Sendable {
 
     /// A reload: new batch limits, retry bounds and budget (the budget ends an operator's `logctl throttle`).
     mutating func reconfigure(_ settings: Settings, now: Instant) -> [Action] {
+        precondition(settings.endpoints.count == endpoints.count, "endpoints are added or removed by a restart")
         limits = settings.limits
-        retry.bounds = settings.retry
+        for index in endpoints.indices {
+            endpoints[index].retry.bounds = settings.retry
+            // Another URL is another receiver: what was counted was the old one's.
+            if endpoints[index].name != settings.endpoints[index] { endpoints[index].totals = DeliveryCounts() }
+            endpoints[index].name = settings.endpoints[index]
+        }
         budget.update(settings.budget, now: now)
         return budgetChanged(now: now)
     }
@@ -350,12 +401,12 @@ struct ShipperStateMachine: Sendable {
             endWait(priorityClass, now: now)
             actions.append(.cancelTimer(.endWait(priorityClass)))
         }
-        if case .paused(let pause, let probe) = link {
+        disarmProbes(&actions)
+        if case .paused(let pause, _) = link {
             actions.append(.cancelTimer(.endPause))
-            if probe == .armed { actions.append(.cancelTimer(.probeForCrash)) }
             link = .retrying(after: pause)
         }
-        cancelWaiting(&actions)
+        cancelWaiting(to: nil, &actions)
         if runningCount == 0 {
             actions.append(.wakeIdleWaiters)
         }
@@ -407,6 +458,12 @@ struct ShipperStateMachine: Sendable {
         case .retrying(let pause):
             statistics.lastFailure = pause
         }
+        statistics.activeEndpoint = active
+        statistics.endpoints = endpoints.map { endpoint in
+            Shipper.EndpointStatistics(
+                name: endpoint.name, totals: endpoint.totals, rest: endpoint.rest?.pause,
+                restsUntil: endpoint.rest.map { wallClock.addingTimeInterval(($0.pause.until - now).seconds) })
+        }
         return statistics
     }
 
@@ -421,29 +478,43 @@ struct ShipperStateMachine: Sendable {
         let wanted = state.isBacklogged || !state.parts.isEmpty ? slots : (state.hasRecords ? 1 : 0)
         var waiting = operations.values.count { $0.work.priorityClass == priorityClass && $0.state == .waiting }
         while waiting < wanted {
-            if !(classes[priorityClass]?.parts.isEmpty ?? true) {
-                enqueue(.send(classes[priorityClass]!.parts.removeFirst()), &actions)
-            } else if classes[priorityClass]?.hasRecords == true {
-                switch budget.admit(priorityClass, within: limits, now: now) {
-                case .go(let grant):
-                    enqueue(.claim(priorityClass, grant), &actions)
-                case .wait(let delay):
-                    wait(priorityClass, .budget(until: now + delay, since: now), &actions)
-                    return
-                }
+            guard let work = nextWork(priorityClass, now: now, &actions) else { return }
+            // A resting endpoint whose rest is over takes the next work as its probe, so that even a record now
+            // and then finds out whether it is back; crash records stay with the endpoint known to work.
+            if priorityClass != .crash, let endpoint = endpointDueForProbe(now: now) {
+                probe(endpoint, with: work, &actions)
             } else {
-                return
+                enqueue(work, to: active, &actions)
             }
             waiting += 1
         }
     }
 
-    private mutating func enqueue(_ work: OperationWork, _ actions: inout [Action]) {
+    /// What a class sends next: a part of a refused batch, else a claim within the budget; `nil` when it has
+    /// nothing, or must wait for the budget (it then waits).
+    private mutating func nextWork(_ priorityClass: PriorityClass, now: Instant, _ actions: inout [Action])
+        -> OperationWork?
+    {
+        if !(classes[priorityClass]?.parts.isEmpty ?? true) {
+            return .send(classes[priorityClass]!.parts.removeFirst())
+        }
+        guard classes[priorityClass]?.hasRecords == true else { return nil }
+        switch budget.admit(priorityClass, within: limits, now: now) {
+        case .go(let grant):
+            return .claim(priorityClass, grant)
+        case .wait(let delay):
+            wait(priorityClass, .budget(until: now + delay, since: now), &actions)
+            return nil
+        }
+    }
+
+    private mutating func enqueue(_ work: OperationWork, to endpoint: Int, _ actions: inout [Action]) {
         lastOperationID += 1
         let id = OperationID(rawValue: lastOperationID)
         let announcements = classes[work.priorityClass]?.announcements ?? 0
-        operations[id] = TrackedOperation(work: work, state: .waiting, announcementsAtCreation: announcements)
-        actions.append(.enqueue(id, work))
+        operations[id] = TrackedOperation(
+            work: work, endpoint: endpoint, state: .waiting, announcementsAtCreation: announcements)
+        actions.append(.enqueue(id, work, to: endpoint))
     }
 
     /// Every class may have records again (a pause or an operator's pause ended): one claim each, most urgent
@@ -455,9 +526,12 @@ struct ShipperStateMachine: Sendable {
         }
     }
 
-    /// Cancels every waiting operation: they would go out into a pause, or after shutdown began.
-    private mutating func cancelWaiting(_ actions: inout [Action]) {
-        let waiting = operations.filter { $0.value.state == .waiting }.keys.sorted()
+    /// Cancels the operations waiting to go to `endpoint` (every one, when `nil`): they would go out into a pause,
+    /// to an endpoint delivery moved away from, or after shutdown began.
+    private mutating func cancelWaiting(to endpoint: Int?, _ actions: inout [Action]) {
+        let waiting = operations.filter { _, operation in
+            operation.state == .waiting && (endpoint ?? operation.endpoint) == operation.endpoint
+        }.keys.sorted()
         guard !waiting.isEmpty else { return }
         for id in waiting { operations[id]?.state = .cancelled }
         actions.append(.cancel(waiting))
@@ -493,9 +567,11 @@ struct ShipperStateMachine: Sendable {
         return actions
     }
 
-    /// Adds a request's counts to the totals and keeps the latest failed and accepted requests.
-    private mutating func count(_ request: RequestReport) {
+    /// Adds a request's counts to the totals, the link's and its endpoint's, and keeps the latest failed and
+    /// accepted requests.
+    private mutating func count(_ request: RequestReport, endpoint: Int) {
         totals += request.counts
+        endpoints[endpoint].totals += request.counts
         // Latest by time, not by arrival: the other slot's request may finish after this one, older.
         if let failure = request.lastError, failure.at >= lastError?.at ?? .distantPast {
             lastError = failure
@@ -505,11 +581,11 @@ struct ShipperStateMachine: Sendable {
         }
     }
 
-    /// What a request's outcome means for the link.
+    /// What a request to the active endpoint means for the link.
     private mutating func judge(_ request: RequestReport, wasProbe: Bool, now: Instant, _ actions: inout [Action]) {
         switch request.outcome {
         case .accepted, .refusedRecords:
-            retry.answered()
+            endpoints[active].retry.answered()
             lastNoticed = nil
             switch link {
             case .paused(_, _) where wasProbe:
@@ -523,7 +599,7 @@ struct ShipperStateMachine: Sendable {
                 break
             }
         case .failed(let error), .refusedEveryPart(let error):
-            switch retry.failed(error, jitter: jitter.next()) {
+            switch endpoints[active].retry.failed(error, jitter: jitter.next()) {
             case .retry:
                 break
             case .slowDown:
@@ -531,8 +607,46 @@ struct ShipperStateMachine: Sendable {
             case .pause(let delay, let cause, let isAskedByRemote):
                 let pause = DeliveryPause(
                     until: now + delay, cause: cause, reason: error.description, isAskedByRemote: isAskedByRemote)
-                begin(pause, wasProbe: wasProbe, &actions)
+                begin(pause, wasProbe: wasProbe, now: now, &actions)
             }
+        }
+    }
+
+    /// What a request to another endpoint than the active one means for that endpoint: a probe, or a request sent
+    /// before delivery moved. An answer ends its rest, and delivery moves back to it if it is preferred (or the
+    /// active one is paused); a failure makes a resting endpoint rest again, and any endpoint rest that a failure
+    /// would have paused it for.
+    private mutating func judgeElsewhere(
+        _ request: RequestReport, endpoint: Int, now: Instant, _ actions: inout [Action]
+    ) {
+        switch request.outcome {
+        case .accepted, .refusedRecords:
+            endpoints[endpoint].retry.answered()
+            guard let rest = endpoints[endpoint].rest else { return }
+            if rest.probe == .armed { actions.append(.cancelTimer(.probeEndpoint(endpoint))) }
+            endpoints[endpoint].rest = nil
+            if phase != .draining && mayTakeDeliveryBack(endpoint) {
+                move(to: endpoint, reason: nil, now: now, &actions)
+            }
+        case .failed(let error), .refusedEveryPart(let error):
+            var pause = DeliveryPause(until: now, cause: .remoteUnavailable, reason: error.description)
+            switch endpoints[endpoint].retry.failed(error, jitter: jitter.next()) {
+            case .pause(let delay, let cause, let isAskedByRemote):
+                (pause.until, pause.cause, pause.isAskedByRemote) = (now + delay, cause, isAskedByRemote)
+            case .retry, .slowDown:
+                // Noise from an endpoint in use; from one that rests (its probe), a sign it is still down.
+                guard endpoints[endpoint].rest != nil else { return }
+                pause.until = now + endpoints[endpoint].retry.backoff(jitter: jitter.next())
+            }
+            var rest = endpoints[endpoint].rest ?? Rest(pause: pause)
+            pause.until = max(pause.until, rest.pause.until)
+            rest.pause = pause
+            if rest.probe == .armed {
+                // Armed for the rest's old end: armed again for its new one.
+                rest.probe = .idle
+                actions.append(.cancelTimer(.probeEndpoint(endpoint)))
+            }
+            endpoints[endpoint].rest = rest
         }
     }
 
@@ -541,9 +655,9 @@ struct ShipperStateMachine: Sendable {
         for error: UploadError, sentAt: Instant, wasProbe: Bool, now: Instant, _ actions: inout [Action]
     ) {
         guard budget.overloaded(sentAt: sentAt, now: now) else {
-            let delay = retry.failedElsewhere(jitter: jitter.next())
+            let delay = endpoints[active].retry.failedElsewhere(jitter: jitter.next())
             begin(DeliveryPause(until: now + delay, cause: .remoteUnavailable, reason: error.description),
-                  wasProbe: wasProbe, &actions)
+                  wasProbe: wasProbe, now: now, &actions)
             return
         }
         let isRepeated = lastNoticed == error.description
@@ -552,9 +666,10 @@ struct ShipperStateMachine: Sendable {
         actions.append(.log(.slowedDown(reason: error.description, bytesPerSecond: rate, isRepeated: isRepeated)))
     }
 
-    /// Pauses all delivery until the pause ends; a pause already running longer is kept, with the newer reason.
-    /// What waits in the queue is cancelled: it would go out into the pause.
-    private mutating func begin(_ newPause: DeliveryPause, wasProbe: Bool, _ actions: inout [Action]) {
+    /// The active endpoint pauses: delivery moves to the most preferred endpoint not resting, if there is one, and
+    /// the one it leaves rests out the pause; else all delivery pauses until the pause ends. A pause already running
+    /// longer is kept, with the newer reason. What waits in the queue is cancelled: it would go out into the pause.
+    private mutating func begin(_ newPause: DeliveryPause, wasProbe: Bool, now: Instant, _ actions: inout [Action]) {
         guard phase != .draining else { return }
         var pause = newPause
         var probe = Probe.idle
@@ -566,11 +681,51 @@ struct ShipperStateMachine: Sendable {
             probe = currentProbe
         }
         link = .paused(pause, probe: probe)
+        if let next = endpoints.indices.first(where: { $0 != active && !isResting($0, at: now) }) {
+            move(to: next, reason: pause.reason, now: now, &actions)
+            return
+        }
         actions.append(.armTimer(.endPause, at: pause.until))
-        cancelWaiting(&actions)
+        cancelWaiting(to: active, &actions)
         let isRepeated = lastNoticed == pause.reason
         lastNoticed = pause.reason
         actions.append(.log(.paused(pause, isRepeated: isRepeated)))
+    }
+
+    /// Delivery moves to `endpoint`: what waits for the endpoint it leaves is cancelled, a pause of that one
+    /// becomes its rest, and every class gets a claim for the new one.
+    /// - Parameter reason: Why it leaves: the failure that paused it, or `nil` when `endpoint` answered its probe.
+    private mutating func move(to endpoint: Int, reason: String?, now: Instant, _ actions: inout [Action]) {
+        let left = active
+        cancelWaiting(to: left, &actions)
+        if case .paused(let pause, let probe) = link {
+            actions.append(.cancelTimer(.endPause))
+            if probe == .armed { actions.append(.cancelTimer(.probeForCrash)) }
+            endpoints[left].rest = Rest(pause: pause)
+        }
+        active = endpoint
+        link = .accepting
+        if let rest = endpoints[endpoint].rest {
+            // Its rest is over, and nothing has been answered since: what goes next finds out.
+            if rest.probe == .armed { actions.append(.cancelTimer(.probeEndpoint(endpoint))) }
+            endpoints[endpoint].rest = nil
+            link = .retrying(after: rest.pause)
+        }
+        actions.append(
+            .log(.movedEndpoint(from: endpoints[left].name, to: endpoints[endpoint].name, reason: reason)))
+        letGoEveryClass(now: now, &actions)
+    }
+
+    /// Whether delivery moved away from `endpoint` and its rest lasts beyond `now`.
+    private func isResting(_ endpoint: Int, at now: Instant) -> Bool {
+        endpoints[endpoint].rest.map { $0.pause.until > now } ?? false
+    }
+
+    /// Whether delivery would move to `endpoint` once it answers: it is preferred over the active one, or the
+    /// active one is paused.
+    private func mayTakeDeliveryBack(_ endpoint: Int) -> Bool {
+        if case .paused = link { return endpoint != active }
+        return endpoint < active
     }
 
     /// Classes wait after the spool failed for them: the same backoff as the link's failures.
@@ -578,7 +733,7 @@ struct ShipperStateMachine: Sendable {
         _ failed: Set<PriorityClass>, reason: String, now: Instant, _ actions: inout [Action]
     ) {
         lastError = LastError(reason: reason, at: Date())
-        let delay = retry.failedElsewhere(jitter: jitter.next())
+        let delay = endpoints[active].retry.failedElsewhere(jitter: jitter.next())
         for priorityClass in PriorityClass.mostUrgentFirst where failed.contains(priorityClass) {
             classes[priorityClass, default: ClassState()].hasRecords = true
             wait(priorityClass, .spool(until: now + delay), &actions)
@@ -586,30 +741,91 @@ struct ShipperStateMachine: Sendable {
         actions.append(.log(.spoolFailed(reason: reason, retryAfter: delay)))
     }
 
-    /// Arms the crash probe while the remote is paused and a crash record waits, unless the pause ends first.
-    private mutating func armCrashProbeIfNeeded(now: Instant, _ actions: inout [Action]) {
-        guard phase == .running, case .paused(let pause, .idle) = link, pause.allowsCrashProbes, hasCrashToSend
-        else { return }
-        let probeAt = now + Self.crashProbeInterval * (0.5 + jitter.next() / 2)
-        guard probeAt < pause.until else { return }
-        link = .paused(pause, probe: .armed)
-        actions.append(.armTimer(.probeForCrash, at: probeAt))
+    /// Arms the probes that waiting records call for: a crash record's while the active endpoint is paused (unless
+    /// the pause ends first), and, while records other than crash ones wait, each resting endpoint's that may take
+    /// delivery back, at the end of its rest.
+    private mutating func armProbesIfNeeded(now: Instant, _ actions: inout [Action]) {
+        guard phase == .running else { return }
+        if case .paused(let pause, .idle) = link, pause.allowsCrashProbes, hasCrashToSend {
+            let probeAt = now + Self.crashProbeInterval * (0.5 + jitter.next() / 2)
+            if probeAt < pause.until {
+                link = .paused(pause, probe: .armed)
+                actions.append(.armTimer(.probeForCrash, at: probeAt))
+            }
+        }
+        guard PriorityClass.mostUrgentFirst.contains(where: mayProbe(with:)) else { return }
+        for endpoint in endpoints.indices where mayTakeDeliveryBack(endpoint) {
+            guard let rest = endpoints[endpoint].rest, rest.probe == .idle else { continue }
+            endpoints[endpoint].rest?.probe = .armed
+            actions.append(.armTimer(.probeEndpoint(endpoint), at: max(now, rest.pause.until)))
+        }
+    }
+
+    /// Drops the timers of armed probes (an operator's pause, shutdown); ``armProbesIfNeeded(now:_:)`` arms them
+    /// again.
+    private mutating func disarmProbes(_ actions: inout [Action]) {
+        if case .paused(let pause, .armed) = link {
+            link = .paused(pause, probe: .idle)
+            actions.append(.cancelTimer(.probeForCrash))
+        }
+        for endpoint in endpoints.indices where endpoints[endpoint].rest?.probe == .armed {
+            endpoints[endpoint].rest?.probe = .idle
+            actions.append(.cancelTimer(.probeEndpoint(endpoint)))
+        }
     }
 
     /// Lets one crash operation through the pause, if a crash record still waits.
     private mutating func sendCrashProbe(_ pause: DeliveryPause, now: Instant, _ actions: inout [Action]) {
         guard phase == .running, hasCrashToSend else { return }
         if !(classes[.crash]?.parts.isEmpty ?? true) {
-            enqueue(.send(classes[.crash]!.parts.removeFirst()), &actions)
+            enqueue(.send(classes[.crash]!.parts.removeFirst()), to: active, &actions)
         } else {
             guard case .go(let grant) = budget.admit(.crash, within: limits, now: now) else { return }
-            enqueue(.claim(.crash, grant), &actions)
+            enqueue(.claim(.crash, grant), to: active, &actions)
         }
         link = .paused(pause, probe: .sending(OperationID(rawValue: lastOperationID)))
     }
 
-    private var hasCrashToSend: Bool {
-        guard let crash = classes[.crash], crash.wait == nil else { return false }
-        return crash.hasRecords || !crash.parts.isEmpty
+    /// Lets one operation through to a resting endpoint that may take delivery back: the next work of the least
+    /// urgent class that has some, crash records aside.
+    private mutating func sendEndpointProbe(_ endpoint: Int, now: Instant, _ actions: inout [Action]) {
+        guard phase == .running, mayTakeDeliveryBack(endpoint) else { return }
+        for priorityClass in PriorityClass.mostUrgentFirst.reversed() where mayProbe(with: priorityClass) {
+            guard let work = nextWork(priorityClass, now: now, &actions) else { continue }
+            probe(endpoint, with: work, &actions)
+            return
+        }
+    }
+
+    /// A resting endpoint that may take delivery back, whose rest is over and whose probe is not on its way.
+    private func endpointDueForProbe(now: Instant) -> Int? {
+        guard phase == .running else { return nil }
+        return endpoints.indices.first { endpoint in
+            guard let rest = endpoints[endpoint].rest, rest.pause.until <= now, mayTakeDeliveryBack(endpoint)
+            else { return false }
+            if case .sending = rest.probe { return false }
+            return true
+        }
+    }
+
+    /// Sends `work` to a resting endpoint as its probe.
+    private mutating func probe(_ endpoint: Int, with work: OperationWork, _ actions: inout [Action]) {
+        if endpoints[endpoint].rest?.probe == .armed { actions.append(.cancelTimer(.probeEndpoint(endpoint))) }
+        enqueue(work, to: endpoint, &actions)
+        endpoints[endpoint].rest?.probe = .sending(OperationID(rawValue: lastOperationID))
+    }
+
+    /// Whether records of a class may probe a resting endpoint: any but crash records, which stay with the
+    /// endpoint known to work (or, while it is paused, probe that one).
+    private func mayProbe(with priorityClass: PriorityClass) -> Bool {
+        priorityClass != .crash && hasSomethingToSend(priorityClass)
+    }
+
+    private var hasCrashToSend: Bool { hasSomethingToSend(.crash) }
+
+    /// Whether a class has records or parts to send and is not waiting.
+    private func hasSomethingToSend(_ priorityClass: PriorityClass) -> Bool {
+        guard let state = classes[priorityClass], state.wait == nil else { return false }
+        return state.hasRecords || !state.parts.isEmpty
     }
 }

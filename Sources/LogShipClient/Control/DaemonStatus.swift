@@ -78,6 +78,9 @@ public struct DaemonStatus: Codable, Hashable, Sendable {
     public var lastAcceptedAt: String?
     /// Whether an operator paused uploads (`logctl pause`).
     public var operatorPaused = false
+    /// The endpoints of `upload.url`, in order of preference: which one delivery goes to, and what each is doing.
+    /// The pause and failure above are the active one's.
+    public var endpoints: [EndpointStatus] = []
     /// The upload budget in force, request body bytes per second (`upload.rate.bytes_per_second`, or
     /// `logctl throttle`); absent when there is none.
     public var rateBudget: Int?

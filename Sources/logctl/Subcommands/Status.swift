@@ -82,6 +82,9 @@ struct Status: ParsableCommand {
         } else {
             lines.append("remote        accepting")
         }
+        if status.endpoints.count > 1 {
+            lines += endpoints(status)
+        }
         if let lastError = status.lastError {
             lines.append("last error    \(text(lastError))")
             lines.append("              at \(when(status.lastErrorAt))" + (status.lastErrorPast
@@ -94,6 +97,26 @@ struct Status: ParsableCommand {
                 + "; saved position \(text(journal.position ?? "none"))\(behind)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// Each endpoint of `upload.url` on a line, in order of preference: `endpoints     1. https://a.example/ingest:
+    /// resting after cannot connect …; probed from 2026-11-25T10:00:30Z when records wait; 10 delivered in 2
+    /// request(s), 1 failed`.
+    static func endpoints(_ status: DaemonStatus) -> [String] {
+        status.endpoints.enumerated().map { index, endpoint in
+            let state: String
+            if endpoint.active {
+                state = "active"
+            } else if let until = endpoint.restsUntil {
+                let failure = TerminalText.escaped(endpoint.failure ?? "a failure")
+                state = "resting after \(failure); probed from \(TerminalText.escaped(until)) when records wait"
+            } else {
+                state = "standby"
+            }
+            return (index == 0 ? "endpoints     " : "              ")
+                + "\(index + 1). \(TerminalText.escaped(endpoint.url)): \(state); \(endpoint.delivered) delivered in "
+                + "\(endpoint.requests) request(s), \(endpoint.failedRequests) failed"
+        }
     }
 
     /// The spool's filesystem, what the spool leaves free there, and what it evicted and refused for want of it:

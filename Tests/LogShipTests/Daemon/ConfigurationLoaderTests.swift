@@ -234,7 +234,7 @@ struct ConfigurationLoaderTests {
         new.upload.url = "https://10.0.0.2:443/ingest"
         new.tls.serverName = "logs.internal"
         #expect(LiveConfiguration.restartOnlyChanges(from: old, to: new).isEmpty)
-        let upload = try LiveConfiguration.uploadConfiguration(new)
+        let upload = try #require(try LiveConfiguration.uploadConfigurations(new).first)
         #expect(upload.url == "https://logs.internal:443/ingest" && upload.connectHost == "10.0.0.2")
     }
 }

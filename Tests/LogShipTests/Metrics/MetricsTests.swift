@@ -94,4 +94,33 @@ struct MetricsTests {
         #expect(samples["logshipd_records_refused_for_disk_total"] == 3)
         #expect(samples["logshipd_records_waiting_for_room"] == 17)
     }
+
+    @Test("each endpoint has series labelled with its URL: requests, failures and records it took, whether it is active or resting")
+    func endpointMetrics() throws {
+        var status = DaemonStatus()
+        var primary = EndpointStatus(url: "https://a.example/ingest")
+        primary.restsUntil = "2026-11-25T10:00:30.000000Z"
+        primary.failure = "cannot connect to a.example:443: connection refused"
+        primary.requests = 4
+        primary.failedRequests = 3
+        primary.delivered = 10
+        var secondary = EndpointStatus(url: "https://b.example/ingest")
+        secondary.active = true
+        secondary.requests = 7
+        secondary.delivered = 700
+        status.endpoints = [primary, secondary]
+        let exporter = MetricsExporter()
+        var samples = try Self.samples(String(decoding: exporter.exposition(for: status), as: UTF8.self))
+        let a = #"{endpoint="https://a.example/ingest"}"#
+        let b = #"{endpoint="https://b.example/ingest"}"#
+        #expect(samples["logshipd_endpoint_requests_total" + a] == 4)
+        #expect(samples["logshipd_endpoint_requests_failed_total" + a] == 3)
+        #expect(samples["logshipd_endpoint_records_delivered_total" + b] == 700)
+        #expect(samples["logshipd_endpoint_active" + a] == 0 && samples["logshipd_endpoint_active" + b] == 1)
+        #expect(samples["logshipd_endpoint_resting" + a] == 1 && samples["logshipd_endpoint_resting" + b] == 0)
+
+        status.endpoints[1].requests = 9
+        samples = try Self.samples(String(decoding: exporter.exposition(for: status), as: UTF8.self))
+        #expect(samples["logshipd_endpoint_requests_total" + b] == 9, "a scrape adds what grew since the last")
+    }
 }

@@ -27,7 +27,7 @@ struct BatchDeliveryTests {
     }
 
     func delivery(_ uploader: ScriptedUploader, spool: any Spool) -> BatchDelivery {
-        BatchDelivery(spool: spool, uploader: uploader, logger: .test)
+        BatchDelivery(spool: spool, uploaders: [uploader], logger: .test)
     }
 
     func spool(_ lines: [String], kind: SpoolKind = .memory) async throws -> any Spool & DeadLetterStore {

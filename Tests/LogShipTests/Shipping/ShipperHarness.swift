@@ -12,6 +12,8 @@ struct ShipperHarness {
     struct Operation {
         var id: OperationID
         var work: OperationWork
+        /// The endpoint its request goes to.
+        var endpoint = 0
         var isCancelled = false
         var priorityClass: PriorityClass { work.priorityClass }
     }
@@ -29,11 +31,13 @@ struct ShipperHarness {
 
     init(
         slots: Int = 2, limits: BatchLimits = BatchLimits(maxRecords: 100, maxBytes: 1 << 20),
-        retry: RetryPolicy.Bounds = Self.retry, budget: UploadRateBudget = UploadRateBudget(), seed: UInt64 = 7
+        retry: RetryPolicy.Bounds = Self.retry, budget: UploadRateBudget = UploadRateBudget(), seed: UInt64 = 7,
+        endpoints: [String] = ["https://logs.example/ingest"]
     ) {
         now = start
         machine = Machine(
-            Machine.Settings(slots: slots, limits: limits, retry: retry, budget: budget), now: start,
+            Machine.Settings(slots: slots, limits: limits, retry: retry, budget: budget, endpoints: endpoints),
+            now: start,
             jitter: Jitter(seed: seed))
     }
 
@@ -57,6 +61,20 @@ struct ShipperHarness {
             finish(operation, .cancelled)
             return nil
         }
+        machine.operationStarted(operation.id, now: now)
+        running.append(operation)
+        return operation
+    }
+
+    /// Starts the first waiting operation to `endpoint` that is not cancelled, whatever its class: the queue's
+    /// choice between operations of different endpoints is not what a test of one of them is about.
+    mutating func start(endpoint: Int, slots: Int = 2) throws -> Operation {
+        guard !isSuspended, running.count < slots,
+            let index = waiting.firstIndex(where: { $0.endpoint == endpoint && !$0.isCancelled })
+        else {
+            throw HarnessError(description: "nothing to endpoint \(endpoint) started: \(waiting.count) waiting")
+        }
+        let operation = waiting.remove(at: index)
         machine.operationStarted(operation.id, now: now)
         running.append(operation)
         return operation
@@ -102,8 +120,8 @@ struct ShipperHarness {
     mutating func apply(_ actions: [Machine.Action]) {
         for action in actions {
             switch action {
-            case .enqueue(let id, let work):
-                waiting.append(Operation(id: id, work: work))
+            case .enqueue(let id, let work, let endpoint):
+                waiting.append(Operation(id: id, work: work, endpoint: endpoint))
             case .cancel(let ids):
                 for index in waiting.indices where ids.contains(waiting[index].id) { waiting[index].isCancelled = true }
                 for index in running.indices where ids.contains(running[index].id) { running[index].isCancelled = true }

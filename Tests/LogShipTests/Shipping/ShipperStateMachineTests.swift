@@ -389,6 +389,17 @@ struct ShipperStateMachineTests {
         }
     }
 
+    @Test("random schedules with two endpoints that go down and come back deliver everything once; a resting endpoint gets its probe alone")
+    func randomFailoverSchedules() throws {
+        for seed in UInt64(1)...40 {
+            var simulation = Simulation(seed: seed, endpoints: 2)
+            for _ in 0..<400 { try simulation.step() }
+            try simulation.drainToEmpty()
+            #expect(simulation.delivered == simulation.arrived, "seed \(seed)")
+            #expect(simulation.moves > 0, "seed \(seed): delivery never moved")
+        }
+    }
+
     /// A harness whose remote refused a connection: paused for 30 to 60 seconds (the first backoff of a minute).
     static func paused() throws -> Harness {
         var harness = Harness(retry: RetryPolicy.Bounds(
@@ -401,10 +412,15 @@ struct ShipperStateMachineTests {
     }
 }
 
-/// A random schedule of arrivals, starts, answers and time, against a spool of counts and a queue of two slots.
+/// A random schedule of arrivals, starts, answers and time, against a spool of counts and a queue of two slots;
+/// with more than one endpoint, endpoints also go down (refusing connections) and come back.
 private struct Simulation {
-    var harness = ShipperHarness()
+    var harness: ShipperHarness
     var jitter: Jitter
+    /// Whether each endpoint refuses connections now.
+    var isDown: [Bool]
+    /// How often delivery moved from one endpoint to another.
+    var moves: Int { harness.notices.count { if case .movedEndpoint = $0 { true } else { false } } }
     /// Unclaimed records per class.
     var spool: [PriorityClass: Int] = [:]
     /// Records each running operation claimed.
@@ -413,14 +429,19 @@ private struct Simulation {
     var delivered = 0
     let batchLimit = 4
 
-    init(seed: UInt64) {
+    init(seed: UInt64, endpoints: Int = 1) {
         jitter = Jitter(seed: seed)
+        harness = ShipperHarness(endpoints: (0..<endpoints).map { "https://\($0).example/ingest" })
+        isDown = Array(repeating: false, count: endpoints)
     }
 
     mutating func roll(_ sides: Int) -> Int { min(Int(jitter.next() * Double(sides)), sides - 1) }
 
     mutating func step() throws {
         switch roll(10) {
+        case 0 where isDown.count > 1:
+            let endpoint = roll(isDown.count)
+            isDown[endpoint].toggle()
         case 0, 1: arrive()
         case 2, 3, 4: try start()
         case 5, 6, 7: try finishOne(allowFailures: true)
@@ -430,6 +451,7 @@ private struct Simulation {
     }
 
     mutating func drainToEmpty() throws {
+        isDown = isDown.map { _ in false }
         var steps = 0
         while spool.values.contains(where: { $0 > 0 }) || !harness.running.isEmpty {
             steps += 1
@@ -456,8 +478,9 @@ private struct Simulation {
 
     mutating func start() throws {
         let pausedBefore = harness.isPaused
+        let active = harness.machine.statistics(at: harness.now, wallClock: Date()).activeEndpoint
         guard let operation = harness.startNext() else { return }
-        if pausedBefore {
+        if pausedBefore && operation.endpoint == active {
             #expect(operation.priorityClass == .crash, "nothing but a crash probe starts while delivery is paused")
         }
         let more = harness.waiting.filter { !$0.isCancelled && $0.priorityClass > operation.priorityClass }
@@ -480,7 +503,7 @@ private struct Simulation {
         guard !harness.running.isEmpty else { return }
         let operation = harness.running[roll(harness.running.count)]
         let taken = claims.removeValue(forKey: operation.id) ?? 0
-        let outcome = allowFailures ? roll(20) : 0
+        let outcome = isDown[operation.endpoint] ? 17 : allowFailures ? roll(20) : 0
         switch outcome {
         case 0..<15:
             delivered += taken
@@ -499,9 +522,16 @@ private struct Simulation {
 
     func checkInvariants() throws {
         guard harness.running.count <= 2 else { throw SimulationError("\(harness.running.count) in flight") }
+        let active = harness.machine.statistics(at: harness.now, wallClock: Date()).activeEndpoint
         for priorityClass in PriorityClass.allCases {
-            let waiting = harness.waiting.count { !$0.isCancelled && $0.priorityClass == priorityClass }
+            let waiting = harness.waiting.count {
+                !$0.isCancelled && $0.priorityClass == priorityClass && $0.endpoint == active
+            }
             guard waiting <= 2 else { throw SimulationError("\(waiting) \(priorityClass) operations waiting") }
+        }
+        for endpoint in isDown.indices where endpoint != active {
+            let waiting = harness.waiting.count { !$0.isCancelled && $0.endpoint == endpoint }
+            guard waiting <= 1 else { throw SimulationError("\(waiting) operations wait for resting \(endpoint)") }
         }
     }
 }

@@ -48,7 +48,7 @@ public final class HTTPUploader: Uploader {
 
     /// A configuration prepared for requests: its encoder, headers and secret files, and the clients that post to
     /// its URL, one per loop. A class: each request takes the one in force, which then costs a reference, not a copy.
-    private final class PreparedConfiguration: Sendable {
+    final class PreparedConfiguration: Sendable {
         let configuration: Configuration
         let url: String
         let encoder: any RecordEncoder
@@ -147,13 +147,18 @@ public final class HTTPUploader: Uploader {
         prepared = Mutex(try PreparedConfiguration(configuration, eventLoops: eventLoops))
     }
 
-    /// Uses `configuration` from the next request on (a reload). The connections are kept unless the URL or TLS
-    /// changed; then requests that began with the old configuration finish on its connections, which close after.
+    /// Checks `configuration` for a reload and prepares it, keeping the connections unless the URL or TLS changed;
+    /// nothing changes until ``use(_:)``. Checked apart, so that a reload of several endpoints applies to all or none.
     ///
-    /// - Throws: ``ConfigurationError`` for a URL or TLS settings that cannot be used; nothing changes then.
-    public func update(_ configuration: Configuration) throws {
+    /// - Throws: ``ConfigurationError`` for a URL or TLS settings that cannot be used.
+    func prepare(_ configuration: Configuration) throws -> PreparedConfiguration {
         // Built outside the lock (a TLS context may read the trust store); reloads come one at a time.
-        let new = try PreparedConfiguration(configuration, replacing: prepared.withLock { $0 }, eventLoops: eventLoops)
+        try PreparedConfiguration(configuration, replacing: prepared.withLock { $0 }, eventLoops: eventLoops)
+    }
+
+    /// Uses a configuration from ``prepare(_:)`` from the next request on (a reload). Requests that began with the
+    /// old one finish on its connections, which close after if the new one has others.
+    func use(_ new: PreparedConfiguration) {
         let old = prepared.withLock { current in
             defer { current = new }
             return current
