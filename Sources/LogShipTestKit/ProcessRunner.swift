@@ -240,10 +240,14 @@ private final class OutputCollector: Sendable {
 }
 
 /// Runs a command to completion.
-public func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil)
-    async throws -> ProcessResult
-{
-    try await ChildProcess.start(executable, arguments, environment: environment, stdin: stdin).wait()
+///
+/// - Parameter timeout: How long the command may take, reading `stdin` included: a `logctl send` of megabytes
+///   takes a loaded machine a minute or more.
+public func run(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil,
+    within timeout: Duration = .seconds(180)
+) async throws -> ProcessResult {
+    try await ChildProcess.start(executable, arguments, environment: environment, stdin: stdin).wait(within: timeout)
 }
 
 /// A helper command a test relies on (openssl, journalctl, python) that did not succeed.

@@ -79,7 +79,14 @@ public final class SocketActivator: @unchecked Sendable {
     }
 
     /// Starts `logshipd --config configuration` with the sockets; its stderr goes to `errorLog`.
-    public func start(configuration: String, errorLog: String) throws {
+    ///
+    /// The spawn is made on a thread of its own: `posix_spawn` returns only once the child has executed its
+    /// program, which on a loaded machine takes a while, and the caller is often on the cooperative pool.
+    public func start(configuration: String, errorLog: String) async throws {
+        try await offloaded { try self.spawn(configuration: configuration, errorLog: errorLog) }
+    }
+
+    private func spawn(configuration: String, errorLog: String) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

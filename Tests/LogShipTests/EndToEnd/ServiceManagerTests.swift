@@ -100,14 +100,14 @@ struct SocketActivationTests {
             }
         }
 
-        try activator.start(configuration: configuration, errorLog: errorLog)
+        try await activator.start(configuration: configuration, errorLog: errorLog)
         try await write("before")
         try await receiver.waitFor(records: 2)
         #expect(try await activator.stop() == 0)
 
         // No daemon now: the connection and the datagram wait in the kernel.
         try await write("during")
-        try activator.start(configuration: configuration, errorLog: errorLog)
+        try await activator.start(configuration: configuration, errorLog: errorLog)
         try await write("after")
         try await receiver.waitFor(records: 6)
         #expect(try await activator.stop() == 0)
@@ -131,7 +131,7 @@ struct SocketActivationTests {
         let configuration = try activator.configure(
             directory: directory, url: receiver.url, ingest: ["max_connections_per_user: 512"])
         let errorLog = "\(directory)/logshipd.log"
-        try activator.start(configuration: configuration, errorLog: errorLog)
+        try await activator.start(configuration: configuration, errorLog: errorLog)
         let path = activator.streamPath
 
         // A writer writes each line whole or learns that it failed; after a failure it connects again and writes
@@ -195,7 +195,7 @@ struct SocketActivationTests {
             let seen = receiver.records.count
             try await receiver.waitFor(records: seen + 1_000)
             #expect(try await activator.stop() == 0)
-            try activator.start(configuration: configuration, errorLog: errorLog)
+            try await activator.start(configuration: configuration, errorLog: errorLog)
             await offloaded {
                 for (index, writer) in idle.enumerated() { writer.write("idle \(index) after restart \(restart)") }
             }
@@ -225,7 +225,7 @@ struct SocketActivationTests {
         let activator = try SocketActivator(directory: directory)
         let configuration = try activator.configure(directory: directory, url: receiver.url)
         let errorLog = "\(directory)/logshipd.log"
-        try activator.start(configuration: configuration, errorLog: errorLog)
+        try await activator.start(configuration: configuration, errorLog: errorLog)
 
         // Each writer connects without waiting for room (a full queue is EAGAIN), writes one line and closes: 100
         // times while the daemon runs, 100 while it is stopped, 100 after it started again. The phases are
@@ -266,7 +266,7 @@ struct SocketActivationTests {
         try await waitUntil { attempts.load(ordering: .relaxed) >= 3 * linesPerPhase }
         for _ in 0..<3 { stopped.signal() }
         try await waitUntil(within: .seconds(120)) { attempts.load(ordering: .relaxed) >= 6 * linesPerPhase }
-        try activator.start(configuration: configuration, errorLog: errorLog)
+        try await activator.start(configuration: configuration, errorLog: errorLog)
         for _ in 0..<3 { restarted.signal() }
         let results = await writers.value
         let written = results.flatMap(\.written)

@@ -71,7 +71,7 @@ struct LogShipLoggingTests {
         let activator = try SocketActivator(directory: directory)
         let configuration = try activator.configure(directory: directory, url: receiver.url)
         let errorLog = "\(directory)/logshipd.log"
-        try activator.start(configuration: configuration, errorLog: errorLog)
+        try await activator.start(configuration: configuration, errorLog: errorLog)
 
         let example = Binaries.directory.appendingPathComponent("logship-logging-example").path
         // It pauses after 4 000 records; the daemon stops, the program goes on, and the daemon starts again while
@@ -84,7 +84,7 @@ struct LogShipLoggingTests {
         _ = try await LogshipdProcess.status(socket: activator.controlPath)
         #expect(try await activator.stop() == 0)
         program.signal(SIGUSR1)
-        try activator.start(configuration: configuration, errorLog: errorLog)
+        try await activator.start(configuration: configuration, errorLog: errorLog)
         let result = try await program.wait(within: .seconds(120))
         #expect(result.status == 0, "\(result.standardError)")
         // sent=… dropped=… waiting=… slowest_call_us=… calls_over_50ms=…
