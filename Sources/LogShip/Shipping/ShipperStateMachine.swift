@@ -43,8 +43,8 @@ struct ShipperStateMachine: Sendable {
         var limits: BatchLimits
         var retry: RetryPolicy.Bounds
         var budget: UploadRateBudget
-        /// The endpoints' names (their URLs), in order of preference; a reload may rename them, not add or remove
-        /// one.
+        /// The endpoints' names (their URLs, without credentials), in order of preference; a reload may rename
+        /// them, not add or remove one.
         var endpoints: [String]
     }
 

@@ -7,6 +7,7 @@ import Synchronization
 public final class RecordPrinter: Sendable {
     private let colored: Bool
     private let quiet: Bool
+    private let json: Bool
     private let deduplicator: RecordDeduplicator?
     private let keepsDuplicates: Bool
     /// Serialises output: requests arrive on several connections at once.
@@ -17,11 +18,14 @@ public final class RecordPrinter: Sendable {
     ///   - quiet: Print one summary line per request instead of the records.
     ///   - deduplicator: Recognises records received before; `nil` prints every record as it came.
     ///   - keepsDuplicates: Print the repeats the deduplicator finds, marked, instead of dropping them.
+    ///   - json: Print each request as a JSON object on one line (``ReceivedRequestJSON``) instead of text.
     public init(
-        colored: Bool, quiet: Bool, deduplicator: RecordDeduplicator? = nil, keepsDuplicates: Bool = false
+        colored: Bool, quiet: Bool, deduplicator: RecordDeduplicator? = nil, keepsDuplicates: Bool = false,
+        json: Bool = false
     ) {
         self.colored = colored
         self.quiet = quiet
+        self.json = json
         self.deduplicator = deduplicator
         self.keepsDuplicates = keepsDuplicates
     }
@@ -39,6 +43,12 @@ public final class RecordPrinter: Sendable {
     public func text(
         for request: LogReceiver.Request, repeats: Set<Int> = [], duplicatesSinceStart: Int = 0
     ) -> String {
+        if json {
+            return ReceivedRequestJSON(
+                request, repeats: repeats, duplicatesSinceStart: duplicatesSinceStart, quiet: quiet,
+                keepsDuplicates: keepsDuplicates
+            ).line
+        }
         let batch = request.batch.map { "batch \($0)" } ?? "no batch number"
         let refused = (200..<300).contains(request.status) ? nil : "refused \(request.status)"
         var text = ""

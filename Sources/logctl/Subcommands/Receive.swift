@@ -34,6 +34,11 @@ struct Receive: AsyncParsableCommand {
         help: "Print records whose id was received before, marked [duplicate], instead of dropping them.")
     var keepDuplicates = false
 
+    @Flag(
+        name: .long,
+        help: "Print each request as a JSON object on one line: its records with their ids, and its duplicates.")
+    var json = false
+
     @Option(name: .customLong("tls-cert"), help: "Serve HTTPS with this PEM certificate (chain); needs --tls-key.")
     var tlsCertificate: String?
 
@@ -58,8 +63,8 @@ struct Receive: AsyncParsableCommand {
     func run() async throws {
         let address = ListenAddress(listen)!
         let printer = RecordPrinter(
-            colored: isatty(STDOUT_FILENO) == 1, quiet: quiet, deduplicator: RecordDeduplicator(),
-            keepsDuplicates: keepDuplicates)
+            colored: !json && isatty(STDOUT_FILENO) == 1, quiet: quiet, deduplicator: RecordDeduplicator(),
+            keepsDuplicates: keepDuplicates, json: json)
         let tls = try tlsCertificate.map { certificate in
             try LogReceiver.serverTLS(certificateFile: certificate, keyFile: tlsKey!, clientCAFile: clientCA)
         }

@@ -112,4 +112,17 @@ extension ConfigurationLoaderTests {
         let good = try await run(Binaries.logshipd, ["--check-config", "--config", path])
         #expect(good.status == 0, "\(good.standardError)")
     }
+
+    @Test("an endpoint is named in status, metrics and the log without what may hold credentials: its query and fragment")
+    func endpointShownName() async throws {
+        let configuration = try await load("""
+            upload:
+              url:
+                - https://logs-a.example:8443/ingest?api_key=k3y#part
+                - http://logs-b.example/ingest
+            """)
+        let names = LiveConfiguration.shipperSettings(configuration).endpoints
+        #expect(names == ["https://logs-a.example:8443/ingest", "http://logs-b.example/ingest"])
+        #expect(configuration.upload.endpoints[0].url.contains("api_key=k3y"), "the request still carries them")
+    }
 }
