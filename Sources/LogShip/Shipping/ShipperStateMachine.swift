@@ -479,9 +479,10 @@ struct ShipperStateMachine: Sendable {
         var waiting = operations.values.count { $0.work.priorityClass == priorityClass && $0.state == .waiting }
         while waiting < wanted {
             guard let work = nextWork(priorityClass, now: now, &actions) else { return }
-            // A resting endpoint whose rest is over takes the next work as its probe, so that even a record now
-            // and then finds out whether it is back; crash records stay with the endpoint known to work.
-            if priorityClass != .crash, let endpoint = endpointDueForProbe(now: now) {
+            // A resting endpoint whose rest is over takes the next claim as its probe, so that even a record now
+            // and then finds out whether it is back; crash records stay with the endpoint known to work, and a
+            // part of a refused batch with the endpoint whose refusal it is isolating.
+            if priorityClass != .crash, case .claim = work, let endpoint = endpointDueForProbe(now: now) {
                 probe(endpoint, with: work, &actions)
             } else {
                 enqueue(work, to: active, &actions)
@@ -816,9 +817,11 @@ struct ShipperStateMachine: Sendable {
     }
 
     /// Whether records of a class may probe a resting endpoint: any but crash records, which stay with the
-    /// endpoint known to work (or, while it is paused, probe that one).
+    /// endpoint known to work (or, while it is paused, probe that one); and only by a claim, never by a part of a
+    /// refused batch, whose verdict must come from the endpoint that refused it.
     private func mayProbe(with priorityClass: PriorityClass) -> Bool {
-        priorityClass != .crash && hasSomethingToSend(priorityClass)
+        guard priorityClass != .crash, let state = classes[priorityClass], state.wait == nil else { return false }
+        return state.parts.isEmpty && state.hasRecords
     }
 
     private var hasCrashToSend: Bool { hasSomethingToSend(.crash) }

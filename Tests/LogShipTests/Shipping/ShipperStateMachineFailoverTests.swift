@@ -66,6 +66,26 @@ struct ShipperStateMachineFailoverTests {
         #expect(harness.timers[.probeEndpoint(0)] == nil && harness.timers[.probeEndpoint(1)] == nil)
     }
 
+    @Test("the parts of a batch the active endpoint refused stay with it, also when a resting endpoint is due for a probe: its verdict must not mix receivers")
+    func partsDoNotProbe() throws {
+        var harness = try Self.movedAway()
+        harness.recordsAvailable([.info])
+        let refused = try harness.start(endpoint: 1)
+        harness.claimed(refused, moreLeft: false)
+        harness.advance(by: 5)
+        let batch = Batch(
+            priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) },
+            instance: .random())
+        let (first, second) = batch.halves()
+        harness.finish(refused, Reports.refusedRecords(
+            parts: [BatchPart(batch: first, isolation: .records), BatchPart(batch: second, isolation: .records)],
+            at: harness.now))
+        let parts = harness.waiting.filter { operation in
+            if case .send = operation.work { !operation.isCancelled } else { false }
+        }
+        #expect(parts.map(\.endpoint) == [1, 1], "both parts go where the batch was refused")
+    }
+
     @Test("crash records never probe a resting endpoint: they go to the one known to work")
     func crashDoesNotProbe() throws {
         var harness = try Self.movedAway()
