@@ -50,7 +50,7 @@ struct CommandLineTests {
         let input = Data((0..<12).map { "\($0)" + line + "\n" }.joined().utf8)
         let result = try await run(Binaries.logctl, ["send", "--socket", daemon.controlPath], stdin: input)
         #expect(result.status == 0, "\(result.standardError)")
-        try await daemon.receiver.waitFor(records: 12, within: .seconds(60))
+        try await daemon.receiver.waitFor(records: 12, within: .seconds(180))
         let records = daemon.receiver.records
         #expect(records.count == 12)
         #expect(records.allSatisfy { $0.truncated && $0.message.utf8.count <= daemon.configuration.ingest.maxRecordBytes })
@@ -173,18 +173,18 @@ struct CommandLineTests {
         let sent = try await run(
             Binaries.logctl, ["send", "--socket", "\(directory)/control.sock"], stdin: Data("one\ntwo\nthree\n".utf8))
         #expect(sent.status == 0, "\(sent.standardError)")
-        try await waitUntil(within: .seconds(60)) { receiver.receiver.statistics.inFlight > 0 }
+        try await waitUntil(within: .seconds(180)) { receiver.receiver.statistics.inFlight > 0 }
 
         daemon.signal(SIGTERM)
-        try await waitUntil(within: .seconds(60)) { daemon.standardErrorSoFar.contains("waiting for requests in flight") }
+        try await waitUntil(within: .seconds(180)) { daemon.standardErrorSoFar.contains("waiting for requests in flight") }
         gate.open()
         // Well inside the 10-minute shutdown timeout: the daemon left when its request was answered.
-        let result = try await daemon.wait(within: .seconds(60))
+        let result = try await daemon.wait(within: .seconds(180))
 
         #expect(result.status == 0, "\(result.standardError)")
         // The daemon may read the whole answer and exit before the receiver's task returns from writing it; a
         // request cut off instead would stay in flight, and this wait would fail.
-        try await waitUntil(within: .seconds(60)) { receiver.receiver.statistics.inFlight == 0 }
+        try await waitUntil(within: .seconds(180)) { receiver.receiver.statistics.inFlight == 0 }
         #expect(receiver.requests.allSatisfy { $0.status == 200 })
         #expect(receiver.records.map(\.message).sorted() == ["one", "three", "two"])
     }

@@ -75,7 +75,7 @@ struct ConnectionPressureTests {
         #expect(status.refusedConnections["user_cap", default: 0] > 0, "the connections over the cap are counted")
 
         daemon.signal(SIGTERM)
-        let stopped = try await daemon.wait(within: .seconds(60))
+        let stopped = try await daemon.wait(within: .seconds(180))
         #expect(stopped.status == 0)
         #expect(stopped.standardError.contains("over ingest.max_connections_per_user"), "\(stopped.standardError.suffix(2000))")
     }
@@ -111,7 +111,7 @@ struct ConnectionPressureTests {
             try await offloaded {
                 try UnixClient(path: "\(directory)/ingest.dgram", type: .datagram).write("<6>round \(round) datagram")
             }
-            try await receiver.waitFor(records: 2 * (round + 1), within: .seconds(60))
+            try await receiver.waitFor(records: 2 * (round + 1), within: .seconds(180))
             let status = try await run(Binaries.logctl, ["status", "--socket", control])
             #expect(status.status == 0, "\(status.standardError)")
         }
@@ -120,7 +120,7 @@ struct ConnectionPressureTests {
         #expect(descriptors < 1024, "\(descriptors) descriptors open")
 
         daemon.signal(SIGTERM)
-        let stopped = try await daemon.wait(within: .seconds(60))
+        let stopped = try await daemon.wait(within: .seconds(180))
         #expect(stopped.status == 0, "\(stopped.standardError.suffix(3000))")
         #expect(stopped.standardError.contains("the open-file limit (1024) allows"), "\(stopped.standardError.prefix(3000))")
         _ = holders

@@ -106,9 +106,9 @@ struct CrashRecoveryTests {
 
         // The gate opens once the shipper has begun its drain (it says so): from then on no operation may go on.
         first.signal(SIGTERM)
-        try await waitUntil(within: .seconds(60)) { first.standardErrorSoFar.contains("waiting for requests in flight") }
+        try await waitUntil(within: .seconds(180)) { first.standardErrorSoFar.contains("waiting for requests in flight") }
         gate.open()
-        let stopped = try await first.wait(within: .seconds(60))
+        let stopped = try await first.wait(within: .seconds(180))
         #expect(stopped.status == 0, "\(stopped.standardError)")
         #expect(receiver.requests.count == heldFrom + 2, "the held requests were answered and no other went out")
 
@@ -136,7 +136,7 @@ struct CrashRecoveryTests {
         try await hanging.waitFor(records: 1)
 
         daemon.signal(SIGTERM)
-        let stopped = try await daemon.wait(within: .seconds(60))
+        let stopped = try await daemon.wait(within: .seconds(180))
         #expect(stopped.status == 0, "\(stopped.standardError)")
         #expect(hanging.receiver.statistics.inFlight == 1, "the daemon left its request unanswered")
 

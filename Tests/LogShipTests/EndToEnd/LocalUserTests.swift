@@ -148,10 +148,10 @@ struct LocalUserTests {
             answer: "larger than the control socket's limit of 1MiB")
         try await waitUntil(within: .seconds(120)) { holder.hasWritten }
         #expect(holder.connected == 40, "\(holder.output)")
-        try await waitUntil(within: .seconds(60)) { holder.answered == 40 }
+        try await waitUntil(within: .seconds(180)) { holder.answered == 40 }
         let status = try await LogshipdProcess.status(directory: directory)
         #expect(status.version == LogShipVersion.current, "root's status is answered meanwhile")
-        try await waitUntil(within: .seconds(60)) { holder.closed == 40 }
+        try await waitUntil(within: .seconds(180)) { holder.closed == 40 }
         let peak = try Self.memory("VmHWM", of: daemon.pid)
         print("control frame flood: idle \(idle / 1024) MiB, peak \(peak / 1024) MiB")
         #expect(peak - idle < 80 << 10, "peak RSS \(peak) KiB against \(idle) KiB idle")

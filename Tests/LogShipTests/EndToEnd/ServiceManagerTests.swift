@@ -25,7 +25,7 @@ struct ServiceManagerTests {
         #expect(listener.assignments(of: "STATUS").first?.value.hasPrefix("pending crash=0 error=0") == true)
 
         // Pings every 2 s for a 4 s watchdog: wait for a few, then look at the gaps.
-        try await waitUntil(within: .seconds(60)) { listener.assignments(of: "WATCHDOG").count >= 4 }
+        try await waitUntil(within: .seconds(180)) { listener.assignments(of: "WATCHDOG").count >= 4 }
         let pings = listener.assignments(of: "WATCHDOG").map(\.arrivedAt)
         let longestGap = zip(pings.dropFirst(), pings).map { $0 - $1 }.max() ?? .zero
         #expect(longestGap < .seconds(4), "pings \(longestGap) apart: within the watchdog interval")
@@ -62,20 +62,20 @@ struct ServiceManagerTests {
             configuration: configuration, logger: .test, shutdownSignals: [],
             serviceManager: (listener, .seconds(1)), uploader: WedgedUploader(release: release))
         let running = Task { try await daemon.run() }
-        try await waitUntil(within: .seconds(60)) { listener.assignments(of: "WATCHDOG").count >= 2 }
+        try await waitUntil(within: .seconds(180)) { listener.assignments(of: "WATCHDOG").count >= 2 }
 
         let path = configuration.ingest.control
         _ = try await ControlConnection.connect(path: path)
             .send(ControlRequest(command: .send, records: [Submission(message: "stuck", priority: "info")]))
         // 3 × upload.timeout + 5 s after the upload began, the pings stop: none for two whole intervals.
-        try await waitUntil(within: .seconds(60)) {
+        try await waitUntil(within: .seconds(180)) {
             guard let last = listener.assignments(of: "WATCHDOG").last?.arrivedAt else { return false }
             return ContinuousClock.now - last > .seconds(2)
         }
         let silentSince = listener.assignments(of: "WATCHDOG").count
 
         release.open()
-        try await waitUntil(within: .seconds(60)) { listener.assignments(of: "WATCHDOG").count > silentSince }
+        try await waitUntil(within: .seconds(180)) { listener.assignments(of: "WATCHDOG").count > silentSince }
         await daemon.shutdown()
         try await running.value
     }

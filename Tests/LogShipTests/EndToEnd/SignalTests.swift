@@ -50,7 +50,7 @@ struct SignalTests {
         for _ in 0..<3 {
             let daemon = try await LogshipdProcess.start(directory: directory)
             daemon.signal(SIGTERM)
-            let stopped = try await daemon.wait(within: .seconds(60))
+            let stopped = try await daemon.wait(within: .seconds(180))
             #expect(stopped.status == 0, "\(stopped.standardError)")
         }
 
@@ -59,7 +59,7 @@ struct SignalTests {
         // A daemon that SIGHUP ended would not answer.
         _ = try await LogshipdProcess.status(directory: directory)
         daemon.signal(SIGTERM)
-        let stopped = try await daemon.wait(within: .seconds(60))
+        let stopped = try await daemon.wait(within: .seconds(180))
         #expect(stopped.status == 0, "\(stopped.standardError)")
     }
 }

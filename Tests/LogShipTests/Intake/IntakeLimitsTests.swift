@@ -105,11 +105,11 @@ struct IntakeLimitsTests {
 
         let logger = try await LocalUserTests.asNobody(["/usr/bin/logger", "-u", streamPath, "-T", "from another process"])
         #expect(logger.status == 0, "\(logger.standardError)")
-        try await receiver.waitFor(records: 1, within: .seconds(60))
+        try await receiver.waitFor(records: 1, within: .seconds(180))
         #expect(receiver.records.map(\.message) == ["from another process"])
         // logger's connection counts against the global cap until the daemon has seen it end, which its record
         // arriving does not prove. Once it is closed the daemon holds the storm's 48 and, at most, the upload's.
-        try await eventually(within: .seconds(60)) { try Self.openDescriptors(of: daemon.pid) <= descriptors + 1 }
+        try await eventually(within: .seconds(180)) { try Self.openDescriptors(of: daemon.pid) <= descriptors + 1 }
 
         // Twenty more users, one idle connection each: 16 fill the global cap of 64, the other 4 are not accepted.
         let beforeHolders = try Self.openDescriptors(of: daemon.pid)
@@ -129,7 +129,7 @@ struct IntakeLimitsTests {
         #expect(status.refusedConnections["user_cap", default: 0] == storm - 48, "\(status.refusedConnections)")
 
         daemon.signal(SIGTERM)
-        let stopped = try await daemon.wait(within: .seconds(60))
+        let stopped = try await daemon.wait(within: .seconds(180))
         // A crash report starts with what crashed and ends with the registers: keep both ends.
         #expect(stopped.status == 0, "\(stopped.standardError.prefix(3000))\n…\n\(stopped.standardError.suffix(1000))")
         #expect(stopped.standardError.contains("over ingest.max_connections_per_user"))
@@ -157,14 +157,14 @@ struct IntakeLimitsTests {
         }
         // While the flood runs, an urgent line on the stream socket goes through.
         try await daemon.ingest(["<2>during the flood"])
-        try await daemon.receiver.waitUntil(within: .seconds(60)) { requests in
+        try await daemon.receiver.waitUntil(within: .seconds(180)) { requests in
             requests.contains { $0.records.contains { $0.message == "during the flood" } }
         }
         let sent = await flood.value.reduce(0, +)
 
         try await daemon.ingest(["<2>after the flood"])
         try await offloaded { try UnixClient(path: datagramPath, type: .datagram).write("<2>datagram after the flood") }
-        try await daemon.receiver.waitUntil(within: .seconds(60)) { requests in
+        try await daemon.receiver.waitUntil(within: .seconds(180)) { requests in
             let messages = Set(requests.flatMap(\.records).map(\.message))
             return messages.contains("after the flood") && messages.contains("datagram after the flood")
         }

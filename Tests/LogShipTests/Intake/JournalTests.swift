@@ -45,7 +45,7 @@ struct JournalTests {
             directory: directory, url: receiver.url, upload: ["timeout: 10m"], spoolKeys: ["max_bytes: 1MiB"],
             journal: ["enabled: true", "directory: \(journalPath)", "start_at: head"])
         let first = try await LogshipdProcess.start(directory: directory)
-        try await waitUntil(within: .seconds(60)) { first.standardErrorSoFar.contains("reading paused") }
+        try await waitUntil(within: .seconds(180)) { first.standardErrorSoFar.contains("reading paused") }
         let heldAtKill = try await LogshipdProcess.waitUntilOnlyHeldClaimed(
             directory: directory, receiver: receiver, requests: 6, firstHeld: 4)
         first.signal(SIGKILL)
@@ -75,12 +75,12 @@ struct JournalTests {
         try await journal.append(JournalFiles.entries(10, from: Self.t0) { "first \($0)" })
         let receiver = try await TestReceiver()
         let daemon = try await Self.start(reading: journalPath, receiver: receiver)
-        try await receiver.waitFor(records: 10, within: .seconds(60))
+        try await receiver.waitFor(records: 10, within: .seconds(180))
 
         try await journal.append(JournalFiles.entries(10, from: Self.t0 + 100) { "appended \($0)" })
-        try await receiver.waitFor(records: 20, within: .seconds(60))
+        try await receiver.waitFor(records: 20, within: .seconds(180))
         try await journal.append(JournalFiles.entries(10, from: Self.t0 + 200) { "new file \($0)" }, to: "rotated")
-        try await receiver.waitFor(records: 30, within: .seconds(60))
+        try await receiver.waitFor(records: 30, within: .seconds(180))
 
         let messages = receiver.records.map(\.message)
         #expect(messages.count == 30)
@@ -114,15 +114,15 @@ struct JournalTests {
             $0.batch.maxRecords = 100
             $0.upload.timeout = .seconds(600)
         }
-        try await receiver.waitUntil(within: .seconds(60)) { $0.count == 2 }
+        try await receiver.waitUntil(within: .seconds(180)) { $0.count == 2 }
         let held = receiver.records.count
-        try await eventually(within: .seconds(60)) { try await daemon.status().pending["info"] == 10_000 - held }
+        try await eventually(within: .seconds(180)) { try await daemon.status().pending["info"] == 10_000 - held }
         try await journal.append([coredump])
-        try await eventually(within: .seconds(60)) { try await daemon.status().pending["crash"] == 1 }
+        try await eventually(within: .seconds(180)) { try await daemon.status().pending["crash"] == 1 }
         let pendingInfo = try await daemon.status().pending["info"] ?? 0
         gate.open()
 
-        try await receiver.waitFor(records: 10_001, within: .seconds(60))
+        try await receiver.waitFor(records: 10_001, within: .seconds(180))
         let requests = receiver.requests.sorted { $0.batch! < $1.batch! }
         let carrier = try #require(requests.first { $0.records.contains { $0.priority == .crash } })
         let crash = try #require(carrier.records.first)
@@ -175,7 +175,7 @@ struct JournalTests {
         // Everything is shipped: what matters is the class each arrives in.
         let receiver = try await TestReceiver()
         let daemon = try await Self.start(reading: journalPath, receiver: receiver)
-        try await receiver.waitFor(records: 6, within: .seconds(60))
+        try await receiver.waitFor(records: 6, within: .seconds(180))
         try await daemon.stop()
         let byMessage = Dictionary(uniqueKeysWithValues: receiver.records.map { ($0.message, $0) })
         let spoofed = try #require(byMessage["spoofed: Process 1 (sshd) of user 0 dumped core."])
@@ -203,8 +203,8 @@ struct JournalTests {
             $0.journal.units = ["worker.service", "hog.service"]
             $0.journal.minPriority = .error
         }
-        try await eventually(within: .seconds(60)) { try await filtered.status().journal?.read == 6 }
-        try await selective.waitFor(records: 2, within: .seconds(60))
+        try await eventually(within: .seconds(180)) { try await filtered.status().journal?.read == 6 }
+        try await selective.waitFor(records: 2, within: .seconds(180))
         try await eventually { try await filtered.status().pending.values.reduce(0, +) == 0 }
         #expect(Set(selective.records.map(\.message)) == [oomSummary, "worker.service: Failed with result 'core-dump'."])
         try await filtered.stop()
@@ -221,7 +221,7 @@ struct JournalTests {
             directory: directory, url: receiver.url,
             journal: ["enabled: true", "directory: \(journalPath)", "start_at: head", "max_field_bytes: 16MiB"])
         let daemon = try await LogshipdProcess.start(directory: directory)
-        try await receiver.waitFor(records: 10, within: .seconds(60))
+        try await receiver.waitFor(records: 10, within: .seconds(180))
         let before = try Self.peakMemory(of: daemon.pid)
 
         // Made off the cooperative pool: 48 million steps take this debug build about a second.
@@ -241,7 +241,7 @@ struct JournalTests {
                 ("MESSAGE_ID", Array(JournalRecordMapperID.coredump.utf8)), ("COREDUMP_EXE", Array("/usr/bin/big".utf8)),
             ] + JournalRecordMapperID.coredumpSender + [("COREDUMP", core)])
         ])
-        try await receiver.waitUntil(within: .seconds(60)) { $0.contains { $0.records.contains { $0.priority == .crash } } }
+        try await receiver.waitUntil(within: .seconds(180)) { $0.contains { $0.records.contains { $0.priority == .crash } } }
         let after = try Self.peakMemory(of: daemon.pid)
         print("journal coredump: peak memory \(before / 1024) MiB before the 48 MiB core, \(after / 1024) MiB after")
         #expect(after - before < 8 << 10, "peak memory grew by \((after - before) / 1024) MiB")
@@ -273,7 +273,7 @@ struct JournalTests {
         ])
         let receiver = try await TestReceiver()
         let daemon = try await Self.start(reading: journalPath, receiver: receiver)
-        try await receiver.waitFor(records: 2, within: .seconds(60))
+        try await receiver.waitFor(records: 2, within: .seconds(180))
         // Two classes, two requests: in journal order by time.
         let records = receiver.records.sorted { $0.timestamp < $1.timestamp }
         #expect(receiver.requests.allSatisfy { $0.malformedLines == 0 }, "every line is valid JSON")
@@ -295,7 +295,7 @@ struct JournalTests {
             directory: directory, url: receiver.url,
             journal: ["enabled: true", "directory: \(journalPath)", "start_at: head"])
         var daemon = try await LogshipdProcess.start(directory: directory)
-        try await receiver.waitFor(records: 100, within: .seconds(60))
+        try await receiver.waitFor(records: 100, within: .seconds(180))
         daemon.signal(SIGTERM)
         #expect(try await daemon.wait().status == 0)
         let requestsBeforeRestart = receiver.requests.count
@@ -304,7 +304,7 @@ struct JournalTests {
         try FileManager.default.removeItem(atPath: "\(journalPath)/system.journal")
         try await journal.append(JournalFiles.entries(200, from: Self.t0) { "replaced \($0)" }, to: "other")
         daemon = try await LogshipdProcess.start(directory: directory)
-        try await receiver.waitFor(records: 200, within: .seconds(60))
+        try await receiver.waitFor(records: 200, within: .seconds(180))
         daemon.signal(SIGTERM)
         let stopped = try await daemon.wait()
 
@@ -323,13 +323,13 @@ struct JournalTests {
         let tail = try await Self.start(reading: journalPath, receiver: tailReceiver) { $0.journal.startAt = .tail }
         try await eventually { try await tail.status().journal?.state == "following" }
         try await journal.append(JournalFiles.entries(5, from: Self.t0 + 100) { "new \($0)" })
-        try await tailReceiver.waitFor(records: 5, within: .seconds(60))
+        try await tailReceiver.waitFor(records: 5, within: .seconds(180))
         try await tail.stop()
         #expect(tailReceiver.recordsInClaimOrder(of: tailReceiver.requests).map(\.message) == (0..<5).map { "new \($0)" })
 
         let headReceiver = try await TestReceiver()
         let head = try await Self.start(reading: journalPath, receiver: headReceiver)
-        try await headReceiver.waitFor(records: 55, within: .seconds(60))
+        try await headReceiver.waitFor(records: 55, within: .seconds(180))
         #expect(
             headReceiver.recordsInClaimOrder(of: headReceiver.requests).map(\.message)
                 == (0..<50).map { "old \($0)" } + (0..<5).map { "new \($0)" })
@@ -385,8 +385,8 @@ struct JournalTests {
             let receiver = try await TestReceiver()
             let daemon = try await Self.start(reading: journalPath, receiver: receiver) { selection.configure(&$0.journal) }
             // Read means committed with the cursor: what is left out is left out for good.
-            try await eventually(within: .seconds(60)) { try await daemon.status().journal?.read == selection.read }
-            try await receiver.waitFor(records: selection.expected.count, within: .seconds(60))
+            try await eventually(within: .seconds(180)) { try await daemon.status().journal?.read == selection.read }
+            try await receiver.waitFor(records: selection.expected.count, within: .seconds(180))
             try await eventually { try await daemon.status().pending.values.reduce(0, +) == 0 }
             #expect(Set(receiver.records.map(\.message)) == selection.expected)
             #expect(receiver.records.count == selection.expected.count)

@@ -62,7 +62,7 @@ struct CrashAfterOutageTests {
             requests.contains { $0.status == 503 && $0.records.contains { $0.message == "segfault 0" } }
         }
         isDown.withLock { $0 = false }
-        try await receiver.waitUntil(within: .seconds(60)) { requests in
+        try await receiver.waitUntil(within: .seconds(180)) { requests in
             requests.filter { $0.status == 200 }.reduce(0) { $0 + $1.recordCount } == 11
         }
         let order = receiver.requests.filter { $0.status == 200 }.sorted { $0.batch! < $1.batch! }

@@ -21,11 +21,11 @@ struct HostileRemoteTests {
         }
         let started = ContinuousClock.now
         try await daemon.send(count: 1_000, priority: "info", prefix: "held")
-        try await receiver.waitUntil(within: .seconds(60)) { $0.count { $0.status == status } >= 3 }
+        try await receiver.waitUntil(within: .seconds(180)) { $0.count { $0.status == status } >= 3 }
         // Between two refusals the pause may have just ended ("retrying"): ask until logctl shows one.
         let controlPath = daemon.controlPath
         let pauseLine = Mutex("")
-        try await eventually(within: .seconds(60)) {
+        try await eventually(within: .seconds(180)) {
             let shown = try await run(Binaries.logctl, ["status", "--socket", controlPath])
             let line = shown.standardOutput.split(separator: "\n").first { $0.hasPrefix("remote        paused until") }
             pauseLine.withLock { $0 = line.map(String.init) ?? "" }
@@ -38,7 +38,7 @@ struct HostileRemoteTests {
 
         accepting.withLock { $0 = true }
         let refusedFor = ContinuousClock.now - started
-        try await receiver.waitUntil(within: .seconds(60)) { requests in
+        try await receiver.waitUntil(within: .seconds(180)) { requests in
             requests.filter { $0.status == 200 }.reduce(0) { $0 + $1.records.count } == 1_000
         }
         let requests = receiver.requests
@@ -72,7 +72,7 @@ struct HostileRemoteTests {
         try await receiver.waitUntil { $0.count == 1 }
         #expect(try await daemon.send([Submission(message: "crash while stalled", priority: "crash")]).ok)
 
-        try await receiver.waitUntil(within: .seconds(60)) { requests in
+        try await receiver.waitUntil(within: .seconds(180)) { requests in
             let answered = requests.dropFirst().flatMap(\.records).map(\.message)
             return answered.contains("crash while stalled") && answered.count { $0.hasPrefix("stalled") } == 10
         }
@@ -114,7 +114,7 @@ struct HostileRemoteTests {
             $0.upload.retryAfterMax = .seconds(2)
         }
         #expect(try await daemon.send([Submission(message: "asked to wait", priority: "warning")]).ok)
-        try await receiver.waitUntil(within: .seconds(60)) { $0.contains { $0.status == 200 } }
+        try await receiver.waitUntil(within: .seconds(180)) { $0.contains { $0.status == 200 } }
         let refused = try #require(refusedAt.withLock { $0 })
         let retried = try #require(receiver.requests.first { $0.status == 200 })
         #expect(retried.arrivedAt - refused >= .seconds(2), "the capped pause is still honoured")
@@ -173,8 +173,8 @@ struct HostileRemoteTests {
         }
         try await daemon.send(count: 10, priority: "error", prefix: "settle")
         // Sent (and refused or taken), then the settle failed: the records are pending again, not stuck claimed.
-        try await receiver.waitUntil(within: .seconds(60)) { $0.count >= 2 }
-        try await eventually(within: .seconds(60)) {
+        try await receiver.waitUntil(within: .seconds(180)) { $0.count >= 2 }
+        try await eventually(within: .seconds(180)) {
             let status = try await daemon.status()
             return status.claimed == 0 && status.pending["error"] == 10
         }
@@ -183,7 +183,7 @@ struct HostileRemoteTests {
         // records that the remote is about to take.
         faulty.withLock { $0 = false }
         try await spoolFile.write { db in try db.execute(sql: "UPDATE fault SET active = 0") }
-        try await eventually(within: .seconds(60)) {
+        try await eventually(within: .seconds(180)) {
             let status = try await daemon.status()
             return status.claimed == 0 && status.pending.values.reduce(0, +) == 0
         }

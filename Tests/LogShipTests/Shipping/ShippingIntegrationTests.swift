@@ -52,7 +52,7 @@ struct ShippingIntegrationTests {
         let maxInFlight = daemon.configuration.upload.maxInFlight
         gate.open()
 
-        try await daemon.receiver.waitFor(records: 5_001, within: .seconds(60))
+        try await daemon.receiver.waitFor(records: 5_001, within: .seconds(180))
         // Claim order, as the daemon numbered its batches (arrival order also depends on thread scheduling).
         let requests = daemon.receiver.requests.sorted { $0.batch! < $1.batch! }
         let carrier = try #require(requests.first { $0.records.contains { $0.message == "URGENT" } })
@@ -104,7 +104,7 @@ struct ShippingIntegrationTests {
         try await eventually { try await daemon.status().pending["info", default: 0] == 1_000 }
         gate.open()
 
-        try await daemon.receiver.waitFor(records: 1_002, within: .seconds(60))
+        try await daemon.receiver.waitFor(records: 1_002, within: .seconds(180))
         let requests = daemon.receiver.requests
         #expect(requests.map(\.records.count) == [1, 1, 1_000], "two held requests, then everything that backed up")
         #expect(requests.flatMap(\.records).map(\.message) == ["first", "second"] + (0..<1_000).map { "line \($0)" })
@@ -115,9 +115,9 @@ struct ShippingIntegrationTests {
     func loneRecord() async throws {
         let daemon = try await TestDaemon.start()
         try await daemon.ingest(["<6>first"])
-        try await daemon.receiver.waitFor(records: 1, within: .seconds(60))
+        try await daemon.receiver.waitFor(records: 1, within: .seconds(180))
         try await daemon.ingest(["<6>second"])
-        try await daemon.receiver.waitFor(records: 2, within: .seconds(60))
+        try await daemon.receiver.waitFor(records: 2, within: .seconds(180))
         #expect(daemon.receiver.requests.map { $0.records.map(\.message) } == [["first"], ["second"]])
         try await daemon.stop()
     }
@@ -129,7 +129,7 @@ struct ShippingIntegrationTests {
             $0.batch.maxRecords = 10
         }
         try await daemon.send(count: 200, priority: "warning", prefix: "retry")
-        try await daemon.receiver.waitUntil(within: .seconds(60)) { requests in
+        try await daemon.receiver.waitUntil(within: .seconds(180)) { requests in
             Set(requests.filter { $0.status == 200 }.flatMap(\.records).map(\.message)).count == 200
         }
         let requests = daemon.receiver.requests

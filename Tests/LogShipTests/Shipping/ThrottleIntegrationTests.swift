@@ -115,7 +115,7 @@ struct ThrottleIntegrationTests {
         // takes half of what they gave back, never more than they did.
         // Each look at the rate, with the clock read just before and just after it.
         let samples = Mutex<[(before: ContinuousClock.Instant, effective: Int?, after: ContinuousClock.Instant)]>([])
-        try await eventually(within: .seconds(60)) {
+        try await eventually(within: .seconds(180)) {
             let before = ContinuousClock.now
             let status = try await daemon.status()
             samples.withLock { $0.append((before, status.rateEffective, .now)) }

@@ -107,7 +107,7 @@ struct DurabilityTests {
         // cannot miss it, as it could miss `pausedUntil`.
         try await eventually { try await daemon.status().failedRequests >= 1 }
         try await daemon.send(count: 299, priority: "warning", prefix: "paced")
-        try await receiver.waitUntil(within: .seconds(60)) { requests in
+        try await receiver.waitUntil(within: .seconds(180)) { requests in
             requests.filter { $0.status == 200 }.reduce(0) { $0 + $1.records.count } == 300
         }
         let refusedAt = try #require(answeredFirst.withLock { $0 })
@@ -133,10 +133,10 @@ struct DurabilityTests {
                 message: "record \(index)", priority: "info", fields: marked.contains(index) ? ["poison": "yes"] : nil)
         }
         #expect(try await daemon.send(submissions).ok)
-        try await receiver.waitUntil(within: .seconds(60)) { requests in
+        try await receiver.waitUntil(within: .seconds(180)) { requests in
             requests.filter { $0.status == 200 }.reduce(0) { $0 + $1.records.count } == 993
         }
-        try await eventually(within: .seconds(60)) { try await daemon.status().deadLetters == 7 }
+        try await eventually(within: .seconds(180)) { try await daemon.status().deadLetters == 7 }
         let delivered = receiver.requests.filter { $0.status == 200 }.flatMap(\.records).map(\.message)
         #expect(delivered.sorted() == (0..<1000).filter { !marked.contains($0) }.map { "record \($0)" }.sorted())
 
@@ -159,7 +159,7 @@ struct DurabilityTests {
         accepting.withLock { $0 = true }
         let requeued = try await run(Binaries.logctl, ["dead-letters", "--requeue", "--all", "--socket", daemon.controlPath])
         #expect(requeued.standardOutput == "requeued 7 dead letter(s)\n", "\(requeued.standardError)")
-        try await receiver.waitUntil(within: .seconds(60)) { requests in
+        try await receiver.waitUntil(within: .seconds(180)) { requests in
             requests.filter { $0.status == 200 }.reduce(0) { $0 + $1.records.count } == 1000
         }
         #expect(try await daemon.status().deadLetters == 0)
@@ -186,10 +186,10 @@ struct DurabilityTests {
 
         let receiver = try await TestReceiver(port: reserved.port)
         reserved.release()
-        try await receiver.waitUntil(within: .seconds(60)) { requests in
+        try await receiver.waitUntil(within: .seconds(180)) { requests in
             requests.flatMap(\.records).contains { $0.message == "the crash" }
         }
-        try await eventually(within: .seconds(60)) {
+        try await eventually(within: .seconds(180)) {
             let status = try await daemon.status()
             return status.pending.values.reduce(0, +) + status.claimed == 0
         }

@@ -386,7 +386,7 @@ struct SpoolDamageEndToEndTests {
         #expect(!table.standardOutput.contains("damaged "), "no quarantine, no line for it")
         let sent = try await run(Binaries.logctl, ["send", "--socket", "\(directory)/control.sock", "after the damage"])
         #expect(sent.status == 0, "\(sent.standardError)")
-        try await receiver.waitFor(records: 1, within: .seconds(60))
+        try await receiver.waitFor(records: 1, within: .seconds(180))
         #expect(receiver.records.map(\.message) == ["after the damage"])
         daemon.signal(SIGTERM)
         let stopped = try await daemon.wait()
@@ -412,7 +412,7 @@ struct SpoolDamageEndToEndTests {
 
         let sent = try await run(Binaries.logctl, ["send", "--socket", "\(first)/control.sock", "still here"])
         #expect(sent.status == 0)
-        try await receiver.waitFor(records: 1, within: .seconds(60))
+        try await receiver.waitFor(records: 1, within: .seconds(180))
         running.signal(SIGTERM)
         #expect(try await running.wait().status == 0)
     }
@@ -439,7 +439,7 @@ struct SpoolDamageEndToEndTests {
             $0.spool.minFreeDisk = 0
             $0.metrics.listen = "127.0.0.1:0"
         }
-        try await receiver.waitFor(records: 20, within: .seconds(60))
+        try await receiver.waitFor(records: 20, within: .seconds(180))
         #expect(Set(receiver.records.map { String($0.message.prefix(1)) }) == ["a", "b"])
         try await eventually { try await daemon.status().quarantinedChunks == 1 }
         let status = try await daemon.status()
