@@ -459,10 +459,16 @@ struct ShipperStateMachine: Sendable {
             statistics.lastFailure = pause
         }
         statistics.activeEndpoint = active
-        statistics.endpoints = endpoints.map { endpoint in
-            Shipper.EndpointStatistics(
-                name: endpoint.name, totals: endpoint.totals, rest: endpoint.rest?.pause,
-                restsUntil: endpoint.rest.map { wallClock.addingTimeInterval(($0.pause.until - now).seconds) })
+        let isPaused = if case .paused = link { true } else { false }
+        statistics.endpoints = endpoints.indices.map { index in
+            // An endpoint after the active one whose rest is over waits for nothing: delivery moves to it only
+            // when the active one pauses, and then at once. It stands by, and is shown so.
+            let rest = endpoints[index].rest.flatMap { rest in
+                index > active && rest.pause.until <= now && !isPaused ? nil : rest
+            }
+            return Shipper.EndpointStatistics(
+                name: endpoints[index].name, totals: endpoints[index].totals, rest: rest?.pause,
+                restsUntil: rest.map { wallClock.addingTimeInterval(($0.pause.until - now).seconds) })
         }
         return statistics
     }

@@ -86,6 +86,26 @@ struct ShipperStateMachineFailoverTests {
         #expect(parts.map(\.endpoint) == [1, 1], "both parts go where the batch was refused")
     }
 
+    @Test("a less preferred endpoint that failed after delivery went back stands by once its rest is over: not shown as resting for ever")
+    func lessPreferredStandsBy() throws {
+        var harness = try Self.movedAway()
+        harness.recordsAvailable([.info])
+        let onSecond = try harness.start(endpoint: 1)
+        harness.claimed(onSecond, moreLeft: true)
+        harness.advance(by: 5)
+        harness.recordsAvailable([.info])
+        let probe = try harness.start(endpoint: 0)
+        harness.claimed(probe, moreLeft: true)
+        harness.finish(probe, Reports.accepted(at: harness.now))
+        #expect(Self.statistics(harness).activeEndpoint == 0, "the preferred one is back")
+        harness.finish(onSecond, Reports.failed(Reports.refusedConnection, at: harness.now))
+        #expect(Self.statistics(harness).endpoints[1].rest != nil, "it rests out its pause")
+        harness.advance(by: 60)
+        let shown = Self.statistics(harness)
+        #expect(shown.activeEndpoint == 0)
+        #expect(shown.endpoints[1].rest == nil && shown.endpoints[1].restsUntil == nil, "it stands by")
+    }
+
     @Test("crash records never probe a resting endpoint: they go to the one known to work")
     func crashDoesNotProbe() throws {
         var harness = try Self.movedAway()
