@@ -191,7 +191,10 @@ class LoopbackServer: @unchecked Sendable {
                     close(listening)
                     return
                 }
-                serve(connection)
+                // Each on a thread of its own: in a full run a stray client (another test's daemon retrying a port
+                // that was its receiver's) may connect here and send nothing, and serving it here would leave the
+                // test's own request unread until its timeout (seen once in a CI run).
+                Thread.detachNewThread { serve(connection) }
             }
         }
     }
