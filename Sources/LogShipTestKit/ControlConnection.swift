@@ -20,7 +20,9 @@ public final class ControlConnection: Sendable {
     /// - Parameter greetingTimeout: A minute, like every wait of the tests: a test process runs many daemons at
     ///   once on a shared machine.
     /// - Throws: ``ControlClientError`` saying why the daemon cannot be reached.
-    public static func connect(path: String, greetingTimeout: Duration = .seconds(60)) async throws -> ControlConnection {
+    public static func connect(
+        path: String, greetingTimeout: Duration = .seconds(60)
+    ) async throws -> ControlConnection {
         try await offloaded { ControlConnection(try ControlClient(path: path, greetingTimeout: greetingTimeout)) }
     }
 

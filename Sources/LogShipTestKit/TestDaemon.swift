@@ -53,9 +53,7 @@ public final class TestDaemon: Sendable {
         configure(&configuration)
         let daemon = try await Daemon.start(
             configuration: configuration, logger: .test, shutdownSignals: [])
-        // Made off the cooperative pool: a group's init waits until its thread has started, which on a loaded
-        // machine takes a while.
-        let servicesLoop = await offloaded { MultiThreadedEventLoopGroup(numberOfThreads: 1) }
+        let servicesLoop = await startedEventLoopGroup()
         let started = TestDaemon(
             directory: directory, receiver: receiver, daemon: daemon, configuration: configuration,
             servicesLoop: servicesLoop)
@@ -100,7 +98,8 @@ public final class TestDaemon: Sendable {
     /// Its clients wait up to a minute for the greeting, like every wait of the tests: a test process runs many
     /// daemons at once on a shared machine.
     public func send(_ submissions: [Submission]) async throws -> ControlResponse {
-        try await ControlConnection.connect(path: controlPath).send(ControlRequest(command: .send, records: submissions))
+        let request = ControlRequest(command: .send, records: submissions)
+        return try await ControlConnection.connect(path: controlPath).send(request)
     }
 
     /// Sends `count` records of one priority, in chunks, each acknowledged.
@@ -165,6 +164,12 @@ public func offloaded<Value: Sendable, Failure: Error>(
     return try result.get()
 }
 
+/// A new event loop group of `threads`, made off the cooperative pool: its init waits until its threads have
+/// started, which on a loaded machine takes a while.
+public func startedEventLoopGroup(threads: Int = 1) async -> MultiThreadedEventLoopGroup {
+    await offloaded { MultiThreadedEventLoopGroup(numberOfThreads: threads) }
+}
+
 /// Runs `body`, a test's computation of seconds, on an event loop of its own instead of the cooperative pool, and in
 /// the calling task: unlike ``offloaded(_:)``'s, its expectations (`#expect`, `#require`) are the test's.
 ///
@@ -173,7 +178,7 @@ public func offloaded<Value: Sendable, Failure: Error>(
 public func computedOffThePool<Value, Failure: Error>(
     _ body: () throws(Failure) -> Value
 ) async throws(Failure) -> Value {
-    let group = await offloaded { MultiThreadedEventLoopGroup(numberOfThreads: 1) }
+    let group = await startedEventLoopGroup()
     // The task prefers the loop: the body, called from an async closure, runs on the loop's thread.
     let result = await withTaskExecutorPreference(EventLoopTaskExecutor(group.next())) {
         Result { () throws(Failure) -> Value in try body() }

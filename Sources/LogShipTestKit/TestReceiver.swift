@@ -1,6 +1,7 @@
 import Foundation
 import LogShip
 import Logging
+import NIOCore
 import NIOPosix
 import NIOSSL
 import Synchronization
@@ -10,6 +11,8 @@ import Synchronization
 public final class TestReceiver: Sendable {
     public let receiver: LogReceiver
     private let log = RequestLog()
+    /// The receiver's run, which ends once its listening socket and every connection it served are closed.
+    private let running: Task<Void, Never>
 
     /// Starts a receiver on 127.0.0.1, on `port` or an ephemeral one, serving HTTPS when `tls` is given.
     ///
@@ -18,22 +21,31 @@ public final class TestReceiver: Sendable {
     /// sent the answered request again.
     public init(port: Int = 0, tls: TLSConfiguration? = nil, behavior: LogReceiver.Behavior = .init()) async throws {
         let log = self.log
-        // Made off the cooperative pool: a group's init waits until its thread has started, which on a loaded
-        // machine takes a while.
-        let loop = await offloaded { MultiThreadedEventLoopGroup(numberOfThreads: 1) }
-        do {
-            receiver = try await LogReceiver(
-                host: "127.0.0.1", port: port, tls: tls, behavior: behavior, group: loop, logger: .test
-            ) {
-                log.append($0)
+        let loop = await startedEventLoopGroup()
+        // A given port (a receiver that comes back, on the port the daemon knows) may refuse a bind for a while
+        // after the last receiver there stopped, even once its sockets are closed: a test that rebound at once
+        // failed with EADDRINUSE in full runs. Bound again until a deadline, as every wait of the tests.
+        let deadline = ContinuousClock.now + .seconds(180)
+        while true {
+            do {
+                receiver = try await LogReceiver(
+                    host: "127.0.0.1", port: port, tls: tls, behavior: behavior, group: loop, logger: .test
+                ) {
+                    log.append($0)
+                }
+                break
+            } catch let error as IOError where port != 0 && error.errnoCode == EADDRINUSE
+                && ContinuousClock.now < deadline
+            {
+                try? await Task.sleep(for: .milliseconds(20))  // poll interval until the deadline
+            } catch {
+                try? await loop.shutdownGracefully()
+                throw error
             }
-        } catch {
-            try? await loop.shutdownGracefully()
-            throw error
         }
         let receiver = receiver
-        // Runs until deinit stops the receiver; then its loop ends.
-        Task {
+        // Runs until ``stop()`` or deinit stops the receiver; then its loop ends.
+        running = Task {
             try? await receiver.run()
             try? await loop.shutdownGracefully()
         }
@@ -42,6 +54,13 @@ public final class TestReceiver: Sendable {
     deinit {
         // Closed, not cancelled: see LogReceiver.stop().
         receiver.stop()
+    }
+
+    /// Stops the receiver, as a remote that goes down does, and returns once its port is free and no connection
+    /// to it is left open: `LogReceiver.stop()` closes them on the receiver's loop, after it returns.
+    public func stop() async {
+        receiver.stop()
+        await running.value
     }
 
     public var url: String { receiver.url }

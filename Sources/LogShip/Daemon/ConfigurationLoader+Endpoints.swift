@@ -14,10 +14,11 @@ extension ConfigurationLoader {
     }
 
     /// The keys an entry's own sections may hold: the top-level sections' keys.
-    static let endpointSectionKeys: [String: Set<String>] = [
-        "auth": ["bearer_token_file", "basic_user", "basic_password_file"],
-        "tls": ["ca_file", "client_cert", "client_key", "server_name", "min_version", "insecure_skip_verify"],
-    ]
+    static let endpointSectionKeys: [String: Set<String>] = Dictionary(
+        uniqueKeysWithValues: ["auth", "tls"].map { section in
+            let prefix = section + "."
+            return (section, Set(knownKeys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }))
+        })
 
     /// The entries of `upload.url` written as a list, with the problems of their shape (unknown keys, a mapping
     /// without `url`), each naming its entry.

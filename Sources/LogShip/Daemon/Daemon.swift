@@ -196,11 +196,10 @@ public final class Daemon: Sendable {
         precondition(!hasRun.exchange(true, ordering: .relaxed), "Daemon.run() is called once")
         // The sockets are bound and listening and the spool is open: producers can write from now on.
         notifier?.notify("READY=1\nSTATUS=\(await Self.statusLine(shipper: shipper, spool: spool))")
-        let endpoints = configuration.upload.endpoints.map { LiveConfiguration.shownName(ofEndpoint: $0.url) }
         logger.info(
             "logshipd running",
             metadata: [
-                "logship.upload.url": "\(endpoints.joined(separator: " "))",
+                "logship.upload.url": "\(configuration.upload.endpoints.map(\.shownName).joined(separator: " "))",
                 "logship.upload.max_in_flight": "\(configuration.upload.maxInFlight)",
             ])
         let outcome = await withDiscardingTaskGroup { tasks in

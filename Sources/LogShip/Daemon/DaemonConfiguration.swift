@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// Everything `logshipd` reads from `config/logshipd.yaml` and `LOGSHIPD_*` environment variables.
@@ -41,6 +42,17 @@ public struct DaemonConfiguration: Sendable {
             self.url = url
             self.auth = auth
             self.tls = tls
+        }
+
+        /// How it is named where others can read it (status, metrics labels, the log): its URL without user
+        /// information, query or fragment, which may hold credentials (`?api_key=`, `user:password@`).
+        var shownName: String {
+            guard var components = URLComponents(string: url) else { return url }
+            components.user = nil
+            components.password = nil
+            components.query = nil
+            components.fragment = nil
+            return components.string ?? url
         }
     }
 

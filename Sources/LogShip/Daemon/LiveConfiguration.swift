@@ -59,18 +59,7 @@ final class LiveConfiguration: Sendable {
             limits: BatchLimits(maxRecords: configuration.batch.maxRecords, maxBytes: configuration.batch.maxBytes),
             retry: RetryPolicy.Bounds(
                 initial: upload.retryInitial, maximum: upload.retryMax, retryAfterMaximum: upload.retryAfterMax),
-            budget: upload.rate, endpoints: upload.endpoints.map { shownName(ofEndpoint: $0.url) })
-    }
-
-    /// How an endpoint is named where others can read it (status, metrics labels, the log): its URL without user
-    /// information, query or fragment, which may hold credentials (`?api_key=`, `user:password@`).
-    static func shownName(ofEndpoint url: String) -> String {
-        guard var components = URLComponents(string: url) else { return url }
-        components.user = nil
-        components.password = nil
-        components.query = nil
-        components.fragment = nil
-        return components.string ?? url
+            budget: upload.rate, endpoints: upload.endpoints.map(\.shownName))
     }
 
     /// The uploaders' settings, one per endpoint in order of preference, each with the credentials and TLS

@@ -63,7 +63,7 @@ struct BatchDelivery: Sendable {
     ///   - claimed: Called right after a claim, before the upload, with what it took (`nil` when it found
     ///     nothing).
     func perform(
-        _ work: OperationWork, to endpoint: Int = 0, on lane: UploadLane? = nil,
+        _ work: OperationWork, to endpoint: Int, on lane: UploadLane? = nil,
         claimed: @Sendable (Claim?) -> Void = { _ in }
     ) async -> OperationReport {
         let part: BatchPart?

@@ -33,7 +33,8 @@ extension Shipper.Statistics {
     /// with more than one endpoint, which one it is: `remote accepting (endpoint 2 of 2, https://b.example/ingest)`.
     public var remoteState: String {
         guard endpoints.count > 1, endpoints.indices.contains(activeEndpoint) else { return activeState }
-        return "\(activeState) (endpoint \(activeEndpoint + 1) of \(endpoints.count), \(endpoints[activeEndpoint].name))"
+        let active = endpoints[activeEndpoint].name
+        return "\(activeState) (endpoint \(activeEndpoint + 1) of \(endpoints.count), \(active))"
     }
 
     /// What the active endpoint is doing, in words.

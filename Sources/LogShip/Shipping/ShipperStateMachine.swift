@@ -19,9 +19,10 @@ import Foundation
 /// - With more than one endpoint (`upload.url` as a list), requests go to the active one. When it pauses, delivery
 ///   moves to the most preferred endpoint that is not resting, and the one left rests out its pause; the waiting
 ///   operations are cancelled and made again for the new one. A resting endpoint preferred over the active one (or
-///   any, while the active one is paused too) is probed by one request once its rest is over: the next work of a
-///   class other than crash, or a timer's when records wait already; once it answers, delivery moves to it. A batch is sent to one endpoint per request: accepted, it is deleted; failed,
-///   it is put back and may go to the next. The budget and the slots are the link's, whichever endpoint is active.
+///   any, while the active one is paused too) is probed by one request once its rest is over: the next claim of a
+///   class other than crash, or a timer's when records wait already; once it answers, delivery moves to it. A
+///   batch is sent to one endpoint per request: accepted, it is deleted; failed, it is put back and may go to the
+///   next. The budget and the slots are the link's, whichever endpoint is active.
 /// - A class waits (nothing of it is enqueued) for the link's budget, or after the spool failed for it; a timer
 ///   ends the wait.
 /// - An operator's pause suspends the queue: what waits stays, nothing starts, crash records too.

@@ -15,9 +15,8 @@ struct StreamListenerStopTests {
         let directory = try TemporaryDirectory.make()
         let path = "\(directory)/ingest.sock"
         // A loop of its own: on NIO's singleton group (two threads here) the stop's timers waited behind other
-        // tests' in-process daemons, in a CI run past this test's 60 s. Made off the cooperative pool: its init
-        // waits until its thread has started.
-        let group = await offloaded { MultiThreadedEventLoopGroup(numberOfThreads: 1) }
+        // tests' in-process daemons, in a CI run past this test's 60 s.
+        let group = await startedEventLoopGroup()
         let listener = try UnixStreamListener.bind(
             path: path, mode: 0o600, maximumFrameBytes: 1024, limits: .init(maximum: 4, maximumPerUser: 4),
             group: group, logger: .test)

@@ -53,7 +53,7 @@ struct BatchDeliveryTests {
         var work: [OperationWork] = [.claim(.info, grant)]
         var run = Run()
         while !work.isEmpty {
-            guard case .sent(let report) = await delivery.perform(work.removeFirst()) else {
+            guard case .sent(let report) = await delivery.perform(work.removeFirst(), to: 0) else {
                 throw WaitTimeout(description: "an operation sent nothing")
             }
             run.counts += report.counts
@@ -148,7 +148,7 @@ struct BatchDeliveryTests {
         }
         let delivery = delivery(uploader, spool: spool)
         let grant = UploadRateLimiter.Grant(limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20))
-        let task = Task { await delivery.perform(.claim(.info, grant)) }
+        let task = Task { await delivery.perform(.claim(.info, grant), to: 0) }
         await started.wait()
         task.cancel()
         guard case .cancelled = await task.value else {

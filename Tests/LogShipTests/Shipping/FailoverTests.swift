@@ -9,7 +9,7 @@ struct FailoverTests {
     @Test("primary down: the secondary receives at once, the crash lane first; primary back: its probe is answered and traffic returns; nothing accepted twice")
     func failoverAndBack() async throws {
         let reserved = try PortReservation()  // the primary's port: bound while the primary is down, refusing
-        let primary = try await Self.receiver(listeningOn: reserved.port)
+        let primary = try await TestReceiver(port: reserved.port)
         // Slow, so that a backlog lasts while the primary's probe goes out.
         let secondary = try await TestReceiver(behavior: .init(delay: .milliseconds(200)))
         let daemon = try await TestDaemon.start(receiver: primary) {
@@ -28,7 +28,7 @@ struct FailoverTests {
         // The primary goes down. Uploads are held meanwhile, so that a backlog is spooled when the first requests
         // meet the outage; delivery moves to the secondary.
         daemon.shipper.setPausedByOperator(true)
-        primary.receiver.stop()
+        await primary.stop()
         try await daemon.send(count: 1000, priority: "info", prefix: "during")
         let down = ContinuousClock.now
         daemon.shipper.setPausedByOperator(false)
@@ -61,7 +61,7 @@ struct FailoverTests {
 
         // The primary comes back on its port. A backlog leaves through the secondary until the primary's probe,
         // one of its batches, is answered; from then on the primary takes the records.
-        let back = try await Self.receiver(listeningOn: reserved.port)
+        let back = try await TestReceiver(port: reserved.port)
         let returned = ContinuousClock.now
         try await daemon.send(count: 1000, priority: "info", prefix: "after")
         try await back.waitUntil { requests in requests.contains { $0.status == 200 } }
@@ -86,18 +86,5 @@ struct FailoverTests {
         print("records accepted twice across receivers: \(repeated.count)")
         try await daemon.stop()
         reserved.release()
-    }
-
-    /// A receiver on `port`, once the port is free to listen on: a receiver stopped there closes its listening
-    /// socket on its loop, after `stop()` returns (in a CI run at load 35 a bind found it still there).
-    static func receiver(listeningOn port: Int) async throws -> TestReceiver {
-        let deadline = ContinuousClock.now + .seconds(180)
-        while true {
-            do {
-                return try await TestReceiver(port: port)
-            } catch where ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))  // poll interval until the deadline
-            }
-        }
     }
 }

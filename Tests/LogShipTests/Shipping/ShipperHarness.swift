@@ -170,6 +170,18 @@ enum Reports {
         return .sent(report)
     }
 
+    /// A batch of four info records refused for what they hold: the report, and the halves it hands back as parts.
+    static func refusedInHalves(
+        at sentAt: ContinuousClock.Instant
+    ) -> (report: OperationReport, first: Batch, second: Batch) {
+        let batch = Batch(
+            priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) },
+            instance: .random())
+        let (first, second) = batch.halves()
+        let parts = [BatchPart(batch: first, isolation: .records), BatchPart(batch: second, isolation: .records)]
+        return (refusedRecords(parts: parts, at: sentAt), first, second)
+    }
+
     static func refusedRecords(parts: [BatchPart], at sentAt: ContinuousClock.Instant) -> OperationReport {
         var report = RequestReport(outcome: .refusedRecords, sentAt: sentAt)
         report.counts.requests = 1

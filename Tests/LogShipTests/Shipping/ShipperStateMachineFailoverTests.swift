@@ -73,13 +73,8 @@ struct ShipperStateMachineFailoverTests {
         let refused = try harness.start(endpoint: 1)
         harness.claimed(refused, moreLeft: false)
         harness.advance(by: 5)
-        let batch = Batch(
-            priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) },
-            instance: .random())
-        let (first, second) = batch.halves()
-        harness.finish(refused, Reports.refusedRecords(
-            parts: [BatchPart(batch: first, isolation: .records), BatchPart(batch: second, isolation: .records)],
-            at: harness.now))
+        let (refusal, _, _) = Reports.refusedInHalves(at: harness.now)
+        harness.finish(refused, refusal)
         let parts = harness.waiting.filter { operation in
             if case .send = operation.work { !operation.isCancelled } else { false }
         }
@@ -135,14 +130,7 @@ struct ShipperStateMachineFailoverTests {
 
     @Test("every endpoint down: delivery pauses as with one, and a crash record probes the active endpoint")
     func everyEndpointDown() throws {
-        var harness = Harness(
-            retry: RetryPolicy.Bounds(initial: .seconds(60), maximum: .seconds(600), retryAfterMaximum: .seconds(300)),
-            endpoints: Self.endpoints)
-        harness.recordsAvailable([.info])
-        let first = try harness.start()
-        harness.finish(first, Reports.failed(Reports.refusedConnection, at: harness.now))
-        let second = try harness.start(endpoint: 1)
-        harness.finish(second, Reports.failed(Reports.refusedConnection, at: harness.now))
+        var harness = try Self.everyEndpointFailed(second: Reports.refusedConnection)
         #expect(harness.isPaused && Self.statistics(harness).activeEndpoint == 1, "the first still rests")
         #expect(harness.waitingClasses.isEmpty)
 
@@ -155,14 +143,7 @@ struct ShipperStateMachineFailoverTests {
 
     @Test("a resting endpoint that answers its probe ends the pause of the active one, which rests out its pause")
     func probeEndsPause() throws {
-        var harness = Harness(
-            retry: RetryPolicy.Bounds(initial: .seconds(60), maximum: .seconds(600), retryAfterMaximum: .seconds(300)),
-            endpoints: Self.endpoints)
-        harness.recordsAvailable([.info])
-        let first = try harness.start()
-        harness.finish(first, Reports.failed(Reports.refusedConnection, at: harness.now))
-        let second = try harness.start(endpoint: 1)
-        harness.finish(second, Reports.failed(Reports.retryAfter(300), at: harness.now))
+        var harness = try Self.everyEndpointFailed(second: Reports.retryAfter(300))
         let pause = try #require(Self.statistics(harness).pause)
         let probeAt = try #require(harness.timers[.probeEndpoint(0)])
         #expect(probeAt < pause.until, "the first rests 30 to 60 s, the second asked for 300 s")
@@ -206,6 +187,20 @@ struct ShipperStateMachineFailoverTests {
                 harness.finish(operation, .nothingToSend)
             }
         }
+        return harness
+    }
+
+    /// A harness, retrying after 60 s to 10 min, whose first endpoint refused a connection and whose second then
+    /// failed with `error`.
+    static func everyEndpointFailed(second error: UploadError) throws -> Harness {
+        var harness = Harness(
+            retry: RetryPolicy.Bounds(initial: .seconds(60), maximum: .seconds(600), retryAfterMaximum: .seconds(300)),
+            endpoints: Self.endpoints)
+        harness.recordsAvailable([.info])
+        let first = try harness.start()
+        harness.finish(first, Reports.failed(Reports.refusedConnection, at: harness.now))
+        let second = try harness.start(endpoint: 1)
+        harness.finish(second, Reports.failed(error, at: harness.now))
         return harness
     }
 

@@ -243,13 +243,8 @@ struct ShipperStateMachineTests {
         harness.recordsAvailable([.info])
         let operation = try harness.start()
         harness.claimed(operation, moreLeft: false)
-        let batch = Batch(
-            priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) },
-            instance: .random())
-        let (first, second) = batch.halves()
-        harness.finish(operation, Reports.refusedRecords(
-            parts: [BatchPart(batch: first, isolation: .records), BatchPart(batch: second, isolation: .records)],
-            at: harness.now))
+        let (refusal, first, second) = Reports.refusedInHalves(at: harness.now)
+        harness.finish(operation, refusal)
         #expect(!harness.isPaused, "the link works: the remote answered")
         let sent = harness.waiting.compactMap { if case .send(let part) = $0.work { part.batch } else { nil } }
         #expect(sent == [first, second])
@@ -260,13 +255,8 @@ struct ShipperStateMachineTests {
         var harness = Harness()
         harness.recordsAvailable([.info])
         let operation = try harness.start()
-        let batch = Batch(
-            priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) },
-            instance: .random())
-        let (first, second) = batch.halves()
-        harness.finish(operation, Reports.refusedRecords(
-            parts: [BatchPart(batch: first, isolation: .records), BatchPart(batch: second, isolation: .records)],
-            at: harness.now))
+        let (refusal, first, second) = Reports.refusedInHalves(at: harness.now)
+        harness.finish(operation, refusal)
         let part = try harness.start()
         harness.finish(part, .cancelled)
         let queued = harness.waiting.compactMap { if case .send(let part) = $0.work { part.batch } else { nil } }

@@ -10,7 +10,7 @@ import LogShipTestKit
 struct UploadLoopsTests {
     @Test("an operation takes the lane with the fewest operations, the first when tied; giving one back makes a lane free")
     func leastBusy() async throws {
-        let group = await offloaded { MultiThreadedEventLoopGroup(numberOfThreads: 2) }  // its init waits for its threads
+        let group = await startedEventLoopGroup(threads: 2)
         let loops = UploadLoops(Array(group.makeIterator()))
 
         let taken = (0..<4).map { _ in loops.take() }
@@ -28,7 +28,7 @@ struct UploadLoopsTests {
     @Test("with two loops, a request goes out on the connection of the lane its payload names, from any thread")
     func connectionPerLane() async throws {
         let receiver = try await TestReceiver()
-        let group = await offloaded { MultiThreadedEventLoopGroup(numberOfThreads: 2) }  // its init waits for its threads
+        let group = await startedEventLoopGroup(threads: 2)
         let loops = UploadLoops(Array(group.makeIterator()))
         // Not the default 10 s: a loaded machine can answer later than that (see UploadClientTests).
         let uploader = try HTTPUploader(
