@@ -40,7 +40,7 @@ extension ConfigurationLoader {
                 let key = keyNode.string ?? "\(keyNode)"
                 if key == "url", let url = value.scalar?.string {
                     entry.url = url
-                } else if let known = endpointSectionKeys[key], let section = value.mapping {
+                } else if let known = endpointSectionKeys[key], let section = value.mapping ?? emptySection(value) {
                     var texts: [String: String] = [:]
                     for (innerKey, innerValue) in section {
                         let inner = innerKey.string ?? "\(innerKey)"
@@ -68,6 +68,14 @@ extension ConfigurationLoader {
         return (entries, problems)
     }
 
+    /// An empty mapping for a section written with no value (`auth:` or `auth: ~`), as a top-level section may be.
+    private static func emptySection(_ node: Node) -> Node.Mapping? {
+        guard let scalar = node.scalar, scalar.string.isEmpty || scalar.string == "~" else {
+            return nil
+        }
+        return Node.Mapping([])
+    }
+
     /// How problems name an entry of a list of `count`: `upload.url entry 2`, or `upload.url` when it is alone.
     static func entryName(_ index: Int, of count: Int) -> String {
         count == 1 ? "upload.url" : "upload.url entry \(index + 1)"
@@ -82,6 +90,13 @@ extension ConfigurationLoader {
             let urls = text.split(whereSeparator: { $0.isWhitespace }).map(String.init)
             guard urls.count > 1 else {
                 var url = ""
+                // `a,b` would read as one URL whose path holds the second.
+                if text.range(of: #",\s*https?://"#, options: [.regularExpression, .caseInsensitive]) != nil {
+                    values.problems.append(
+                        "\(values.source(of: "upload.url")): several URLs are separated by spaces, not commas "
+                            + "(not shown: it may hold a credential)")
+                    return [DaemonConfiguration.Endpoint(url: url)]
+                }
                 values.read("upload.url", into: &url, .httpURL)
                 return [DaemonConfiguration.Endpoint(url: url)]
             }
@@ -126,6 +141,36 @@ extension ConfigurationLoader {
             }
             return endpoint
         }
+    }
+
+    /// What an operator should know of valid endpoints: credentials that reach more than one receiver. A plain URL
+    /// entry sends the top-level `auth`, so adding a second URL to a file with a token sends that token to the new
+    /// receiver too, which may be meant (two hosts of one service) or not.
+    static func endpointNotices(_ configuration: DaemonConfiguration) -> [String] {
+        let endpoints = configuration.upload.endpoints
+        guard endpoints.count > 1 else { return [] }
+        var notices: [String] = []
+        func named(_ indices: [Int]) -> String {
+            indices.map { "\($0 + 1) (\(endpoints[$0].shownName))" }.joined(separator: ", ")
+        }
+        let inheriting = endpoints.indices.filter { endpoints[$0].auth == nil }
+        if configuration.auth.sendsCredentials && inheriting.count > 1 {
+            notices.append(
+                "upload.url entries \(named(inheriting)) are all sent the top-level auth credentials: if a receiver "
+                    + "should not have them, give its entry an auth section of its own (auth: {} sends none)")
+        }
+        // An endpoint's credentials replace the header; one without any sends it as it is.
+        let bare = endpoints.indices.filter { !configuration.auth(of: endpoints[$0]).sendsCredentials }
+        let authorization = configuration.upload.headers.contains {
+            $0.0.caseInsensitiveCompare("Authorization") == .orderedSame
+        }
+        if authorization && bare.count > 1 {
+            notices.append(
+                "upload.headers' Authorization header is sent to upload.url entries \(named(bare)), which have no "
+                    + "auth credentials to replace it: if a receiver should not have it, give its entry an auth "
+                    + "section with credentials of its own")
+        }
+        return notices
     }
 
     /// What is wrong with the endpoints beyond each URL: a URL listed twice, a user or password in a URL, and the

@@ -288,6 +288,7 @@ public struct ConfigurationLoader: Sendable {
         // Rules across keys mean little while single keys are wrong.
         if problems.isEmpty { problems = crossKeyProblems(configuration) }
         guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
+        configuration.notices += endpointNotices(configuration)
         return configuration
     }
 }

@@ -90,6 +90,9 @@ public struct DaemonConfiguration: Sendable {
         /// A user for `Authorization: Basic …`, with the password in `basicPasswordFile`.
         public var basicUser = ""
         public var basicPasswordFile = ""
+
+        /// Whether requests carry an `Authorization` header from this section.
+        public var sendsCredentials: Bool { !bearerTokenFile.isEmpty || !basicUser.isEmpty }
     }
 
     public struct TLS: Sendable {

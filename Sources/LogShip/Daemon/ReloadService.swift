@@ -42,13 +42,16 @@ struct ReloadService: Service {
         clock_gettime(CLOCK_MONOTONIC, &now)
         notifier?.notify("RELOADING=1\nMONOTONIC_USEC=\(Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000)")
         defer { notifier?.notify("READY=1") }
+        let configuration: DaemonConfiguration
         do {
-            try live.apply(try await load())
+            configuration = try await load()
+            try live.apply(configuration)
         } catch {
             let reason = (error as? ConfigurationError)?.problems.joined(separator: "; ") ?? "\(error)"
             logger.error("reload refused; the running configuration stays: \(reason)")
             return
         }
+        for notice in configuration.notices { logger.warning("configuration: \(notice)") }
         logger.notice("configuration reloaded")
     }
 }

@@ -235,6 +235,10 @@ public final class Shipper: Service, Sendable {
             logger.notice(
                 "a preferred upload endpoint answered again; delivery moved back to it",
                 metadata: ["logship.upload.from": "\(from)", "logship.upload.to": "\(to)"])
+        case .movedByReload(let from, let to):
+            logger.notice(
+                "upload.url changed by a reload; delivery starts with the most preferred endpoint",
+                metadata: ["logship.upload.from": "\(from)", "logship.upload.to": "\(to)"])
         }
     }
 

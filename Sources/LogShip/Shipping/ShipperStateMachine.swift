@@ -81,6 +81,9 @@ struct ShipperStateMachine: Sendable {
         /// Delivery moved from one endpoint to another: away from a failure (`reason`), or back to a preferred
         /// one that answered its probe (`reason` is `nil`).
         case movedEndpoint(from: String, to: String, reason: String?)
+        /// A reload changed `upload.url` before or at the active endpoint: delivery went from the URL it went to
+        /// before to the most preferred endpoint not resting.
+        case movedByReload(from: String, to: String)
     }
 
     /// One thing the shipper must do after an event, in the order given.
@@ -202,6 +205,8 @@ struct ShipperStateMachine: Sendable {
     private var budget: UploadRateLimiter
     private var limits: BatchLimits
     private var totals = DeliveryCounts()
+    /// The counts of URLs a reload took out of `upload.url`, for when one comes back: its counts go on.
+    private var countsByFormerURL: [String: DeliveryCounts] = [:]
     /// Seconds each class spent waiting for the link's budget, up to its last wait's end.
     private var throttledSeconds: [PriorityClass: Double] = [:]
     /// The latest failure since start (of a request, or of the spool), for status.
@@ -371,18 +376,35 @@ struct ShipperStateMachine: Sendable {
         return (true, actions)
     }
 
-    /// A reload: new batch limits, retry bounds and budget (the budget ends an operator's `logctl throttle`).
+    /// A reload: new batch limits, retry bounds and budget (the budget ends an operator's `logctl throttle`), and
+    /// perhaps other URLs.
+    ///
+    /// An endpoint is its URL: a place whose URL changed (a new URL, or the list reordered) starts afresh, standing
+    /// by, with the counts that URL had (the metrics' counters must not go back); what was learnt of the place's old
+    /// URL is dropped, as by a restart. If the active endpoint's place changed, or one preferred over it, delivery
+    /// goes to the most preferred endpoint not resting. A request already on its way is counted for the place it
+    /// went to.
     mutating func reconfigure(_ settings: Settings, now: Instant) -> [Action] {
         precondition(settings.endpoints.count == endpoints.count, "endpoints are added or removed by a restart")
+        var actions: [Action] = []
         limits = settings.limits
-        for index in endpoints.indices {
-            endpoints[index].retry.bounds = settings.retry
-            // Another URL is another receiver: what was counted was the old one's.
-            if endpoints[index].name != settings.endpoints[index] { endpoints[index].totals = DeliveryCounts() }
-            endpoints[index].name = settings.endpoints[index]
+        let changed = endpoints.indices.filter { endpoints[$0].name != settings.endpoints[$0] }
+        let activeName = endpoints[active].name
+        for index in changed { countsByFormerURL[endpoints[index].name] = endpoints[index].totals }
+        for index in changed {
+            if endpoints[index].rest?.probe == .armed { actions.append(.cancelTimer(.probeEndpoint(index))) }
+            let name = settings.endpoints[index]
+            endpoints[index] = Endpoint(name: name, retry: RetryPolicy(bounds: settings.retry))
+            endpoints[index].totals = countsByFormerURL.removeValue(forKey: name) ?? DeliveryCounts()
         }
+        for index in endpoints.indices { endpoints[index].retry.bounds = settings.retry }
         budget.update(settings.budget, now: now)
-        return budgetChanged(now: now)
+        if let first = changed.first, first <= active, phase != .draining {
+            moveAfterReload(from: activeName, now: now, &actions)
+        }
+        actions += budgetChanged(now: now)
+        armProbesIfNeeded(now: now, &actions)
+        return actions
     }
 
     /// `logctl throttle`: a byte budget in place of the configured one, or none at all, until the next reload.
@@ -721,6 +743,27 @@ struct ShipperStateMachine: Sendable {
         }
         actions.append(
             .log(.movedEndpoint(from: endpoints[left].name, to: endpoints[endpoint].name, reason: reason)))
+        letGoEveryClass(now: now, &actions)
+    }
+
+    /// The active endpoint's place, or one preferred over it, has another URL after a reload: delivery starts over
+    /// with the most preferred endpoint not resting (a changed place stands by), as at start.
+    /// - Parameter activeName: The URL delivery went to before the reload.
+    private mutating func moveAfterReload(from activeName: String, now: Instant, _ actions: inout [Action]) {
+        cancelWaiting(to: nil, &actions)
+        if case .paused(_, let probe) = link {
+            actions.append(.cancelTimer(.endPause))
+            if probe == .armed { actions.append(.cancelTimer(.probeForCrash)) }
+        }
+        active = endpoints.indices.first { !isResting($0, at: now) } ?? active
+        if let rest = endpoints[active].rest {
+            if rest.probe == .armed { actions.append(.cancelTimer(.probeEndpoint(active))) }
+            endpoints[active].rest = nil
+        }
+        link = .accepting
+        if endpoints[active].name != activeName {
+            actions.append(.log(.movedByReload(from: activeName, to: endpoints[active].name)))
+        }
         letGoEveryClass(now: now, &actions)
     }
 

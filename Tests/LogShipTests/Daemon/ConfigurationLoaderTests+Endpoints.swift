@@ -97,6 +97,51 @@ extension ConfigurationLoaderTests {
         }
     }
 
+    @Test("credentials that reach several receivers are noted: the top-level auth on plain entries, an Authorization header")
+    func credentialNotices() async throws {
+        #expect(try await load(Self.endpointList).notices.isEmpty, "one plain entry takes the top-level auth")
+
+        let twoPlain = try await load("""
+            upload:
+              url: [https://a.example/ingest, https://b.example/ingest?key=x]
+            auth:
+              bearer_token_file: /run/credentials/logshipd.service/token
+            """)
+        #expect(twoPlain.notices == [
+            "upload.url entries 1 (https://a.example/ingest), 2 (https://b.example/ingest) are all sent the top-level "
+                + "auth credentials: if a receiver should not have them, give its entry an auth section of its own "
+                + "(auth: {} sends none)"
+        ])
+
+        // `auth:` with no value is an empty section, as at the top level: this entry sends no credentials.
+        let ownNone = try await load("""
+            upload:
+              url:
+                - https://a.example/ingest
+                - url: https://b.example/ingest
+                  auth:
+              headers:
+                authorization: Bearer abc
+            """)
+        #expect(ownNone.upload.endpoints[1].auth.map { !$0.sendsCredentials } == true)
+        #expect(ownNone.notices.count == 1 && ownNone.notices[0].hasPrefix(
+            "upload.headers' Authorization header is sent to upload.url entries 1 (https://a.example/ingest), "
+                + "2 (https://b.example/ingest)"), "\(ownNone.notices)")
+
+        let single = try await load("upload:\n  url: https://a.example/ingest\nauth:\n  bearer_token_file: /t\n")
+        #expect(single.notices.isEmpty)
+    }
+
+    @Test("URLs separated by commas are refused, not read as one URL whose path holds the rest")
+    func commaSeparatedURLs() async {
+        let error = await loadError(
+            "", environment: ["LOGSHIPD_UPLOAD_URL": "http://127.0.0.1:1/ingest,http://127.0.0.1:2/ingest"])
+        #expect(error.contains(
+            "LOGSHIPD_UPLOAD_URL (upload.url): several URLs are separated by spaces, not commas (not shown: it may "
+                + "hold a credential)"), "\(error)")
+        #expect(!error.contains("127.0.0.1:2"), "the value may hold a credential")
+    }
+
     @Test("logshipd --check-config names each bad endpoint and passes a good list")
     func checkConfigEndpoints() async throws {
         let directory = try TemporaryDirectory.make()

@@ -28,6 +28,8 @@ struct ShipperHarness {
     var isSuspended = false
     var notices: [Machine.Notice] = []
     var wokenIdleWaiters = 0
+    /// The settings it started with, or was last reloaded with.
+    var settings: Machine.Settings
 
     init(
         slots: Int = 2, limits: BatchLimits = BatchLimits(maxRecords: 100, maxBytes: 1 << 20),
@@ -35,15 +37,19 @@ struct ShipperHarness {
         endpoints: [String] = ["https://logs.example/ingest"]
     ) {
         now = start
-        machine = Machine(
-            Machine.Settings(slots: slots, limits: limits, retry: retry, budget: budget, endpoints: endpoints),
-            now: start,
-            jitter: Jitter(seed: seed))
+        settings = Machine.Settings(slots: slots, limits: limits, retry: retry, budget: budget, endpoints: endpoints)
+        machine = Machine(settings, now: start, jitter: Jitter(seed: seed))
     }
 
     static let retry = RetryPolicy.Bounds(initial: .seconds(1), maximum: .seconds(30), retryAfterMaximum: .seconds(300))
 
     // MARK: Events
+
+    /// A reload with other URLs, the rest of the settings as they were.
+    mutating func reload(endpoints: [String]) {
+        settings.endpoints = endpoints
+        apply(machine.reconfigure(settings, now: now))
+    }
 
     mutating func recordsAvailable(_ classes: Set<PriorityClass>) {
         apply(machine.recordsAvailable(classes, now: now))
