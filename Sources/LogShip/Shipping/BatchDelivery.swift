@@ -91,8 +91,19 @@ struct BatchDelivery: Sendable {
         case .send(let sent):
             (batch, part) = (sent.batch, sent)
         }
+        // A part that goes to another endpoint than the one that refused its batch (delivery moved) is sent as a
+        // batch of its own: one receiver's answers must not decide what another's refusal meant. Its probe hears
+        // it withdrawn, and a verdict that leaves is undecided.
+        var isolation = part?.isolation
+        var withdrawn: RefusalProbes.Verdict?
+        if let part, part.endpoint != endpoint {
+            isolation = nil
+            if case .probe(let id) = part.isolation { withdrawn = probes.partWithdrawn(id) }
+        }
         do {
-            return try await send(batch, isolating: part?.isolation, to: uploaders[endpoint], on: lane)
+            let report = try await send(batch, isolating: isolation, to: endpoint, on: lane)
+            guard let withdrawn else { return report }
+            return try await putBack(withdrawn, after: report, on: lane)
         } catch {
             // Writes nothing: fails only once the spool is closed, when no claim matters any more.
             try? await spool.settle(batch, .putBack)
@@ -103,10 +114,11 @@ struct BatchDelivery: Sendable {
         }
     }
 
-    /// Sends `batch` in one request and settles what the answer settles.
+    /// Sends `batch` in one request to `endpoint` and settles what the answer settles.
     private func send(
-        _ batch: Batch, isolating isolation: BatchPart.Isolation?, to uploader: any Uploader, on lane: UploadLane?
+        _ batch: Batch, isolating isolation: BatchPart.Isolation?, to endpoint: Int, on lane: UploadLane?
     ) async throws -> OperationReport {
+        let uploader = uploaders[endpoint]
         let sentAt = ContinuousClock.now
         let bodyBytes: Int
         var failure: UploadError?
@@ -118,7 +130,7 @@ struct BatchDelivery: Sendable {
         } catch let error as UploadError where error.isUnencodable {
             // Nothing went out: no request and nothing spent; the records are refused as a remote refuses them.
             var report = RequestReport(outcome: .refusedRecords, sentAt: sentAt)
-            try await isolate(batch, refusedWith: error, &report, on: lane)
+            try await isolate(batch, refusedWith: error, &report, for: endpoint, on: lane)
             return .sent(report)
         } catch is CancellationError {
             try await putBack([batch], on: lane)
@@ -143,7 +155,7 @@ struct BatchDelivery: Sendable {
             try await spool.settle(batch, .delivered)
             report.counts.delivered = batch.records.count
             if case .probe(let id) = isolation, let verdict = probes.partAccepted(id) {
-                try await apply(verdict, &report, on: lane)
+                try await apply(verdict, &report, for: endpoint, on: lane)
             }
             return .sent(report)
         }
@@ -164,16 +176,16 @@ struct BatchDelivery: Sendable {
             try await putBack([batch], on: lane)
             report.isPutBack = true
             if case .probe(let id) = isolation, let verdict = probes.partWithdrawn(id) {
-                try await apply(verdict, &report, on: lane)
+                try await apply(verdict, &report, for: endpoint, on: lane)
             }
         case (.recordsRefused, _), (.unclear, .records?):
             report.outcome = .refusedRecords
-            try await isolate(batch, refusedWith: failure, &report, on: lane)
+            try await isolate(batch, refusedWith: failure, &report, for: endpoint, on: lane)
         case (.unclear, .probe(let id)?):
             // Counted when the probe's verdict is in: rejected if the remote takes some part, retried if none.
             report.outcome = .refusedRecords
             if let verdict = probes.partRefused(id, batch, failure) {
-                try await apply(verdict, &report, on: lane)
+                try await apply(verdict, &report, for: endpoint, on: lane)
             }
         case (.unclear, nil) where batch.records.count == 1:
             report.outcome = .refusedEveryPart(failure)
@@ -184,19 +196,21 @@ struct BatchDelivery: Sendable {
             // The records, or everything? Their parts tell; the request is counted with the verdict.
             report.outcome = .refusedRecords
             let (id, parts) = probes.begin(batch)
-            report.parts = parts.map { BatchPart(batch: $0, isolation: .probe(id)) }
+            report.parts = parts.map { BatchPart(batch: $0, isolation: .probe(id), endpoint: endpoint) }
         }
         return .sent(report)
     }
 
-    /// Carries out a probe's verdict: refused parts isolated as refused records, or put back.
-    private func apply(_ verdict: RefusalProbes.Verdict, _ report: inout RequestReport, on lane: UploadLane?) async throws {
+    /// Carries out a probe's verdict on `endpoint`: refused parts isolated as refused records, or put back.
+    private func apply(
+        _ verdict: RefusalProbes.Verdict, _ report: inout RequestReport, for endpoint: Int, on lane: UploadLane?
+    ) async throws {
         switch verdict {
         case .recordsRefused(let refused):
             // The batch the probe began with was refused for its records.
             report.counts.rejectedRequests += 1
             for (part, error) in refused {
-                try await isolate(part, refusedWith: error, &report, on: lane)
+                try await isolate(part, refusedWith: error, &report, for: endpoint, on: lane)
             }
         case .endpointRefuses(let parts, let error):
             report.counts.retriedRequests += 1 + parts.count
@@ -215,15 +229,16 @@ struct BatchDelivery: Sendable {
         }
     }
 
-    /// `batch` was refused for what its records hold: halves to send on their own, or, a lone record, a dead
-    /// letter.
+    /// `batch` was refused by `endpoint` for what its records hold: halves to send on their own, or, a lone record,
+    /// a dead letter.
     private func isolate(
-        _ batch: Batch, refusedWith error: UploadError, _ report: inout RequestReport, on lane: UploadLane?
+        _ batch: Batch, refusedWith error: UploadError, _ report: inout RequestReport, for endpoint: Int,
+        on lane: UploadLane?
     ) async throws {
         if !error.isUnencodable { report.counts.rejectedRequests += 1 }
         guard batch.records.count == 1 else {
             let (first, second) = batch.halves()
-            report.parts += [BatchPart(batch: first, isolation: .records), BatchPart(batch: second, isolation: .records)]
+            report.parts += [first, second].map { BatchPart(batch: $0, isolation: .records, endpoint: endpoint) }
             return
         }
         try await write(on: lane) {
@@ -240,6 +255,19 @@ struct BatchDelivery: Sendable {
     }
 
     /// Puts `batches` back in the spool, ready at once: when they go again is the shipper's to say.
+    /// Puts back what a probe's verdict leaves claimed when its last part was withdrawn to go to another endpoint:
+    /// undecided, whatever the endpoint that refused the batch said of the other parts; the records go to the
+    /// active endpoint as new claims.
+    private func putBack(
+        _ verdict: RefusalProbes.Verdict, after report: OperationReport, on lane: UploadLane?
+    ) async throws -> OperationReport {
+        try await putBack(verdict.parts, on: lane)
+        guard case .sent(var request) = report else { return report }
+        request.counts.retriedRequests += 1 + verdict.parts.count
+        request.isPutBack = true
+        return .sent(request)
+    }
+
     private func putBack(_ batches: [Batch], on lane: UploadLane?) async throws {
         for batch in batches {
             try await write(on: lane) { try await spool.settle(batch, .putBack) }

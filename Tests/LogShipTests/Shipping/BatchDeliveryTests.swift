@@ -118,6 +118,34 @@ struct BatchDeliveryTests {
         #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 0", "bad 8"])
     }
 
+    @Test("a part of a probe sent to another endpoint (delivery moved) is a batch of its own there: one endpoint's acceptance never makes the other's refusal the records' fault")
+    func partAfterMove() async throws {
+        let spool = try await spool((0..<16).map { "record \($0)" })
+        let refusing = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }
+        let accepting = ScriptedUploader { _ in }
+        let delivery = BatchDelivery(spool: spool, uploaders: [refusing, accepting], logger: .test)
+        let grant = UploadRateLimiter.Grant(limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20))
+        guard case .sent(let refusal) = await delivery.perform(.claim(.info, grant), to: 0) else {
+            throw WaitTimeout(description: "the claim sent nothing")
+        }
+        #expect(refusal.parts.count == 2 && refusal.parts.allSatisfy { $0.endpoint == 0 }, "a probe at endpoint 0")
+        _ = await delivery.perform(.send(refusal.parts[0]), to: 0)
+        guard case .sent(let moved) = await delivery.perform(.send(refusal.parts[1]), to: 1) else {
+            throw WaitTimeout(description: "the moved part sent nothing")
+        }
+        #expect(moved.counts.delivered == 8 && accepting.requests == 1)
+        #expect(moved.parts.isEmpty && moved.isPutBack, "the part endpoint 0 refused goes back, undecided")
+
+        // Delivery back at the refusing endpoint: it refuses everything, so nothing is the records' fault.
+        var work: [OperationWork] = moved.parts.map { .send($0) } + [.claim(.info, grant)]
+        while !work.isEmpty, case .sent(let report) = await delivery.perform(work.removeFirst(), to: 0) {
+            work += report.parts.map { .send($0) }
+        }
+        #expect(try await spool.deadLetters(limit: 20).isEmpty, "no good record dead-lettered")
+        let statistics = await spool.statistics()
+        #expect(statistics.claimed == 0 && statistics.pending[.info] == 8, "the 8 endpoint 1 did not take wait")
+    }
+
     @Test("a lone record refused with 400 is dead-lettered; one refused with an unclear 4xx pauses delivery")
     func loneRecords() async throws {
         let badRequest = try await spool(["one"])

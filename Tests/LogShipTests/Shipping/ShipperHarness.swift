@@ -184,7 +184,7 @@ enum Reports {
             priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) },
             instance: .random())
         let (first, second) = batch.halves()
-        let parts = [BatchPart(batch: first, isolation: .records), BatchPart(batch: second, isolation: .records)]
+        let parts = [first, second].map { BatchPart(batch: $0, isolation: .records, endpoint: 0) }
         return (refusedRecords(parts: parts, at: sentAt), first, second)
     }
 
