@@ -24,9 +24,26 @@ struct RetryPolicyTests {
             let slowed = reactions.count { $0 == .slowDown }
             let paused = reactions.count { if case .pause = $0 { true } else { false } }
             #expect(slowed == 0, "\(share): \(slowed) slowdowns")
-            // Three in a row happen by chance at 20% (0.8% of requests): a short pause each, never more.
-            #expect(Double(paused) <= 2_000 * share * share * share * 3 + 1, "\(share): \(paused) pauses")
+            #expect(paused == 0, "\(share): \(paused) pauses")
         }
+    }
+
+    @Test("three failures in a row pause only when they are most of the last answers: a remote failing everything")
+    func failingEverything() {
+        var fresh = RetryPolicy(bounds: Self.bounds)
+        let failed = UploadError.status(502, responseExcerpt: "")
+        #expect(fresh.failed(failed, jitter: 1) == .retry)
+        #expect(fresh.failed(failed, jitter: 1) == .retry)
+        #expect(fresh.failed(failed, jitter: 1) == .pause(.milliseconds(400), .remoteUnavailable, isAskedByRemote: false),
+                "three of three answers")
+
+        var answering = RetryPolicy(bounds: Self.bounds)
+        for _ in 0..<20 { answering.answered() }
+        var reactions: [RetryPolicy.Reaction] = []
+        for _ in 0..<11 { reactions.append(answering.failed(failed, jitter: 1)) }
+        #expect(reactions.dropLast().allSatisfy { $0 == .retry }, "three in a row after twenty taken: chance")
+        #expect(reactions.last == .pause(.seconds(2), .remoteUnavailable, isAskedByRemote: false),
+                "eleven of the last twenty: the remote fails everything")
     }
 
     @Test("503s that are most of the last answers ask for less; a 429 always does")
