@@ -102,8 +102,8 @@ public final class LogReceiver: Sendable {
     private let behavior: Behavior
     private let onRequest: @Sendable (Request) -> Void
     private let counters = Mutex(Statistics())
-    /// The connections being served: what ``stop()`` closes.
-    private let served = ServedConnections()
+    /// The connections accepted and not yet closed: what ``stop()`` closes.
+    private let served: ServedConnections
     private let logger: Logger
 
     /// The address the receiver listens on (with the port chosen when 0 was asked for).
@@ -128,11 +128,18 @@ public final class LogReceiver: Sendable {
         onRequest: @escaping @Sendable (Request) -> Void
     ) async throws {
         let sslContext = try tls.map { try NIOSSLContext(configuration: $0) }
+        let served = ServedConnections()
         server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
+                // Known from the moment it is accepted, not from when ``run()`` gets to it, so that a stop closes
+                // also a connection accepted just before it, which the client would otherwise wait on.
+                guard served.insert(channel) else {
+                    return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+                }
+                channel.closeFuture.whenComplete { _ in served.remove(channel) }
+                return channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                     }
@@ -144,6 +151,7 @@ public final class LogReceiver: Sendable {
         guard let address = server.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         self.address = address
         self.scheme = tls == nil ? "http" : "https"
+        self.served = served
         self.behavior = behavior
         self.onRequest = onRequest
         self.logger = logger
@@ -177,8 +185,8 @@ public final class LogReceiver: Sendable {
     /// Stops accepting and closes the connections being served; ``run()`` returns once each has ended.
     ///
     /// Closing, not cancelling: a connection accepted but not yet handed to ``run()``'s loop would be dropped
-    /// unfinished by a cancelled loop, which NIO traps on (`Deinited NIOAsyncWriter without calling finish()`);
-    /// a closed server channel still hands over every connection it accepted, and those are closed at once.
+    /// unfinished by a cancelled loop, which NIO traps on (`Deinited NIOAsyncWriter without calling finish()`).
+    /// Every connection accepted is closed here, also one ``run()`` has not got to yet.
     public func stop() {
         server.channel.close(promise: nil)
         served.closeAll()
@@ -186,8 +194,6 @@ public final class LogReceiver: Sendable {
 
     private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {
         counters.withLock { $0.connections += 1 }
-        if !served.insert(connection.channel) { connection.channel.close(promise: nil) }
-        defer { served.remove(connection.channel) }
         do {
             try await connection.executeThenClose { parts, writer in
                 var head: HTTPRequestHead?
