@@ -65,7 +65,7 @@ struct CrashRecoveryTests {
 
         daemon = try await LogshipdProcess.start(directory: directory)
         let expected = Set(senders.flatMap { sender in (0..<1000).map { "sender \(sender) line \($0)" } })
-        try await receiver.waitUntil(within: .seconds(120)) { requests in
+        try await receiver.waitUntil(within: .seconds(300)) { requests in
             expected.isSubset(of: Set(requests.flatMap(\.records).map(\.message)))
         }
         let received = receiver.records.map(\.message)

@@ -78,7 +78,7 @@ struct LocalUserTests {
         let claimedBeforeAcceptance = daemon.receiver.requests.compactMap(\.batch).max() ?? 0
         let maxInFlight = daemon.configuration.upload.maxInFlight
         gate.open()
-        try await daemon.receiver.waitFor(records: 20_001, within: .seconds(120))
+        try await daemon.receiver.waitFor(records: 20_001, within: .seconds(300))
 
         let records = daemon.receiver.records.filter { $0.message.hasPrefix("claim ") }
         let kept = records.filter { $0.priority == .crash }
@@ -146,7 +146,7 @@ struct LocalUserTests {
         let holder = try ConnectionHolder(
             asUser: 65534, target: "\(directory)/control.sock", count: 40, payloadBytes: 8 << 20,
             answer: "larger than the control socket's limit of 1MiB")
-        try await waitUntil(within: .seconds(120)) { holder.hasWritten }
+        try await waitUntil(within: .seconds(300)) { holder.hasWritten }
         #expect(holder.connected == 40, "\(holder.output)")
         try await waitUntil(within: .seconds(180)) { holder.answered == 40 }
         let status = try await LogshipdProcess.status(directory: directory)

@@ -34,7 +34,7 @@ struct RecordIDDeliveryTests {
         gate.open()
 
         daemon = try await LogshipdProcess.start(directory: directory)
-        try await receiver.waitUntil(within: .seconds(120)) { requests in
+        try await receiver.waitUntil(within: .seconds(300)) { requests in
             Set(Self.messages).isSubset(of: Set(requests.flatMap(\.records).map(\.message)))
         }
         Self.expectRepeatsIdentified(receiver.requests, firstAttempts: firstAttempts)
@@ -51,7 +51,7 @@ struct RecordIDDeliveryTests {
         try LogshipdProcess.configure(directory: directory, url: receiver.url, batchRecords: 100)
         let daemon = try await LogshipdProcess.start(directory: directory)
         try await send(Self.messages, to: directory)
-        try await receiver.waitUntil(within: .seconds(120)) { requests in
+        try await receiver.waitUntil(within: .seconds(300)) { requests in
             let later = requests.filter { $0.sequence > 0 }
             return Set(Self.messages).isSubset(of: Set(later.flatMap(\.records).map(\.message)))
         }

@@ -206,7 +206,7 @@ struct SocketActivationTests {
         let written = Set((idle + busy).flatMap(\.written))
         // Not thrown: the expectation below says how many are missing. Delivering what is left takes seconds; lines
         // still missing after two minutes did not arrive after ten either.
-        try? await eventually(within: .seconds(120)) { Set(receiver.records.map(\.message)).isSuperset(of: written) }
+        try? await eventually(within: .seconds(300)) { Set(receiver.records.map(\.message)).isSuperset(of: written) }
         #expect(try await activator.stop() == 0)
         let lost = written.subtracting(receiver.records.map(\.message))
         print("restarts with long-lived writers (store \(fileDescriptorStore)): \(written.count) lines written, "
@@ -265,7 +265,7 @@ struct SocketActivationTests {
         // Down long enough for more connections to queue than NIO's default backlog of 128 would hold.
         try await waitUntil { attempts.load(ordering: .relaxed) >= 3 * linesPerPhase }
         for _ in 0..<3 { stopped.signal() }
-        try await waitUntil(within: .seconds(120)) { attempts.load(ordering: .relaxed) >= 6 * linesPerPhase }
+        try await waitUntil(within: .seconds(300)) { attempts.load(ordering: .relaxed) >= 6 * linesPerPhase }
         try await activator.start(configuration: configuration, errorLog: errorLog)
         for _ in 0..<3 { restarted.signal() }
         let results = await writers.value
@@ -274,7 +274,7 @@ struct SocketActivationTests {
         print("restart under load: \(written.count + refused.count) connects, \(refused.count) refused")
         #expect(refused.isEmpty, "\(refused.count) connects refused, the first: \(refused.first ?? "")")
 
-        try await receiver.waitFor(records: written.count, within: .seconds(120))
+        try await receiver.waitFor(records: written.count, within: .seconds(300))
         #expect(try await activator.stop() == 0)
         let received = receiver.records.map(\.message)
         #expect(received.count == written.count && Set(received) == Set(written), "\(Set(written).subtracting(received).count) lost")

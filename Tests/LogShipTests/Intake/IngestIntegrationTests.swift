@@ -345,7 +345,7 @@ struct IngestIntegrationTests {
             try await daemon.stop()
             stopped.withLock { $0 = true }
         }
-        try await waitUntil(within: .seconds(120)) { stopped.withLock { $0 } }
+        try await waitUntil(within: .seconds(300)) { stopped.withLock { $0 } }
         try await stopping.value
     }
 

@@ -55,7 +55,7 @@ struct JournalTests {
 
         let daemon = try await LogshipdProcess.start(directory: directory)
         let expected = Set((0..<10_000).map { "entry \($0)" })
-        try await receiver.waitUntil(within: .seconds(120)) { requests in
+        try await receiver.waitUntil(within: .seconds(300)) { requests in
             expected.isSubset(of: Set(requests.flatMap(\.records).map(\.message)))
         }
         let received = receiver.records.map(\.message)

@@ -85,7 +85,7 @@ struct LogShipLoggingTests {
         #expect(try await activator.stop() == 0)
         program.signal(SIGUSR1)
         try await activator.start(configuration: configuration, errorLog: errorLog)
-        let result = try await program.wait(within: .seconds(120))
+        let result = try await program.wait(within: .seconds(300))
         #expect(result.status == 0, "\(result.standardError)")
         // sent=… dropped=… waiting=… slowest_call_us=… calls_over_50ms=…
         let figures = Dictionary(uniqueKeysWithValues: result.standardOutput.split(whereSeparator: \.isWhitespace).compactMap { pair in

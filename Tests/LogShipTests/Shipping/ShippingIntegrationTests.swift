@@ -13,7 +13,7 @@ struct ShippingIntegrationTests {
             $0.batch.maxRecords = 50
         }
         try await daemon.send(count: 10_000, priority: "info", prefix: "load")
-        try await daemon.receiver.waitFor(records: 10_000, within: .seconds(120))
+        try await daemon.receiver.waitFor(records: 10_000, within: .seconds(300))
         #expect(daemon.receiver.records.count == 10_000)
         #expect(daemon.receiver.maximumInFlight == 2, "both slots are used, and never a third")
         #expect(daemon.receiver.requests.allSatisfy { $0.inFlightAtArrival <= 2 })

@@ -47,7 +47,7 @@ struct DurabilityTests {
         try await Task.sleep(until: outageEnds)
         let receiver = try await TestReceiver(port: reserved.port)
         reserved.release()
-        try await receiver.waitFor(records: 20_000, within: .seconds(120))
+        try await receiver.waitFor(records: 20_000, within: .seconds(300))
 
         // Claim order, as the daemon numbered its batches (arrival order also depends on thread scheduling).
         let requests = receiver.requests.sorted { $0.batch! < $1.batch! }
@@ -77,7 +77,7 @@ struct DurabilityTests {
             $0.upload.retryMax = .milliseconds(500)
         }
         try await daemon.send(count: 5_000, priority: "info", prefix: "flaky")
-        try await receiver.waitUntil(within: .seconds(120)) { requests in
+        try await receiver.waitUntil(within: .seconds(300)) { requests in
             Set(requests.filter { $0.status == 200 }.flatMap(\.records).map(\.message)).count == 5_000
         }
         let requests = receiver.requests
