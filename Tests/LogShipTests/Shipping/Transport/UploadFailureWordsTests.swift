@@ -16,15 +16,24 @@ struct UploadFailureWordsTests {
     static func failure(
         _ url: String, tls: TLSConfiguration? = nil, timeout: Duration = .seconds(30)
     ) async throws -> UploadError {
+        // A loop of its own: NIO's singleton group carries every in-process daemon's intake in a full run, and the
+        // reset test twice timed out there instead of seeing the reset.
+        let group = await startedEventLoopGroup()
         let uploader = try HTTPUploader(
             configuration: .init(url: url, timeout: timeout, tls: tls, trustDescription: "tls.ca_file ca.pem"),
-            eventLoops: [MultiThreadedEventLoopGroup.singleton.next()])
-        defer { uploader.shutdown() }
+            eventLoops: [group.next()])
+        let outcome: Result<Int, any Error>
         do {
-            _ = try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 1))
-        } catch let error as UploadError {
-            return error
+            outcome = .success(
+                try await uploader.upload(Payload(lines: [Array(#"{"message":"m"}"#.utf8)[...]], batchNumber: 1)))
+        } catch {
+            outcome = .failure(error)
         }
+        // Its shutdown is a task on the loop, which the group's graceful shutdown still runs.
+        uploader.shutdown()
+        try await group.shutdownGracefully()
+        if case .failure(let error as UploadError) = outcome { return error }
+        _ = try outcome.get()
         throw WaitTimeout(description: "the upload to \(url) succeeded")
     }
 
