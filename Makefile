@@ -63,9 +63,10 @@ run: deps
 # run at once: Swift's backtracer spent over eight minutes here symbolicating the crashed thread of the debug
 # test binary, and a CI run timed out in it. For frames, run with TEST_BACKTRACE=enable=yes,threads=crashed.
 TEST_BACKTRACE ?= enable=no
+# The tests are Swift Testing's alone: --disable-xctest spares XCTest's empty run ("Executed 0 tests").
 test: test-deps fuzz-build
 	$(SWIFT) build --build-tests
-	SWIFT_BACKTRACE=$(TEST_BACKTRACE) $(SWIFT) test --skip-build
+	SWIFT_BACKTRACE=$(TEST_BACKTRACE) $(SWIFT) test --skip-build --disable-xctest
 
 # The libFuzzer target over the record parsers, the stream framing and the journal entry mapping, in a build of its
 # own (the sanitizers instrument only what it depends on). The test suite runs it briefly; `make fuzz` runs it for
@@ -73,9 +74,10 @@ test: test-deps fuzz-build
 FUZZER = .build-fuzz/debug/logship-fuzz
 FUZZ_RUNS ?= 300000
 
+# Linked by lld: gold warns of every __asan_ symbol it cannot export (141 lines of them).
 fuzz-build: deps
 	$(SWIFT) build --product logship-fuzz --scratch-path .build-fuzz \
-		-Xswiftc -sanitize=fuzzer,address -Xswiftc -D -Xswiftc FUZZING
+		-Xswiftc -sanitize=fuzzer,address -Xswiftc -D -Xswiftc FUZZING -Xswiftc -use-ld=lld
 
 # A crash stops the run and leaves its input in .build-fuzz/crash-*; `.build/debug/logship-fuzz FILE` replays it.
 fuzz: fuzz-build

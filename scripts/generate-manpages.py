@@ -47,24 +47,25 @@ PARSER_UNITS = {
 
 
 def roff(text):
-    """Escapes text for roff: backslashes, and a leading dot or quote that would read as a request."""
-    text = text.replace("\\", "\\e")
+    """Escapes text for roff: backslashes, hyphens (as the ASCII ones a reader may copy: option and key names are
+    written with them), and a leading dot or quote that would read as a request."""
+    text = text.replace("\\", "\\e").replace("-", "\\-")
     return "\n".join(("\\&" + line) if line.startswith((".", "'")) else line for line in text.split("\n"))
 
 
 def option_name(name):
-    return "\\-\\-" + name["name"] if name["kind"] == "long" else "\\-" + name["name"].replace("-", "\\-")
+    return ("\\-\\-" if name["kind"] == "long" else "\\-") + roff(name["name"])
 
 
-def paragraphs(text):
+def paragraphs(text, separator=".PP"):
     """Roff for free text: blank lines part paragraphs, indented lines stay as they are written."""
     out = []
     for block in re.split(r"\n\s*\n", text.strip()):
         lines = block.split("\n")
         if all(line.startswith("  ") for line in lines):
-            out += [".PP", ".RS 4", ".nf", roff("\n".join(line[2:] for line in lines)), ".fi", ".RE"]
+            out += [separator, ".RS 4", ".nf", roff("\n".join(line[2:] for line in lines)), ".fi", ".RE"]
         else:
-            out += [".PP", roff(" ".join(line.strip() for line in lines))]
+            out += [separator, roff(" ".join(line.strip() for line in lines))]
     return out
 
 
@@ -84,24 +85,27 @@ def arguments_of(command):
     return [a for a in command.get("arguments") or [] if a.get("shouldDisplay", True)]
 
 
-def describe_command(command, path, heading):
-    """The SYNOPSIS line, description and options of one command, under `heading` when it is a subcommand."""
+def subcommands_of(command):
+    return [s for s in command.get("subcommands") or [] if s.get("shouldDisplay", True) and s["commandName"] != "help"]
+
+
+def synopsis(command, path):
+    line = " ".join(synopsis_of(a) for a in arguments_of(command))
+    out = [".B " + roff(" ".join(path))] + ([line] if line else [])
+    if subcommands_of(command):
+        out += [".br", ".B " + roff(" ".join(path)), "\\fIsubcommand\\fR \\&..."]
+    return out
+
+
+def description(command):
+    out = paragraphs(command["abstract"]) if command.get("abstract") else []
+    return out + (paragraphs(command["discussion"]) if command.get("discussion") else [])
+
+
+def options(command):
+    """A tagged paragraph for each argument: its names, its value, what it does and its default."""
     out = []
-    if heading:
-        out += [".SS \"" + " ".join(path) + "\""]
-    out += [".B " + " ".join(path)]
-    subcommands = [s for s in command.get("subcommands") or [] if s.get("shouldDisplay", True)]
-    out += [" ".join(synopsis_of(a) for a in arguments_of(command)) or ""]
-    if subcommands and not heading:
-        out += [".br", ".B " + " ".join(path), "\\fIsubcommand\\fR ..."]
-    if command.get("abstract"):
-        out += paragraphs(command["abstract"])
-    if command.get("discussion"):
-        out += paragraphs(command["discussion"])
-    arguments = arguments_of(command)
-    if arguments:
-        out += [".PP", "Options:" if heading else ""]
-    for argument in arguments:
+    for argument in arguments_of(command):
         if argument["kind"] == "positional":
             tag = "\\fI" + roff(argument.get("valueName") or "value") + "\\fR"
         else:
@@ -110,21 +114,20 @@ def describe_command(command, path, heading):
                 tag += " \\fI" + roff(argument.get("valueName") or "value") + "\\fR"
         text = argument.get("abstract") or ""
         if argument.get("discussion"):
-            text += ("\n\n" if text else "") + argument["discussion"]
+            text += "\n\n" + argument["discussion"]
         if argument.get("defaultValue") not in (None, ""):
             text += " (default: " + argument["defaultValue"] + ")"
-        out += [".TP", tag] + [line for line in paragraphs(text) if line != ".PP"][:1]
-        out += paragraphs(text)[2:]
+        out += [".TP", tag] + paragraphs(text, separator=".IP")[1:]
     return out
 
 
 def walk_subcommands(command, path):
     out = []
-    for sub in command.get("subcommands") or []:
-        if not sub.get("shouldDisplay", True) or sub["commandName"] == "help":
-            continue
+    for sub in subcommands_of(command):
         sub_path = path + [sub["commandName"]]
-        out += describe_command(sub, sub_path, heading=True)
+        out += [".SS \"" + roff(" ".join(sub_path)) + "\""] + synopsis(sub, sub_path) + description(sub)
+        if arguments_of(sub):
+            out += [".PP", "Options:", ".RS 4"] + options(sub) + [".RE"]
         out += walk_subcommands(sub, sub_path)
     return out
 
@@ -142,13 +145,15 @@ def command_page(binary, section, date, version, title, see_also):
     name = command["commandName"]
     out = header(name, section, date, version, title)
     out += [".SH NAME", name + " \\- " + roff(command.get("abstract") or "")]
-    out += [".SH SYNOPSIS"]
-    described = describe_command(command, [name], heading=False)
-    out += described
+    out += [".SH SYNOPSIS"] + synopsis(command, [name])
+    if command.get("discussion"):
+        out += [".SH DESCRIPTION"] + paragraphs(command["discussion"])
+    if arguments_of(command):
+        out += [".SH OPTIONS"] + options(command)
     subcommands = walk_subcommands(command, [name])
     if subcommands:
         out += [".SH SUBCOMMANDS"] + subcommands
-    out += [".SH SEE ALSO", ", ".join("\\fB" + page + "\\fR" for page in see_also)]
+    out += [".SH SEE ALSO", ", ".join("\\fB" + page.replace("(", "\\fR(") for page in see_also)]
     return out
 
 
