@@ -6,7 +6,8 @@
 #   BIN_PATH    where the built release binaries are
 #   OUTPUT_DIR  where the packages go (default .build/deb)
 # Depends is worked out from the binaries by dpkg-shlibdeps; the configuration and the token file are conffiles;
-# the maintainer scripts are deploy/debian/{postinst,prerm,postrm}.
+# the maintainer scripts are deploy/debian/{postinst,prerm,postrm}; deploy/debian/lintian-overrides says why two of
+# lintian's tags do not apply.
 set -euo pipefail
 : "${BIN_PATH:?BIN_PATH must name the directory of the built binaries}"
 cd "$(dirname "$0")/.."
@@ -36,10 +37,11 @@ build_ids=$(find "$debug_root/usr/lib/debug/.build-id" -name '*.debug' | sed 's|
 doc="$root/usr/share/doc/logshipd"
 install -d "$doc"
 install -m 0644 deploy/debian/copyright "$doc/copyright"
+install -D -m 0644 deploy/debian/lintian-overrides "$root/usr/share/lintian/overrides/logshipd"
 changelog_date=$(date -u -R -d "@$SOURCE_DATE_EPOCH")
-printf 'logshipd (%s) unstable; urgency=medium\n\n  * Built from commit %s of the logshipd repository.\n\n -- %s  %s\n' \
-  "$version" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$maintainer" "$changelog_date" \
-  | gzip -9n > "$doc/changelog.gz"
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+printf 'logshipd (%s) unstable; urgency=medium\n\n  * Built from commit %s of logshipd.\n\n -- %s  %s\n' \
+  "$version" "$commit" "$maintainer" "$changelog_date" | gzip -9n > "$doc/changelog.gz"
 chmod 0644 "$doc/changelog.gz"
 
 # Depends from the libraries the binaries link: dpkg-shlibdeps reads them and asks dpkg which package holds each.
@@ -51,7 +53,11 @@ shlibs=$(cd "$work" && dpkg-shlibdeps -O -e debian/logshipd/usr/bin/logshipd -e 
 install -d -m 0755 "$root/DEBIAN" "$debug_root/DEBIAN"
 install -m 0755 deploy/debian/postinst deploy/debian/prerm deploy/debian/postrm "$root/DEBIAN/"
 printf '/etc/logshipd/logshipd.yaml\n/etc/logshipd/upload-token\n' > "$root/DEBIAN/conffiles"
-chmod 0644 "$root/DEBIAN/conffiles"
+for package_root in "$root" "$debug_root"; do
+  (cd "$package_root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) \
+    > "$package_root/DEBIAN/md5sums"
+done
+chmod 0644 "$root/DEBIAN/conffiles" "$root/DEBIAN/md5sums" "$debug_root/DEBIAN/md5sums"
 
 installed_size() { du -sk --exclude=DEBIAN "$1" | cut -f1; }
 # The maintainer scripts run systemd-sysusers and systemd-tmpfiles (from systemd, or the standalone ones) and
@@ -91,7 +97,7 @@ CONTROL
 
 mkdir -p "$OUTPUT_DIR"
 for package in logshipd logshipd-dbgsym; do
-  dpkg-deb --root-owner-group -Zxz --build "$work/debian/$package" \
-    "$OUTPUT_DIR/${package}_${version}_${arch}.deb" >/dev/null
-  echo "built $OUTPUT_DIR/${package}_${version}_${arch}.deb ($(du -h "$OUTPUT_DIR/${package}_${version}_${arch}.deb" | cut -f1))"
+  deb="$OUTPUT_DIR/${package}_${version}_${arch}.deb"
+  dpkg-deb --root-owner-group -Zxz --build "$work/debian/$package" "$deb" >/dev/null
+  echo "built $deb ($(du -h "$deb" | cut -f1))"
 done

@@ -55,7 +55,8 @@ for shell in bash zsh fish; do
   esac
   install -d "$DESTDIR$dir"
   for command in logshipd logctl; do
-    "$BIN_PATH/$command" --generate-completion-script "$shell" > "$DESTDIR$dir/$(name "$command")"
+    # bash-completion sources the file: the #! line swift-argument-parser starts it with means nothing there.
+    "$BIN_PATH/$command" --generate-completion-script "$shell" | sed '1{/^#!/d}' > "$DESTDIR$dir/$(name "$command")"
     chmod 0644 "$DESTDIR$dir/$(name "$command")"
   done
 done

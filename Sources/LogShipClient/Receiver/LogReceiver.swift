@@ -128,19 +128,23 @@ public final class LogReceiver: Sendable {
         onRequest: @escaping @Sendable (Request) -> Void
     ) async throws {
         let sslContext = try tls.map { try NIOSSLContext(configuration: $0) }
-        server = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let sslContext {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+        do {
+            server = try await ServerBootstrap(group: group)
+                .serverChannelOption(.backlog, value: 256)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        if let sslContext {
+                            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                        }
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                        return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                            wrappingChannelSynchronously: channel)
                     }
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                        wrappingChannelSynchronously: channel)
                 }
-            }
+        } catch {
+            throw ListenError(host: host, port: port, underlying: error)
+        }
         guard let address = server.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         self.address = address
         self.scheme = tls == nil ? "http" : "https"
