@@ -17,7 +17,7 @@ RELEASE = -c release --static-swift-stdlib -Xswiftc -use-ld=lld \
 	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic
 RELEASE_BIN = $$($(SWIFT) build $(RELEASE) --show-bin-path)
 
-.PHONY: deps test-deps build release run test bench bench-peers fuzz fuzz-build install clean
+.PHONY: deps test-deps build release run test bench bench-peers fuzz fuzz-build install deb man clean
 
 deps:
 	@scripts/install-deps.sh
@@ -37,7 +37,10 @@ release: deps
 
 # Starts `logctl receive` on $(RECEIVER) and logshipd in the foreground with config/logshipd.yaml; Ctrl-C stops both.
 # RUN_DIR is made private (0700) and must be this user's: its sockets take whatever anyone who can reach them sends.
-run: build
+# Builds only the two products it runs (`make build` builds every product, the bench and the test kit too).
+run: deps
+	$(SWIFT) build --product logshipd
+	$(SWIFT) build --product logctl
 	@mkdir -p -m 0700 "$(RUN_DIR)"
 	@[ ! -L "$(RUN_DIR)" ] && [ "$$(stat -c %u "$(RUN_DIR)")" = "$$(id -u)" ] || { \
 		echo "run: $(RUN_DIR) is a link or belongs to another user; remove it or set RUN_DIR" >&2; exit 1; }
@@ -47,6 +50,7 @@ run: build
 	@bin=$$($(SWIFT) build --show-bin-path); \
 	$$bin/logctl receive --listen $(RECEIVER) & receiver=$$!; \
 	trap 'kill $$receiver 2>/dev/null' EXIT INT TERM; \
+	echo "receiver: logctl receive on $(RECEIVER) (pid $$receiver) prints what arrives; Ctrl-C stops it and logshipd"; \
 	echo "sockets in $(RUN_DIR): logger -u $(RUN_DIR)/ingest.sock \"hello\"; $$bin/logctl send --socket $(RUN_DIR)/control.sock --priority crash \"segfault\""; \
 	LOGSHIPD_INGEST_STREAM=$(RUN_DIR)/ingest.sock \
 	LOGSHIPD_INGEST_DATAGRAM=$(RUN_DIR)/ingest.dgram \
@@ -59,9 +63,10 @@ run: build
 # run at once: Swift's backtracer spent over eight minutes here symbolicating the crashed thread of the debug
 # test binary, and a CI run timed out in it. For frames, run with TEST_BACKTRACE=enable=yes,threads=crashed.
 TEST_BACKTRACE ?= enable=no
+# The tests are Swift Testing's alone: --disable-xctest spares XCTest's empty run ("Executed 0 tests").
 test: test-deps fuzz-build
 	$(SWIFT) build --build-tests
-	SWIFT_BACKTRACE=$(TEST_BACKTRACE) $(SWIFT) test --skip-build
+	SWIFT_BACKTRACE=$(TEST_BACKTRACE) $(SWIFT) test --skip-build --disable-xctest
 
 # The libFuzzer target over the record parsers, the stream framing and the journal entry mapping, in a build of its
 # own (the sanitizers instrument only what it depends on). The test suite runs it briefly; `make fuzz` runs it for
@@ -69,9 +74,10 @@ test: test-deps fuzz-build
 FUZZER = .build-fuzz/debug/logship-fuzz
 FUZZ_RUNS ?= 300000
 
+# Linked by lld: gold warns of every __asan_ symbol it cannot export (141 lines of them).
 fuzz-build: deps
 	$(SWIFT) build --product logship-fuzz --scratch-path .build-fuzz \
-		-Xswiftc -sanitize=fuzzer,address -Xswiftc -D -Xswiftc FUZZING
+		-Xswiftc -sanitize=fuzzer,address -Xswiftc -D -Xswiftc FUZZING -Xswiftc -use-ld=lld
 
 # A crash stops the run and leaves its input in .build-fuzz/crash-*; `.build/debug/logship-fuzz FILE` replays it.
 fuzz: fuzz-build
@@ -111,6 +117,19 @@ bench: release bench-peers
 # (default /usr/local) and SYSCONFDIR (default /etc), staged in DESTDIR if set; see scripts/install.sh.
 install: release
 	BIN_PATH=$(RELEASE_BIN) scripts/install.sh
+
+# logshipd_<version>_<arch>.deb and its -dbgsym package in .build/deb, from the same staging as install (the
+# release binaries, units, sysusers.d/tmpfiles.d entries, configuration, completions and manual pages), with
+# Depends from dpkg-shlibdeps and maintainer scripts from deploy/debian; see scripts/build-deb.sh.
+deb: release
+	BIN_PATH=$(RELEASE_BIN) scripts/build-deb.sh
+
+# The manual pages logshipd(8), logctl(1) and logshipd.yaml(5) in .build/man, from the debug binaries' own help and
+# config/logshipd.yaml (install and deb generate them from the release binaries); `man -l .build/man/logctl.1`.
+man:
+	$(SWIFT) build --product logshipd
+	$(SWIFT) build --product logctl
+	python3 scripts/generate-manpages.py $$($(SWIFT) build --show-bin-path) .build/man
 
 clean:
 	$(SWIFT) package clean

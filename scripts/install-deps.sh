@@ -8,6 +8,8 @@
 #   systemd-journal-remote: makes the journal files the tests read (and journal-upload, the benchmark's peer)
 #   openssl:  makes the certificates of the TLS tests
 #   perl:     Sys::Syslog, a client the tests drive against the datagram socket
+#   dpkg-dev: dpkg-shlibdeps, which works out the Debian package's Depends (make deb)
+#   lintian, man-db: with --test, the checks of the Debian package and of the manual pages (man -l)
 #   python3, python3-venv: with --test, a private Python (.build-python) with opentelemetry-proto from PyPI,
 #             which checks that OTLP bodies parse with OpenTelemetry's own definitions (only the tests need it)
 set -euo pipefail
@@ -27,6 +29,11 @@ perl -MSys::Syslog -e 1 >/dev/null 2>&1 || needed+=(perl)
 # Debian's own: the tests also run it as another user (ConnectionHolder), who cannot reach a python under /root.
 [ -x /usr/bin/python3 ] || needed+=(python3)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || needed+=(python3-venv)
+command -v dpkg-shlibdeps >/dev/null 2>&1 || needed+=(dpkg-dev)
+if [ "${1:-}" = "--test" ]; then
+  command -v lintian >/dev/null 2>&1 || needed+=(lintian)
+  command -v man >/dev/null 2>&1 || needed+=(man-db)
+fi
 
 python_tools() {
   [ "${1:-}" = "--test" ] || return 0

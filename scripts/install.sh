@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs logshipd: release binaries, systemd units, sysusers.d and tmpfiles.d entries, the packaged
-# configuration (never over an existing one), and bash, zsh and fish completions. Run by `make install`.
+# configuration (never over an existing one), bash, zsh and fish completions, and the manual pages logshipd(8),
+# logctl(1) and logshipd.yaml(5). Run by `make install`.
 #   PREFIX      where binaries and units go (default /usr/local): $PREFIX/bin, $PREFIX/lib/systemd/system,
-#               $PREFIX/lib/sysusers.d, $PREFIX/lib/tmpfiles.d (systemd looks in all of them), completions under
-#               $PREFIX/share
+#               $PREFIX/lib/sysusers.d, $PREFIX/lib/tmpfiles.d (systemd looks in all of them), completions and
+#               manual pages under $PREFIX/share
+#   UNITDIR     where the units go (default $PREFIX/lib/systemd/system; the Debian package uses /lib/systemd/system)
 #   SYSCONFDIR  where the configuration goes (default /etc): $SYSCONFDIR/logshipd
 #   DESTDIR     a staging root prepended to every path (packaging); the units still name the final paths
 #   DEBUGDIR    where the binaries' debug information goes (default $PREFIX/lib/debug), by build id
@@ -18,7 +20,7 @@ DEBUGDIR="${DEBUGDIR:-$PREFIX/lib/debug}"
 cd "$(dirname "$0")/.."
 
 bindir="$PREFIX/bin"
-unitdir="$PREFIX/lib/systemd/system"
+unitdir="${UNITDIR:-$PREFIX/lib/systemd/system}"
 configdir="$SYSCONFDIR/logshipd"
 
 install -d "$DESTDIR$bindir" "$DESTDIR$unitdir" "$DESTDIR$PREFIX/lib/sysusers.d" "$DESTDIR$PREFIX/lib/tmpfiles.d" \
@@ -53,9 +55,20 @@ for shell in bash zsh fish; do
   esac
   install -d "$DESTDIR$dir"
   for command in logshipd logctl; do
-    "$BIN_PATH/$command" --generate-completion-script "$shell" > "$DESTDIR$dir/$(name "$command")"
+    # bash-completion sources the file: the #! line swift-argument-parser starts it with means nothing there.
+    "$BIN_PATH/$command" --generate-completion-script "$shell" | sed '1{/^#!/d}' > "$DESTDIR$dir/$(name "$command")"
     chmod 0644 "$DESTDIR$dir/$(name "$command")"
   done
+done
+# Manual pages, generated from the binaries' own help and config/logshipd.yaml (scripts/generate-manpages.py).
+pages=$(mktemp -d)
+trap 'rm -rf "$pages"' EXIT
+python3 scripts/generate-manpages.py "$BIN_PATH" "$pages"
+for page in "$pages"/*; do
+  section="${page##*.}"
+  install -d "$DESTDIR$PREFIX/share/man/man$section"
+  gzip -9n < "$page" > "$DESTDIR$PREFIX/share/man/man$section/$(basename "$page").gz"
+  chmod 0644 "$DESTDIR$PREFIX/share/man/man$section/$(basename "$page").gz"
 done
 if [ ! -e "$DESTDIR$configdir/logshipd.yaml" ]; then
   install -m 0644 deploy/logshipd.yaml "$DESTDIR$configdir/logshipd.yaml"

@@ -102,9 +102,10 @@ public final class LogShipSink: @unchecked Sendable {
     private func startSender() {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
+        // The thread never ends: sendForever() does not return, so the closure needs no return value.
         let result = pthread_create(&thread, nil, { context in
-            Unmanaged<LogShipSink>.fromOpaque(context!).takeRetainedValue().sendForever()
-            return nil
+            let sink = Unmanaged<LogShipSink>.fromOpaque(context!).takeRetainedValue()
+            sink.sendForever()
         }, context)
         precondition(result == 0, "LogShipSink: cannot start its thread (error \(result))")
         pthread_detach(thread)

@@ -34,7 +34,7 @@ public final class TestReceiver: Sendable {
                     log.append($0)
                 }
                 break
-            } catch let error as IOError where port != 0 && error.errnoCode == EADDRINUSE
+            } catch let error as ListenError where port != 0 && error.errnoCode == EADDRINUSE
                 && ContinuousClock.now < deadline
             {
                 try? await Task.sleep(for: .milliseconds(20))  // poll interval until the deadline

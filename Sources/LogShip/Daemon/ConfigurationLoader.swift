@@ -86,7 +86,10 @@ public struct ConfigurationLoader: Sendable {
                 providers.append(InMemoryProvider(name: path, values: Dictionary(uniqueKeysWithValues: scalars)))
             }
         }
-        return try Self.read(ConfigReader(providers: providers), file: fileValues, environment: environment)
+        var configuration = try Self.read(
+            ConfigReader(providers: providers), file: fileValues, environment: environment)
+        configuration.notices += Self.unknownVariables(in: environment)
+        return configuration
     }
 
     /// The system's words for a file error: "No such file or directory", "Is a directory".
@@ -127,7 +130,8 @@ public struct ConfigurationLoader: Sendable {
             for (key, value) in Self.flattened(entries, under: section) {
                 do {
                     guard knownKeys.contains(key) else {
-                        throw ConfigurationError("\(path): unknown key \(key)")
+                        throw ConfigurationError(
+                            "\(path): unknown key \(key)" + suggestion(for: key, among: knownKeys))
                     }
                     if key == "upload.headers" {
                         values.headers = try readHeaders(value, path: path)
@@ -327,7 +331,7 @@ struct ConfigValues {
     /// How a problem names `key`: with its environment variable when that is set, since the environment wins over
     /// the file and a variable that is set is where a bad value came from.
     func source(of key: String) -> String {
-        let variable = "LOGSHIPD_" + key.uppercased().replacingOccurrences(of: ".", with: "_")
+        let variable = ConfigurationLoader.variable(for: key)
         return environment[variable] != nil ? "\(variable) (\(key))" : key
     }
 }

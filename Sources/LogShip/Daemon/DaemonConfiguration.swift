@@ -167,8 +167,8 @@ public struct DaemonConfiguration: Sendable {
     public var logLevel = Logger.Level.info
     /// The host name stamped on records; the system's when empty.
     public var hostname = ""
-    /// What an operator should know of a valid configuration (a key whose meaning changed), each a line naming
-    /// its key: logged as warnings at start, printed by `--check-config`.
+    /// What an operator should know of a valid configuration (a key whose meaning changed, a `LOGSHIPD_` variable
+    /// that names no key), each a line naming it: logged as warnings at start, printed by `--check-config`.
     public var notices: [String] = []
 
     public init() {}

@@ -28,21 +28,25 @@ public final class MetricsServer: Service, Sendable {
         host: String, port: Int, maximumConnections: Int, idleTimeout: Duration, exporter: MetricsExporter,
         status: DaemonStatusSource, logger: Logger
     ) async throws {
-        server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 64)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(
-                        RequestDeadlineHandler<HTTPServerRequestPart, HTTPServerResponsePart>(
-                            timeout: idleTimeout,
-                            requests: { if case .end = $0 { 1 } else { 0 } },
-                            responses: { if case .end = $0 { 1 } else { 0 } }))
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                        wrappingChannelSynchronously: channel)
+        do {
+            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 64)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                        try channel.pipeline.syncOperations.addHandler(
+                            RequestDeadlineHandler<HTTPServerRequestPart, HTTPServerResponsePart>(
+                                timeout: idleTimeout,
+                                requests: { if case .end = $0 { 1 } else { 0 } },
+                                responses: { if case .end = $0 { 1 } else { 0 } }))
+                        return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                            wrappingChannelSynchronously: channel)
+                    }
                 }
-            }
+        } catch {
+            throw ListenError(host: host, port: port, underlying: error)
+        }
         guard let address = server.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         self.address = address
         self.maximumConnections = maximumConnections

@@ -129,25 +129,29 @@ public final class LogReceiver: Sendable {
     ) async throws {
         let sslContext = try tls.map { try NIOSSLContext(configuration: $0) }
         let served = ServedConnections()
-        server = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: host, port: port) { channel in
-                // Known from the moment it is accepted, not from when ``run()`` gets to it, so that a stop closes
-                // also a connection accepted just before it, which the client would otherwise wait on.
-                guard served.insert(channel) else {
-                    return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
-                }
-                channel.closeFuture.whenComplete { _ in served.remove(channel) }
-                return channel.eventLoop.makeCompletedFuture {
-                    if let sslContext {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+        do {
+            server = try await ServerBootstrap(group: group)
+                .serverChannelOption(.backlog, value: 256)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: host, port: port) { channel in
+                    // Known from the moment it is accepted, not from when ``run()`` gets to it, so that a stop
+                    // closes also a connection accepted just before it, which the client would otherwise wait on.
+                    guard served.insert(channel) else {
+                        return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
                     }
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                        wrappingChannelSynchronously: channel)
+                    channel.closeFuture.whenComplete { _ in served.remove(channel) }
+                    return channel.eventLoop.makeCompletedFuture {
+                        if let sslContext {
+                            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                        }
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                        return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                            wrappingChannelSynchronously: channel)
+                    }
                 }
-            }
+        } catch {
+            throw ListenError(host: host, port: port, underlying: error)
+        }
         guard let address = server.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         self.address = address
         self.scheme = tls == nil ? "http" : "https"

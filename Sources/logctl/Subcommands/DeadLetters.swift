@@ -31,7 +31,12 @@ struct DeadLetters: ParsableCommand {
     func validate() throws {
         if requeue && purge { throw ValidationError("use --requeue or --purge, not both") }
         if requeue || purge {
-            if all == !ids.isEmpty { throw ValidationError("name dead letter ids, or --all (not both)") }
+            let verb = requeue ? "--requeue" : "--purge"
+            if all && !ids.isEmpty { throw ValidationError("\(verb) takes dead letter ids or --all, not both") }
+            if !all && ids.isEmpty {
+                throw ValidationError(
+                    "\(verb) needs the ids of the dead letters (logctl dead-letters lists them), or --all")
+            }
         } else if all || !ids.isEmpty {
             throw ValidationError("ids and --all go with --requeue or --purge")
         }

@@ -77,7 +77,7 @@ public enum UploadCompression: Hashable, Sendable, CustomStringConvertible {
     private static func zstd(_ body: ByteBuffer, level: Int32) throws -> ByteBuffer {
         var output = ByteBufferAllocator().buffer(capacity: ZSTD_compressBound(body.readableBytes))
         var failure: Int?
-        body.withUnsafeReadableBytes { input in
+        _ = body.withUnsafeReadableBytes { input in
             output.writeWithUnsafeMutableBytes(minimumWritableBytes: ZSTD_compressBound(input.count)) { buffer in
                 let written = ZSTD_compress(buffer.baseAddress, buffer.count, input.baseAddress, input.count, level)
                 guard ZSTD_isError(written) == 0 else {
