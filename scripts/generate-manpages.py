@@ -21,6 +21,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DAEMON_SOURCES = os.path.join(ROOT, "Sources", "LogShip", "Daemon")
 
 # What each of the loader's value parsers accepts, as the page says it; `{range}` is the call's range, if any.
+# Keys without a default: the loader refuses a configuration that does not set them (a file that lost one while
+# being written must not send records to a default).
+REQUIRED = {"upload.url"}
+
 PARSER_UNITS = {
     "text": "text",
     "nonEmptyText": "text, not empty",
@@ -265,7 +269,10 @@ def configuration_page(date, version):
         if top != section:
             section = top
             out += [".SS " + section]
-        default = "none" if commented else (value if value not in ('""', "''") else '"" (empty)')
+        if key in REQUIRED:
+            default = f"none, it must be set (the shipped file sets {value})"
+        else:
+            default = "none" if commented else (value if value not in ('""', "''") else '"" (empty)')
         if key not in restart:
             reload = "A reload applies it"
         elif restart[key]:
