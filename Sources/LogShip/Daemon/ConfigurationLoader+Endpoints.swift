@@ -87,16 +87,16 @@ extension ConfigurationLoader {
         _ values: inout ConfigValues, file entries: [EndpointEntry]?
     ) -> [DaemonConfiguration.Endpoint] {
         if let text = values.reader.string(forKey: ConfigKey("upload.url")) {
+            // `a,b` would read as one URL whose path holds the second, and `a, b` as a URL whose path ends in a comma.
+            if text.range(of: #",\s*https?://"#, options: [.regularExpression, .caseInsensitive]) != nil {
+                values.problems.append(
+                    "\(values.source(of: "upload.url")): several URLs are separated by spaces, not commas "
+                        + "(not shown: it may hold a credential)")
+                return [DaemonConfiguration.Endpoint(url: "")]
+            }
             let urls = text.split(whereSeparator: { $0.isWhitespace }).map(String.init)
             guard urls.count > 1 else {
                 var url = ""
-                // `a,b` would read as one URL whose path holds the second.
-                if text.range(of: #",\s*https?://"#, options: [.regularExpression, .caseInsensitive]) != nil {
-                    values.problems.append(
-                        "\(values.source(of: "upload.url")): several URLs are separated by spaces, not commas "
-                            + "(not shown: it may hold a credential)")
-                    return [DaemonConfiguration.Endpoint(url: url)]
-                }
                 values.read("upload.url", into: &url, .httpURL)
                 return [DaemonConfiguration.Endpoint(url: url)]
             }

@@ -17,7 +17,7 @@ import Logging
 /// - Any other 4xx: the batch is sent again in parts (``RefusalProbes``): if the remote takes some, the refused
 ///   parts are isolated as above; if it refuses every part, they go back and the report says so.
 ///
-/// Every record is settled or handed back as a part before ``perform(_:on:claimed:)`` returns, also when the
+/// Every record is settled or handed back as a part before ``perform(_:to:on:claimed:)`` returns, also when the
 /// operation is cancelled mid-request: settling runs in a task of its own, which the cancellation does not reach.
 struct BatchDelivery: Sendable {
     /// What a claim took, told before the request goes out.
@@ -138,7 +138,7 @@ struct BatchDelivery: Sendable {
                 try await putBack(verdict.parts, on: lane)
             }
             logger.debug("upload cancelled; batch kept", metadata: metadata(batch))
-            return .cancelled
+            return .cancelledInFlight
         } catch {
             bodyBytes = 0
             failure = error as? UploadError ?? .transport("\(error)")
@@ -254,7 +254,6 @@ struct BatchDelivery: Sendable {
             metadata: metadata)
     }
 
-    /// Puts `batches` back in the spool, ready at once: when they go again is the shipper's to say.
     /// Puts back what a probe's verdict leaves claimed when its last part was withdrawn to go to another endpoint:
     /// undecided, whatever the endpoint that refused the batch said of the other parts; the records go to the
     /// active endpoint as new claims.
@@ -268,6 +267,7 @@ struct BatchDelivery: Sendable {
         return .sent(request)
     }
 
+    /// Puts `batches` back in the spool, ready at once: when they go again is the shipper's to say.
     private func putBack(_ batches: [Batch], on lane: UploadLane?) async throws {
         for batch in batches {
             try await write(on: lane) { try await spool.settle(batch, .putBack) }

@@ -12,6 +12,7 @@ struct BatchPart: Hashable, Sendable {
     var batch: Batch
     var isolation: Isolation
     /// The endpoint whose refusal it isolates (a place in `upload.url`): only that one's answers count for the
-    /// isolation. Sent to another (delivery moved meanwhile), the part is a batch like any other there.
-    var endpoint: Int
+    /// isolation. Sent to another (delivery moved meanwhile), the part is a batch like any other there; `nil` once
+    /// a reload gave that place another URL.
+    var endpoint: Int?
 }

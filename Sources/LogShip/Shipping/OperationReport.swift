@@ -4,8 +4,10 @@ import Foundation
 enum OperationReport: Sendable {
     /// The class held nothing to claim.
     case nothingToSend
-    /// Cancelled before its request went out, or during it (the records went back to the spool).
+    /// Cancelled before its request went out: nothing of it went back to the spool (a part is still claimed).
     case cancelled
+    /// Cancelled during its request: its records, and what a probe's verdict left claimed, went back to the spool.
+    case cancelledInFlight
     /// The spool failed while claiming or settling; whatever was claimed is pending again.
     case spoolFailed(reason: String)
     /// One request went out.

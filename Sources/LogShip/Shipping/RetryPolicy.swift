@@ -5,9 +5,10 @@
 /// policy changes this type and its tests.
 ///
 /// - A failure here and there is noise: the records go again at once, and nothing slows down. A remote that
-///   answers is taken as down only after ``pauseAfterFailures`` failures in a row that are also most of its last
-///   answers: three in a row come by chance once in about 125 requests at 20% random failures, most of twenty
-///   almost never, while a remote that fails everything reaches both.
+///   answers is taken as down after ``pauseAfterFailures`` failures in a row that are also most of its last
+///   answers (a remote failing from the start: its third), or after ``pauseAfterFailuresAlways`` in a row
+///   whatever came before (one that fails after a long healthy run). At 20% random failures three in a row come by
+///   chance about once in 125 requests, most of twenty or seven in a row about once in 80 000.
 /// - A refused or timed-out connection, a name that does not resolve, a TLS failure: the remote is not there, an
 ///   outage; delivery pauses.
 /// - `Retry-After` is the remote's word: delivery pauses that long (up to `upload.retry_after_max`), or the
@@ -20,7 +21,8 @@
 ///
 /// The pauses use one backoff: a uniformly random delay between half and all of `initial · 2^(failures-1)`,
 /// capped at `maximum` ("equal jitter", so a fleet does not retry in step), counted in failures in a row of any
-/// kind; an answer of the remote resets it.
+/// kind, of which those sent again at once count for at most two (the first pause is `4 · initial` at most however
+/// many went before it); an answer of the remote resets it.
 struct RetryPolicy: Sendable {
     /// The configured bounds (`upload.retry_initial`, `upload.retry_max`, `upload.retry_after_max`).
     struct Bounds: Hashable, Sendable {
@@ -48,8 +50,11 @@ struct RetryPolicy: Sendable {
         case pause(Duration, DeliveryPause.Cause, isAskedByRemote: Bool)
     }
 
-    /// Failures in a row after which a remote that answers is taken as down.
+    /// Failures in a row after which a remote that answers is taken as down, when they are most of its last
+    /// answers.
     static let pauseAfterFailures = 3
+    /// Failures in a row after which a remote that answers is taken as down, whatever its last answers were.
+    static let pauseAfterFailuresAlways = 7
     /// The last answers looked at to tell a sustained 503 from noise, and the least of them that must be in.
     static let answersWeighed = 20
     static let leastAnswersWeighed = 5
@@ -57,6 +62,8 @@ struct RetryPolicy: Sendable {
     var bounds: Bounds
     /// Failed requests since the remote last answered one with success (or a refusal of its records).
     private(set) var failuresInARow = 0
+    /// Of ``failuresInARow``, those answered by sending the records again at once.
+    private var retriedInARow = 0
     /// The last ``answersWeighed`` answers.
     private var recentAnswers = RecentAnswers(capacity: answersWeighed)
 
@@ -67,6 +74,7 @@ struct RetryPolicy: Sendable {
     /// The remote answered a request: it took the records, or refused them for what they hold.
     mutating func answered() {
         failuresInARow = 0
+        retriedInARow = 0
         recentAnswers.append(.taken)
     }
 
@@ -90,9 +98,12 @@ struct RetryPolicy: Sendable {
         if status == 429 || (status == 503 && recentAnswers.isMostly([.busy], atLeast: Self.leastAnswersWeighed)) {
             return .slowDown
         }
-        if failuresInARow >= Self.pauseAfterFailures && recentAnswers.isMostly([.busy, .failed], atLeast: 1) {
+        if failuresInARow >= Self.pauseAfterFailuresAlways
+            || failuresInARow >= Self.pauseAfterFailures && recentAnswers.isMostly([.busy, .failed], atLeast: 1)
+        {
             return .pause(backoff, .remoteUnavailable, isAskedByRemote: false)
         }
+        retriedInARow += 1
         return .retry
     }
 
@@ -105,7 +116,8 @@ struct RetryPolicy: Sendable {
 
     /// The delay after the failures in a row so far; `jitter` in `0...1` picks it within the backoff's range.
     func backoff(jitter: Double) -> Duration {
-        let ceiling = Self.ceiling(afterFailures: failuresInARow, bounds)
+        let counted = failuresInARow - max(0, retriedInARow - (Self.pauseAfterFailures - 1))
+        let ceiling = Self.ceiling(afterFailures: counted, bounds)
         return min(ceiling, ceiling / 2 + ceiling / 2 * min(max(jitter, 0), 1))
     }
 

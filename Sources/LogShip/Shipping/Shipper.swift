@@ -237,7 +237,7 @@ public final class Shipper: Service, Sendable {
                 metadata: ["logship.upload.from": "\(from)", "logship.upload.to": "\(to)"])
         case .movedByReload(let from, let to):
             logger.notice(
-                "upload.url changed by a reload; delivery starts with the most preferred endpoint",
+                "upload.url changed by a reload; delivery starts with the most preferred endpoint not resting",
                 metadata: ["logship.upload.from": "\(from)", "logship.upload.to": "\(to)"])
         }
     }

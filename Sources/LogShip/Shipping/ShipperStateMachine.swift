@@ -188,6 +188,8 @@ struct ShipperStateMachine: Sendable {
         var work: OperationWork
         /// The endpoint its request goes to.
         var endpoint: Int
+        /// That endpoint's URL when it was made: a reload may give the place another since.
+        var endpointName: String
         var state: OperationState
         /// The class's ``ClassState/announcements`` when it was created.
         var announcementsAtCreation: UInt64
@@ -300,15 +302,20 @@ struct ShipperStateMachine: Sendable {
             case .send, .claim:
                 classes[priorityClass, default: ClassState()].hasRecords = true
             }
+        case .cancelledInFlight:
+            // Its records are pending again: a part of it would be sent twice from memory.
+            classes[priorityClass, default: ClassState()].hasRecords = true
         case .spoolFailed(let reason):
             classes[priorityClass, default: ClassState()].hasRecords = true
             spoolFailed([priorityClass], reason: "the spool failed during delivery: \(reason)", now: now, &actions)
         case .sent(let request):
             budget.charge(grant ?? UploadRateLimiter.Grant(limits: limits), request.spending, now: now)
-            count(request, endpoint: operation.endpoint)
+            count(request, endpointNamed: operation.endpointName)
             classes[priorityClass, default: ClassState()].parts += request.parts
             if request.isPutBack { classes[priorityClass]?.hasRecords = true }
-            if operation.endpoint == active {
+            if endpoints[operation.endpoint].name != operation.endpointName {
+                // Sent before a reload gave its place another URL: it says nothing of the endpoint there now.
+            } else if operation.endpoint == active {
                 judge(request, wasProbe: wasProbe, now: now, &actions)
             } else {
                 judgeElsewhere(request, endpoint: operation.endpoint, now: now, &actions)
@@ -381,9 +388,10 @@ struct ShipperStateMachine: Sendable {
     ///
     /// An endpoint is its URL: a place whose URL changed (a new URL, or the list reordered) starts afresh, standing
     /// by, with the counts that URL had (the metrics' counters must not go back); what was learnt of the place's old
-    /// URL is dropped, as by a restart. If the active endpoint's place changed, or one preferred over it, delivery
-    /// goes to the most preferred endpoint not resting. A request already on its way is counted for the place it
-    /// went to.
+    /// URL is dropped, as by a restart. If the active endpoint's place changed, or one preferred over it, or delivery
+    /// was paused, delivery goes to the most preferred endpoint not resting. A request already on its way to a
+    /// place whose URL changed is counted for the URL it went to and judged for none; a part isolating the refusal
+    /// of such a place goes out as a batch of its own.
     mutating func reconfigure(_ settings: Settings, now: Instant) -> [Action] {
         precondition(settings.endpoints.count == endpoints.count, "endpoints are added or removed by a restart")
         var actions: [Action] = []
@@ -398,8 +406,24 @@ struct ShipperStateMachine: Sendable {
             endpoints[index].totals = countsByFormerURL.removeValue(forKey: name) ?? DeliveryCounts()
         }
         for index in endpoints.indices { endpoints[index].retry.bounds = settings.retry }
+        // A part isolates the refusal of the URL that refused its batch; that URL's place has another now. Parts
+        // wait in their class, or in an operation (whose work comes back to the class if it is cancelled).
+        for priorityClass in Array(classes.keys) {
+            for index in classes[priorityClass]!.parts.indices {
+                if let place = classes[priorityClass]!.parts[index].endpoint, changed.contains(place) {
+                    classes[priorityClass]!.parts[index].endpoint = nil
+                }
+            }
+        }
+        for id in Array(operations.keys) {
+            if case .send(var part) = operations[id]!.work, let place = part.endpoint, changed.contains(place) {
+                part.endpoint = nil
+                operations[id]!.work = .send(part)
+            }
+        }
         budget.update(settings.budget, now: now)
-        if let first = changed.first, first <= active, phase != .draining {
+        let isPaused = if case .paused = link { true } else { false }
+        if let first = changed.first, first <= active || isPaused, phase != .draining {
             moveAfterReload(from: activeName, now: now, &actions)
         }
         actions += budgetChanged(now: now)
@@ -543,7 +567,8 @@ struct ShipperStateMachine: Sendable {
         let id = OperationID(rawValue: lastOperationID)
         let announcements = classes[work.priorityClass]?.announcements ?? 0
         operations[id] = TrackedOperation(
-            work: work, endpoint: endpoint, state: .waiting, announcementsAtCreation: announcements)
+            work: work, endpoint: endpoint, endpointName: endpoints[endpoint].name, state: .waiting,
+            announcementsAtCreation: announcements)
         actions.append(.enqueue(id, work, to: endpoint))
     }
 
@@ -599,9 +624,14 @@ struct ShipperStateMachine: Sendable {
 
     /// Adds a request's counts to the totals, the link's and its endpoint's, and keeps the latest failed and
     /// accepted requests.
-    private mutating func count(_ request: RequestReport, endpoint: Int) {
+    /// Counts a request for the link and for the URL it went to, wherever that is listed now.
+    private mutating func count(_ request: RequestReport, endpointNamed name: String) {
         totals += request.counts
-        endpoints[endpoint].totals += request.counts
+        if let index = endpoints.firstIndex(where: { $0.name == name }) {
+            endpoints[index].totals += request.counts
+        } else {
+            countsByFormerURL[name, default: DeliveryCounts()] += request.counts
+        }
         // Latest by time, not by arrival: the other slot's request may finish after this one, older.
         if let failure = request.lastError, failure.at >= lastError?.at ?? .distantPast {
             lastError = failure
@@ -746,21 +776,27 @@ struct ShipperStateMachine: Sendable {
         letGoEveryClass(now: now, &actions)
     }
 
-    /// The active endpoint's place, or one preferred over it, has another URL after a reload: delivery starts over
-    /// with the most preferred endpoint not resting (a changed place stands by), as at start.
+    /// The active endpoint's place, or one preferred over it, has another URL after a reload, or delivery was paused
+    /// and some place has a new URL: delivery starts over with the most preferred endpoint not resting (a changed
+    /// place stands by), as at start. A paused active endpoint still listed rests out its pause, as when delivery
+    /// moves away from it.
     /// - Parameter activeName: The URL delivery went to before the reload.
     private mutating func moveAfterReload(from activeName: String, now: Instant, _ actions: inout [Action]) {
+        let left = active
         cancelWaiting(to: nil, &actions)
-        if case .paused(_, let probe) = link {
+        if case .paused(let pause, let probe) = link {
             actions.append(.cancelTimer(.endPause))
             if probe == .armed { actions.append(.cancelTimer(.probeForCrash)) }
+            if endpoints[left].name == activeName { endpoints[left].rest = Rest(pause: pause) }
         }
-        active = endpoints.indices.first { !isResting($0, at: now) } ?? active
+        active = endpoints.indices.first { !isResting($0, at: now) } ?? left
+        link = .accepting
         if let rest = endpoints[active].rest {
+            // Its rest is over, and nothing has been answered since: what goes next finds out.
             if rest.probe == .armed { actions.append(.cancelTimer(.probeEndpoint(active))) }
             endpoints[active].rest = nil
+            link = .retrying(after: rest.pause)
         }
-        link = .accepting
         if endpoints[active].name != activeName {
             actions.append(.log(.movedByReload(from: activeName, to: endpoints[active].name)))
         }

@@ -140,6 +140,8 @@ extension ConfigurationLoaderTests {
             "LOGSHIPD_UPLOAD_URL (upload.url): several URLs are separated by spaces, not commas (not shown: it may "
                 + "hold a credential)"), "\(error)")
         #expect(!error.contains("127.0.0.1:2"), "the value may hold a credential")
+        let spaced = await loadError("upload:\n  url: http://127.0.0.1:1/ingest, http://127.0.0.1:2/ingest\n")
+        #expect(spaced.contains("upload.url: several URLs are separated by spaces, not commas"), "\(spaced)")
     }
 
     @Test("logshipd --check-config names each bad endpoint and passes a good list")

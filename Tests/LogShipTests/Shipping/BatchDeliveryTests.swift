@@ -179,7 +179,7 @@ struct BatchDeliveryTests {
         let task = Task { await delivery.perform(.claim(.info, grant), to: 0) }
         await started.wait()
         task.cancel()
-        guard case .cancelled = await task.value else {
+        guard case .cancelledInFlight = await task.value else {
             Issue.record("not reported as cancelled")
             return
         }

@@ -28,7 +28,7 @@ struct RetryPolicyTests {
         }
     }
 
-    @Test("three failures in a row pause only when they are most of the last answers: a remote failing everything")
+    @Test("failures in a row pause at the third when they are most of the last answers, at the seventh after a healthy run")
     func failingEverything() {
         var fresh = RetryPolicy(bounds: Self.bounds)
         let failed = UploadError.status(502, responseExcerpt: "")
@@ -37,13 +37,15 @@ struct RetryPolicyTests {
         #expect(fresh.failed(failed, jitter: 1) == .pause(.milliseconds(400), .remoteUnavailable, isAskedByRemote: false),
                 "three of three answers")
 
+        // After a long healthy run, seven in a row; the first pause as long as after three from the start.
         var answering = RetryPolicy(bounds: Self.bounds)
         for _ in 0..<20 { answering.answered() }
         var reactions: [RetryPolicy.Reaction] = []
-        for _ in 0..<11 { reactions.append(answering.failed(failed, jitter: 1)) }
-        #expect(reactions.dropLast().allSatisfy { $0 == .retry }, "three in a row after twenty taken: chance")
-        #expect(reactions.last == .pause(.seconds(2), .remoteUnavailable, isAskedByRemote: false),
-                "eleven of the last twenty: the remote fails everything")
+        for _ in 0..<7 { reactions.append(answering.failed(failed, jitter: 1)) }
+        #expect(reactions.dropLast().allSatisfy { $0 == .retry }, "six in a row after twenty taken: chance")
+        #expect(reactions.last == .pause(.milliseconds(400), .remoteUnavailable, isAskedByRemote: false))
+        #expect(answering.failed(failed, jitter: 1) == .pause(.milliseconds(800), .remoteUnavailable, isAskedByRemote: false),
+                "the pause doubles from there")
     }
 
     @Test("503s that are most of the last answers ask for less; a 429 always does")

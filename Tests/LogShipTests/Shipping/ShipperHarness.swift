@@ -176,15 +176,16 @@ enum Reports {
         return .sent(report)
     }
 
-    /// A batch of four info records refused for what they hold: the report, and the halves it hands back as parts.
+    /// A batch of four info records refused by `endpoint` for what they hold: the report, and the halves it hands
+    /// back as parts.
     static func refusedInHalves(
-        at sentAt: ContinuousClock.Instant
+        at sentAt: ContinuousClock.Instant, by endpoint: Int = 0
     ) -> (report: OperationReport, first: Batch, second: Batch) {
         let batch = Batch(
             priority: .info, records: (1...4).map { SpooledRecord(sequence: $0, line: [0x7B, 0x7D]) },
             instance: .random())
         let (first, second) = batch.halves()
-        let parts = [first, second].map { BatchPart(batch: $0, isolation: .records, endpoint: 0) }
+        let parts = [first, second].map { BatchPart(batch: $0, isolation: .records, endpoint: endpoint) }
         return (refusedRecords(parts: parts, at: sentAt), first, second)
     }
 

@@ -73,7 +73,7 @@ struct ShipperStateMachineFailoverTests {
         let refused = try harness.start(endpoint: 1)
         harness.claimed(refused, moreLeft: false)
         harness.advance(by: 5)
-        let (refusal, _, _) = Reports.refusedInHalves(at: harness.now)
+        let (refusal, _, _) = Reports.refusedInHalves(at: harness.now, by: 1)
         harness.finish(refused, refusal)
         let parts = harness.waiting.filter { operation in
             if case .send = operation.work { !operation.isCancelled } else { false }

@@ -83,4 +83,53 @@ struct ShipperStateMachineReloadTests {
         let next = harness.waiting.filter { !$0.isCancelled }
         #expect(!next.isEmpty && next.allSatisfy { $0.endpoint == 1 })
     }
+
+    @Test("a request on its way when a reload gives its place another URL: counted for the URL it went to, judged for none")
+    func inFlightAcrossReload() throws {
+        var harness = Harness(endpoints: [Self.a, Self.b])
+        harness.recordsAvailable([.info])
+        let first = try harness.start()
+        harness.claimed(first, moreLeft: false)
+        harness.reload(endpoints: [Self.c, Self.b])
+        harness.finish(first, Reports.failed(Reports.refusedConnection, at: harness.now))
+        var shown = ShipperStateMachineFailoverTests.statistics(harness)
+        #expect(shown.activeEndpoint == 0 && shown.endpoints[0].rest == nil, "c is not rested for a's failure")
+        #expect(!harness.isPaused && shown.endpoints[0].totals.requests == 0)
+        #expect(!harness.notices.contains { if case .movedEndpoint = $0 { true } else { false } })
+        harness.reload(endpoints: [Self.a, Self.b])
+        shown = ShipperStateMachineFailoverTests.statistics(harness)
+        #expect(shown.endpoints[0].totals.failedRequests == 1, "a's request is a's")
+    }
+
+    @Test("parts isolating the refusal of a place whose URL changed go out as batches of their own")
+    func partsAcrossReload() throws {
+        var harness = try ShipperStateMachineFailoverTests.movedAway()
+        harness.recordsAvailable([.info])
+        let refused = try harness.start(endpoint: 1)
+        harness.claimed(refused, moreLeft: false)
+        let (refusal, _, _) = Reports.refusedInHalves(at: harness.now, by: 1)
+        harness.finish(refused, refusal)
+        harness.reload(endpoints: [Self.b, Self.a])
+        // The waiting parts were cancelled by the move; the queue starts them, and they come back to the class.
+        while let operation = harness.startNext() {
+            guard case .send = operation.work, !operation.isCancelled else {
+                if !operation.isCancelled { harness.claimedNothing(operation) }
+                harness.finish(operation, operation.isCancelled ? .cancelled : .nothingToSend)
+                continue
+            }
+            guard case .send(let part) = operation.work else { continue }
+            #expect(part.endpoint == nil, "b's refusal was isolated at place 1, which is a's now")
+            harness.finish(operation, Reports.accepted(at: harness.now))
+        }
+    }
+
+    @Test("a reload while the active endpoint is paused and another place gets a new URL: the paused one rests, the new one takes delivery")
+    func pausedActiveRests() throws {
+        var harness = try ShipperStateMachineFailoverTests.everyEndpointFailed(second: Reports.refusedConnection)
+        #expect(harness.isPaused && ShipperStateMachineFailoverTests.statistics(harness).activeEndpoint == 1)
+        harness.reload(endpoints: [Self.c, Self.b])
+        let shown = ShipperStateMachineFailoverTests.statistics(harness)
+        #expect(shown.activeEndpoint == 0 && !harness.isPaused)
+        #expect(shown.endpoints[1].rest != nil, "b, paused a moment ago, rests out its pause")
+    }
 }
