@@ -37,7 +37,7 @@ public final class TestReceiver: Sendable {
             } catch let error as ListenError where port != 0 && error.errnoCode == EADDRINUSE
                 && ContinuousClock.now < deadline
             {
-                try? await Task.sleep(for: .milliseconds(20))  // poll interval until the deadline
+                try await Task.sleep(for: .milliseconds(20))  // poll interval until the deadline
             } catch {
                 try? await loop.shutdownGracefully()
                 throw error

@@ -134,19 +134,20 @@ public final class LogReceiver: Sendable {
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .bind(host: host, port: port) { channel in
-                    // Known from the moment it is accepted, not from when ``run()`` gets to it, so that a stop
-                    // closes also a connection accepted just before it, which the client would otherwise wait on.
-                    guard served.insert(channel) else {
-                        return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
-                    }
-                    channel.closeFuture.whenComplete { _ in served.remove(channel) }
-                    return channel.eventLoop.makeCompletedFuture {
+                    channel.eventLoop.makeCompletedFuture {
                         if let sslContext {
                             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                         }
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                        return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        let connection = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                             wrappingChannelSynchronously: channel)
+                        // Known from the moment it is accepted, not from when ``run()`` gets to it, so that a stop
+                        // closes also a connection accepted just before it, which the client would otherwise wait
+                        // on. One accepted after the stop began is closed at once (a failed initializer would end
+                        // ``run()`` with an error).
+                        if !served.insert(channel) { channel.close(promise: nil) }
+                        channel.closeFuture.whenComplete { _ in served.remove(channel) }
+                        return connection
                     }
                 }
         } catch {

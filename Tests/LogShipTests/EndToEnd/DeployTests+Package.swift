@@ -61,13 +61,14 @@ extension DeployTests {
     }
 
     @Test(
-        "make deb's package: control fields, Depends from the binaries, conffiles, contents; installed into a scratch root, removed and purged; lintian finds no error",
+        "make deb's package: control fields, Depends from the binaries, conffiles, contents; installed into a scratch root, removed and purged; lintian finds no error or warning",
         .enabled(
             if: [dpkgDeb, lintian].allSatisfy(FileManager.default.isExecutableFile(atPath:)),
             "dpkg-deb or lintian is missing (make test-deps installs lintian; dpkg-deb is Debian's own)"),
         .enabled(
             if: FileManager.default.isExecutableFile(atPath: releaseBinaries.appendingPathComponent("logshipd").path),
-            "no release binaries to package: make release (or make deb) builds them"))
+            "no release binaries to package: make release (or make deb) builds them"),
+        .enabled(if: getuid() == 0, "dpkg --root installs as root only"))
     func debianPackage() async throws {
         let output = try TemporaryDirectory.make()
         let built = try await run(
@@ -143,8 +144,8 @@ extension DeployTests {
         #expect(!FileManager.default.fileExists(atPath: "\(root)/var/lib/logshipd"))
         #expect(!FileManager.default.fileExists(atPath: "\(root)/etc/logshipd/logshipd.yaml"))
 
-        let linted = try await run(Self.lintian, ["--fail-on", "error", package, debug], within: .seconds(600))
+        let linted = try await run(Self.lintian, ["--fail-on", "warning", package, debug], within: .seconds(600))
         #expect(linted.status == 0, "\(linted.standardOutput)\(linted.standardError)")
-        #expect(!linted.standardOutput.contains("E: "), "\(linted.standardOutput)")
+        #expect(!linted.standardOutput.contains("E: ") && !linted.standardOutput.contains("W: "), "\(linted.standardOutput)")
     }
 }
