@@ -70,10 +70,7 @@ extension ConfigurationLoader {
 
     /// An empty mapping for a section written with no value (`auth:` or `auth: ~`), as a top-level section may be.
     private static func emptySection(_ node: Node) -> Node.Mapping? {
-        guard let scalar = node.scalar, scalar.string.isEmpty || scalar.string == "~" else {
-            return nil
-        }
-        return Node.Mapping([])
+        isNoValue(node) ? Node.Mapping([]) : nil
     }
 
     /// How problems name an entry of a list of `count`: `upload.url entry 2`, or `upload.url` when it is alone.

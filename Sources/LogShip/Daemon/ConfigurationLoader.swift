@@ -123,7 +123,7 @@ public struct ConfigurationLoader: Sendable {
         for (sectionNode, sectionValue) in mapping {
             let section = sectionNode.string ?? "\(sectionNode)"
             guard let entries = sectionValue.mapping else {
-                if case .scalar(let scalar) = sectionValue, scalar.string.isEmpty || scalar.string == "~" { continue }
+                if isNoValue(sectionValue) { continue }
                 values.problems.append("\(path): \(section) must be a mapping of keys")
                 continue
             }
@@ -168,6 +168,12 @@ public struct ConfigurationLoader: Sendable {
         }
     }
 
+    /// Whether a key was written with no value (`key:` or `key: ~`).
+    static func isNoValue(_ node: Node) -> Bool {
+        guard let scalar = node.scalar else { return false }
+        return scalar.string.isEmpty || scalar.string == "~"
+    }
+
     /// A sequence of scalars, or one scalar holding a comma-separated list.
     private static func readList(_ node: Node, key: String, path: String) throws -> [String] {
         if let scalar = node.scalar {
@@ -183,7 +189,7 @@ public struct ConfigurationLoader: Sendable {
     }
 
     private static func readHeaders(_ node: Node, path: String) throws -> [(String, String)] {
-        if let scalar = node.scalar, scalar.string.isEmpty || scalar.string == "~" { return [] }
+        if isNoValue(node) { return [] }
         guard let mapping = node.mapping else {
             throw ConfigurationError("\(path): upload.headers must be a mapping of header names to values")
         }

@@ -408,21 +408,18 @@ struct ShipperStateMachine: Sendable {
         for index in endpoints.indices { endpoints[index].retry.bounds = settings.retry }
         // A part isolates the refusal of the URL that refused its batch; that URL's place has another now. Parts
         // wait in their class, or in an operation (whose work comes back to the class if it is cancelled).
+        func detached(_ part: BatchPart) -> BatchPart {
+            var part = part
+            if let place = part.endpoint, changed.contains(place) { part.endpoint = nil }
+            return part
+        }
         for priorityClass in Array(classes.keys) {
-            for index in classes[priorityClass]!.parts.indices {
-                if let place = classes[priorityClass]!.parts[index].endpoint, changed.contains(place) {
-                    classes[priorityClass]!.parts[index].endpoint = nil
-                }
-            }
+            classes[priorityClass]!.parts = classes[priorityClass]!.parts.map(detached)
         }
         for id in Array(operations.keys) {
-            if case .send(var part) = operations[id]!.work, let place = part.endpoint, changed.contains(place) {
-                part.endpoint = nil
-                operations[id]!.work = .send(part)
-            }
+            if case .send(let part) = operations[id]!.work { operations[id]!.work = .send(detached(part)) }
         }
         budget.update(settings.budget, now: now)
-        let isPaused = if case .paused = link { true } else { false }
         if let first = changed.first, first <= active || isPaused, phase != .draining {
             moveAfterReload(from: activeName, now: now, &actions)
         }
@@ -506,7 +503,6 @@ struct ShipperStateMachine: Sendable {
             statistics.lastFailure = pause
         }
         statistics.activeEndpoint = active
-        let isPaused = if case .paused = link { true } else { false }
         statistics.endpoints = endpoints.indices.map { index in
             // An endpoint after the active one whose rest is over waits for nothing: delivery moves to it only
             // when the active one pauses, and then at once. It stands by, and is shown so.
@@ -757,11 +753,41 @@ struct ShipperStateMachine: Sendable {
     /// - Parameter reason: Why it leaves: the failure that paused it, or `nil` when `endpoint` answered its probe.
     private mutating func move(to endpoint: Int, reason: String?, now: Instant, _ actions: inout [Action]) {
         let left = active
-        cancelWaiting(to: left, &actions)
+        hand(
+            to: endpoint, cancellingWaitingFor: left, leftRests: true,
+            notice: .movedEndpoint(from: endpoints[left].name, to: endpoints[endpoint].name, reason: reason),
+            now: now, &actions)
+    }
+
+    /// The active endpoint's place, or one preferred over it, has another URL after a reload, or delivery was paused
+    /// and some place has a new URL: delivery starts over with the most preferred endpoint not resting (a changed
+    /// place stands by), as at start. A paused active endpoint still listed rests out its pause, as when delivery
+    /// moves away from it.
+    /// - Parameter activeName: The URL delivery went to before the reload.
+    private mutating func moveAfterReload(from activeName: String, now: Instant, _ actions: inout [Action]) {
+        // A paused active endpoint that is still listed is about to rest: not a candidate.
+        let leftRests = endpoints[active].name == activeName
+        let next = endpoints.indices.first { !isResting($0, at: now) && !(leftRests && isPaused && $0 == active) }
+            ?? active
+        let name = endpoints[next].name
+        hand(
+            to: next, cancellingWaitingFor: nil, leftRests: leftRests,
+            notice: name == activeName ? nil : .movedByReload(from: activeName, to: name), now: now, &actions)
+    }
+
+    /// Delivery goes to `endpoint`: what waits for `waitingFor` (for any endpoint when `nil`) is cancelled, a pause
+    /// of the endpoint it leaves ends and, when `leftRests`, becomes that one's rest; `endpoint` takes delivery
+    /// (`retrying` if it rested), and every class gets a claim for it.
+    private mutating func hand(
+        to endpoint: Int, cancellingWaitingFor waitingFor: Int?, leftRests: Bool, notice: Notice?, now: Instant,
+        _ actions: inout [Action]
+    ) {
+        let left = active
+        cancelWaiting(to: waitingFor, &actions)
         if case .paused(let pause, let probe) = link {
             actions.append(.cancelTimer(.endPause))
             if probe == .armed { actions.append(.cancelTimer(.probeForCrash)) }
-            endpoints[left].rest = Rest(pause: pause)
+            if leftRests { endpoints[left].rest = Rest(pause: pause) }
         }
         active = endpoint
         link = .accepting
@@ -771,35 +797,7 @@ struct ShipperStateMachine: Sendable {
             endpoints[endpoint].rest = nil
             link = .retrying(after: rest.pause)
         }
-        actions.append(
-            .log(.movedEndpoint(from: endpoints[left].name, to: endpoints[endpoint].name, reason: reason)))
-        letGoEveryClass(now: now, &actions)
-    }
-
-    /// The active endpoint's place, or one preferred over it, has another URL after a reload, or delivery was paused
-    /// and some place has a new URL: delivery starts over with the most preferred endpoint not resting (a changed
-    /// place stands by), as at start. A paused active endpoint still listed rests out its pause, as when delivery
-    /// moves away from it.
-    /// - Parameter activeName: The URL delivery went to before the reload.
-    private mutating func moveAfterReload(from activeName: String, now: Instant, _ actions: inout [Action]) {
-        let left = active
-        cancelWaiting(to: nil, &actions)
-        if case .paused(let pause, let probe) = link {
-            actions.append(.cancelTimer(.endPause))
-            if probe == .armed { actions.append(.cancelTimer(.probeForCrash)) }
-            if endpoints[left].name == activeName { endpoints[left].rest = Rest(pause: pause) }
-        }
-        active = endpoints.indices.first { !isResting($0, at: now) } ?? left
-        link = .accepting
-        if let rest = endpoints[active].rest {
-            // Its rest is over, and nothing has been answered since: what goes next finds out.
-            if rest.probe == .armed { actions.append(.cancelTimer(.probeEndpoint(active))) }
-            endpoints[active].rest = nil
-            link = .retrying(after: rest.pause)
-        }
-        if endpoints[active].name != activeName {
-            actions.append(.log(.movedByReload(from: activeName, to: endpoints[active].name)))
-        }
+        if let notice { actions.append(.log(notice)) }
         letGoEveryClass(now: now, &actions)
     }
 
@@ -911,6 +909,11 @@ struct ShipperStateMachine: Sendable {
     }
 
     private var hasCrashToSend: Bool { hasSomethingToSend(.crash) }
+
+    /// Whether all delivery is paused (the active endpoint's pause, every other endpoint resting).
+    private var isPaused: Bool {
+        if case .paused = link { true } else { false }
+    }
 
     /// Whether a class has records or parts to send and is not waiting.
     private func hasSomethingToSend(_ priorityClass: PriorityClass) -> Bool {

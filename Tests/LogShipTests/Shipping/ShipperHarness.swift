@@ -94,6 +94,15 @@ struct ShipperHarness {
         return operation
     }
 
+    /// Info records become available, and the next operation (the next for `endpoint`, when given) starts and
+    /// claims some.
+    mutating func claimInfo(endpoint: Int? = nil, moreLeft: Bool) throws -> Operation {
+        recordsAvailable([.info])
+        let operation = try endpoint.map { try start(endpoint: $0) } ?? start()
+        claimed(operation, moreLeft: moreLeft)
+        return operation
+    }
+
     mutating func claimed(_ operation: Operation, spoolBytes: Int = 100, moreLeft: Bool) {
         apply(machine.operationClaimed(operation.id, BatchDelivery.Claim(spoolBytes: spoolBytes, moreLeft: moreLeft), now: now))
     }

@@ -38,9 +38,7 @@ struct ShipperStateMachineReloadTests {
     @Test("the active endpoint renamed: delivery starts with the new URL; a URL that comes back goes on with its counts")
     func renamed() throws {
         var harness = Harness(endpoints: [Self.a, Self.b])
-        harness.recordsAvailable([.info])
-        let first = try harness.start()
-        harness.claimed(first, moreLeft: false)
+        let first = try harness.claimInfo(moreLeft: false)
         harness.finish(first, Reports.accepted(at: harness.now))
 
         harness.reload(endpoints: [Self.c, Self.b])
@@ -87,9 +85,7 @@ struct ShipperStateMachineReloadTests {
     @Test("a request on its way when a reload gives its place another URL: counted for the URL it went to, judged for none")
     func inFlightAcrossReload() throws {
         var harness = Harness(endpoints: [Self.a, Self.b])
-        harness.recordsAvailable([.info])
-        let first = try harness.start()
-        harness.claimed(first, moreLeft: false)
+        let first = try harness.claimInfo(moreLeft: false)
         harness.reload(endpoints: [Self.c, Self.b])
         harness.finish(first, Reports.failed(Reports.refusedConnection, at: harness.now))
         var shown = ShipperStateMachineFailoverTests.statistics(harness)
@@ -104,9 +100,7 @@ struct ShipperStateMachineReloadTests {
     @Test("parts isolating the refusal of a place whose URL changed go out as batches of their own")
     func partsAcrossReload() throws {
         var harness = try ShipperStateMachineFailoverTests.movedAway()
-        harness.recordsAvailable([.info])
-        let refused = try harness.start(endpoint: 1)
-        harness.claimed(refused, moreLeft: false)
+        let refused = try harness.claimInfo(endpoint: 1, moreLeft: false)
         let (refusal, _, _) = Reports.refusedInHalves(at: harness.now, by: 1)
         harness.finish(refused, refusal)
         harness.reload(endpoints: [Self.b, Self.a])
