@@ -34,6 +34,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "CUnixSocket"),
+        .target(name: "CSpawn"),
         .systemLibrary(name: "CFuzzerDriver"),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CMalloc"),
@@ -145,6 +146,7 @@ let package = Package(
         .target(
             name: "LogShipTestKit",
             dependencies: [
+                "CSpawn",
                 "CUnixSocket",
                 "LogShip",
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import CSpawn
 import Foundation
 import Synchronization
 
@@ -60,11 +61,13 @@ public final class ChildProcess: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        // dup2 clears close-on-exec on the copies, so the child keeps these three (and any descriptor of this
-        // process opened without close-on-exec; the test kit opens none).
+        // dup2 clears close-on-exec on the copies, so the child keeps these three. Every other descriptor is
+        // closed: NIO opens its sockets without close-on-exec, and a child that inherited an in-process receiver's
+        // listening socket kept it listening, unanswered, after the receiver stopped.
         posix_spawn_file_actions_adddup2(&actions, input.read, 0)
         posix_spawn_file_actions_adddup2(&actions, outputPipe.write, 1)
         posix_spawn_file_actions_adddup2(&actions, errorPipe.write, 2)
+        cspawn_add_close_from(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

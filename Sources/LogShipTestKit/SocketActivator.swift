@@ -1,3 +1,4 @@
+import CSpawn
 import CUnixSocket
 import Foundation
 import Synchronization
@@ -104,6 +105,8 @@ public final class SocketActivator: @unchecked Sendable {
         for (index, copy) in copies.enumerated() {
             posix_spawn_file_actions_adddup2(&actions, copy, 3 + Int32(index))
         }
+        // Nothing else of this process: NIO opens its sockets without close-on-exec (see ChildProcess).
+        cspawn_add_close_from(&actions, 3 + Int32(passed.count))
         posix_spawn_file_actions_addopen(&actions, 2, errorLog, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         let names = (["ingest", "ingest-datagram", "control"] + stored.map(\.name)).joined(separator: ":")
         let manager = store.map { "NOTIFY_SOCKET=\($0.path) FDSTORE=\($0.maximum) " } ?? ""

@@ -22,26 +22,15 @@ public final class TestReceiver: Sendable {
     public init(port: Int = 0, tls: TLSConfiguration? = nil, behavior: LogReceiver.Behavior = .init()) async throws {
         let log = self.log
         let loop = await startedEventLoopGroup()
-        // A given port (a receiver that comes back, on the port the daemon knows) may refuse a bind for a while
-        // after the last receiver there stopped, even once its sockets are closed: a test that rebound at once
-        // failed with EADDRINUSE in full runs. Bound again until a deadline, as every wait of the tests.
-        let deadline = ContinuousClock.now + .seconds(180)
-        while true {
-            do {
-                receiver = try await LogReceiver(
-                    host: "127.0.0.1", port: port, tls: tls, behavior: behavior, group: loop, logger: .test
-                ) {
-                    log.append($0)
-                }
-                break
-            } catch let error as ListenError where port != 0 && error.errnoCode == EADDRINUSE
-                && ContinuousClock.now < deadline
-            {
-                try await Task.sleep(for: .milliseconds(20))  // poll interval until the deadline
-            } catch {
-                try? await loop.shutdownGracefully()
-                throw error
+        do {
+            receiver = try await LogReceiver(
+                host: "127.0.0.1", port: port, tls: tls, behavior: behavior, group: loop, logger: .test
+            ) {
+                log.append($0)
             }
+        } catch {
+            try? await loop.shutdownGracefully()
+            throw error
         }
         let receiver = receiver
         // Runs until ``stop()`` or deinit stops the receiver; then its loop ends.

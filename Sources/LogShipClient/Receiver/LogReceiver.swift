@@ -191,10 +191,11 @@ public final class LogReceiver: Sendable {
     ///
     /// Closing, not cancelling: a connection accepted but not yet handed to ``run()``'s loop would be dropped
     /// unfinished by a cancelled loop, which NIO traps on (`Deinited NIOAsyncWriter without calling finish()`).
-    /// Every connection accepted is closed here, also one ``run()`` has not got to yet.
+    /// Every connection accepted is closed here, also one ``run()`` has not got to yet. A second stop does nothing:
+    /// its loop may have been shut down since the first.
     public func stop() {
+        guard served.closeAll() else { return }
         server.channel.close(promise: nil)
-        served.closeAll()
     }
 
     private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {

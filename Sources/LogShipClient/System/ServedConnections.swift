@@ -43,13 +43,16 @@ package final class ServedConnections: Sendable {
         return emptied || state.withLock { $0.channels.isEmpty }
     }
 
-    /// Closes every connection served, and refuses those inserted from now on.
-    package func closeAll() {
-        let channels = state.withLock { state in
-            state.isClosing = true
-            return Array(state.channels.values)
+    /// Closes every connection served, and refuses those inserted from now on; returns `false` when an earlier
+    /// call did so already.
+    @discardableResult
+    package func closeAll() -> Bool {
+        let (channels, wasClosing) = state.withLock { state in
+            defer { state.isClosing = true }
+            return (Array(state.channels.values), state.isClosing)
         }
         for channel in channels { channel.close(promise: nil) }
+        return !wasClosing
     }
 
     /// Returns once no connection is served, or once the task is cancelled.

@@ -16,6 +16,18 @@ struct ChildProcessTests {
         try await waitUntil { !FileManager.default.fileExists(atPath: "/proc/\(pid)") }
     }
 
+    @Test("a child inherits its three standard streams and nothing else: not the sockets NIO opens without close-on-exec")
+    func childInheritsOnlyItsStandardStreams() async throws {
+        // NIO opens its sockets without close-on-exec. A receiver's listening socket inherited by a child (a
+        // daemon, a fuzzer) stayed listening after the receiver stopped: a daemon's requests to it waited out
+        // their timeout, and a receiver started again on its port could not bind it.
+        let receiver = try await TestReceiver()
+        let listed = try await run("/bin/sh", ["-c", "ls /proc/$$/fd"])
+        await receiver.stop()
+        #expect(listed.status == 0, "\(listed.standardError)")
+        #expect(listed.standardOutput.split(separator: "\n") == ["0", "1", "2"])
+    }
+
     /// Where a thread puts the child it started.
     private final class Started: Sendable {
         let child = Mutex<ChildProcess?>(nil)
