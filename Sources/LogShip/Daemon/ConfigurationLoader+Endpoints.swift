@@ -170,15 +170,22 @@ extension ConfigurationLoader {
         return notices
     }
 
-    /// What is wrong with the endpoints beyond each URL: a URL listed twice, a user or password in a URL, and the
-    /// rules of each endpoint's own `auth` and `tls`.
+    /// What is wrong with the endpoints beyond each URL: a URL listed twice, or two that differ only where they are
+    /// not shown, a user or password in a URL, and the rules of each endpoint's own `auth` and `tls`.
     static func endpointProblems(_ endpoints: [DaemonConfiguration.Endpoint]) -> [String] {
         var problems: [String] = []
         var seen: Set<String> = []
+        var shown: Set<String> = []
         for (index, endpoint) in endpoints.enumerated() {
             let name = entryName(index, of: endpoints.count)
             if !seen.insert(endpoint.url).inserted {
                 problems.append("\(name) repeats an earlier entry's URL: each endpoint is listed once")
+            } else if !shown.insert(endpoint.shownName).inserted {
+                // An endpoint is known by its shown name (status, metrics labels, what a reload keeps); two that
+                // differ only in a query or fragment are one receiver, which failing over to would not help.
+                problems.append(
+                    "\(name) differs from an earlier entry (\(endpoint.shownName)) only in its query or fragment "
+                        + "(not shown: they may hold a credential): each receiver is listed once")
             }
             // A password in the URL would be in every log line and status that names the URL; it is not shown.
             if let url = URLComponents(string: endpoint.url), url.user != nil || url.password != nil {

@@ -44,8 +44,9 @@ struct ShipperStateMachine: Sendable {
         var limits: BatchLimits
         var retry: RetryPolicy.Bounds
         var budget: UploadRateBudget
-        /// The endpoints' names (their URLs, without credentials), in order of preference; a reload may rename
-        /// them, not add or remove one.
+        /// The endpoints' names (their URLs, without credentials), in order of preference, each one once (the
+        /// loader refuses URLs that differ only where they are not shown); a reload may rename them, not add or
+        /// remove one.
         var endpoints: [String]
     }
 

@@ -87,11 +87,13 @@ extension ConfigurationLoaderTests {
                   tls:
                     ca_file: /nonexistent/ca.pem
                 - https://a.example/ingest
+                - https://a.example/ingest?key=x
             """)
         for expected in [
             "upload.url entry 2: auth.basic_user and auth.basic_password_file go together",
             "upload.url entry 2: tls.ca_file: cannot read /nonexistent/ca.pem",
             "upload.url entry 3 repeats an earlier entry's URL",
+            "upload.url entry 4 differs from an earlier entry (https://a.example/ingest) only in its query or fragment",
         ] {
             #expect(rules.contains(expected), "\(expected) in \(rules)")
         }
