@@ -11,6 +11,7 @@ each (the ValueParser its `read` call names) and which keys a reload cannot chan
 the pages cannot fall behind the code unnoticed.
 """
 
+import datetime
 import json
 import os
 import re
@@ -293,6 +294,18 @@ def configuration_page(date, version):
     return out
 
 
+def page_date():
+    """The pages' date: SOURCE_DATE_EPOCH's day when it is set (reproducible builds, scripts/build-deb.sh), else
+    the last commit's; a tree with neither stops the script rather than print a page without a date."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        return datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).strftime("%Y-%m-%d")
+    committed = subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%cs"], capture_output=True, text=True)
+    if committed.returncode != 0 or not committed.stdout.strip():
+        sys.exit("generate-manpages.py: no date for the pages: set SOURCE_DATE_EPOCH outside a git checkout")
+    return committed.stdout.strip()
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: generate-manpages.py BIN_PATH OUTPUT_DIR")
@@ -300,9 +313,7 @@ def main():
     os.makedirs(output, exist_ok=True)
     version_source = open(os.path.join(ROOT, "Sources", "LogShipRecord", "Record", "LogShipVersion.swift")).read()
     version = re.search(r'current = "([^"]+)"', version_source).group(1)
-    date = os.environ.get("MANPAGE_DATE") or subprocess.run(
-        ["git", "-C", ROOT, "log", "-1", "--format=%cs"], capture_output=True, text=True
-    ).stdout.strip()
+    date = page_date()
     pages = {
         "logshipd.8": command_page(
             os.path.join(bin_path, "logshipd"), 8, date, version, "System Manager's Manual",
