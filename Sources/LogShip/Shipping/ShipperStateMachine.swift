@@ -619,9 +619,8 @@ struct ShipperStateMachine: Sendable {
         return actions
     }
 
-    /// Adds a request's counts to the totals, the link's and its endpoint's, and keeps the latest failed and
-    /// accepted requests.
-    /// Counts a request for the link and for the URL it went to, wherever that is listed now.
+    /// Adds a request's counts to the link's totals and to those of the URL it went to, wherever that is listed
+    /// now, and keeps the latest failed and accepted requests.
     private mutating func count(_ request: RequestReport, endpointNamed name: String) {
         totals += request.counts
         if let index = endpoints.firstIndex(where: { $0.name == name }) {
