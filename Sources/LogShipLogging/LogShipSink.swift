@@ -153,9 +153,13 @@ public final class LogShipSink: @unchecked Sendable {
         guard statistics.dropped > reportedDrops else { return (line, nil) }
         let dropped = statistics.dropped - reportedDrops
         let report = JSONLine.record(
-            message: "LogShipLogging dropped \(dropped) records: its buffer of \(capacity) was full while logshipd was away, or a record was too large for a datagram",
+            message: "LogShipLogging dropped \(dropped) records: its buffer of \(capacity) was full "
+                + "while logshipd was away, or a record was too large for a datagram",
             severity: 4, priority: nil,
-            fields: [("logship_logging_dropped", String(dropped)), ("logship_logging_dropped_total", String(statistics.dropped))])
+            fields: [
+                ("logship_logging_dropped", String(dropped)),
+                ("logship_logging_dropped_total", String(statistics.dropped)),
+            ])
         return (line, (report, dropped))
     }
 

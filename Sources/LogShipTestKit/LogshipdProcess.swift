@@ -16,7 +16,9 @@ public enum LogshipdProcess {
     ) throws -> String {
         let path = "\(directory)/logshipd.yaml"
         let datagramOff = ingest.contains { $0.hasPrefix("datagram:") } ? [] : ["datagram: \"\""]
-        let ingestKeys = (["stream: \(directory)/ingest.sock", "control: \(directory)/control.sock"] + datagramOff + ingest)
+        let ingestKeys = (
+            ["stream: \(directory)/ingest.sock", "control: \(directory)/control.sock"] + datagramOff + ingest
+        )
             .map { "  \($0)" }.joined(separator: "\n")
         let uploadKeys = (["url: \(url)", "retry_max: 1s"] + upload).map { "  \($0)" }.joined(separator: "\n")
         // No margin unless a test sets one: the temporary directories share the machine's disk.
@@ -48,7 +50,9 @@ public enum LogshipdProcess {
         try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
         let daemon = try await ChildProcess.start(
             Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"], environment: environment)
-        try await waitUntil(within: .seconds(20)) { FileManager.default.fileExists(atPath: "\(directory)/control.sock") }
+        try await waitUntil(within: .seconds(20)) {
+            FileManager.default.fileExists(atPath: "\(directory)/control.sock")
+        }
         return daemon
     }
 

@@ -41,7 +41,9 @@ public final class ChildProcess: Sendable {
     /// whole standard input.
     ///
     /// - Throws: ``SpawnError`` when the pipes cannot be made or the executable cannot be started.
-    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil) throws {
+    public init(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil
+    ) throws {
         name = URL(fileURLWithPath: executable).lastPathComponent
         let input = try Self.stream()
         let outputPipe: (read: Int32, write: Int32)
@@ -155,7 +157,8 @@ public final class ChildProcess: Sendable {
     /// A one-way stream: the child gets one end, this process the other.
     private static func stream() throws -> (read: Int32, write: Int32) {
         var descriptors: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &descriptors) == 0 else {
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &descriptors) == 0
+        else {
             throw SpawnError(executable: "socketpair", errno: errno)
         }
         return (descriptors[0], descriptors[1])
@@ -164,7 +167,9 @@ public final class ChildProcess: Sendable {
     private static func write(_ bytes: [UInt8], to descriptor: Int32) {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let written = bytes[offset...].withUnsafeBytes {
+                send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if written < 0 && errno == EINTR { continue }
             if written <= 0 { return }
             offset += written

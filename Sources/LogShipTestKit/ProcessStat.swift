@@ -10,7 +10,9 @@ public struct ProcessStat: Sendable {
     /// Reads `path`; throws when it cannot be read (the process or thread is gone) or holds no command name.
     public init(path: String) throws {
         let line = try String(contentsOfFile: path, encoding: .utf8)
-        guard let nameEnd = line.lastIndex(of: ")") else { throw WaitTimeout(description: "no command name in \(path)") }
+        guard let nameEnd = line.lastIndex(of: ")") else {
+            throw WaitTimeout(description: "no command name in \(path)")
+        }
         fields = line[line.index(after: nameEnd)...].split(separator: " ")
     }
 

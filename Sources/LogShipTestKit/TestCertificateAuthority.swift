@@ -46,7 +46,8 @@ public struct TestCertificateAuthority: Sendable {
         case .client: ["-addext", "extendedKeyUsage=clientAuth"]
         }
         try await Self.openssl([
-            "req", "-x509", "-CA", certificate, "-CAkey", key, "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "req", "-x509", "-CA", certificate, "-CAkey", key, "-newkey", "ec",
+            "-pkeyopt", "ec_paramgen_curve:prime256v1",
             "-nodes", "-keyout", issued.key, "-out", issued.certificate, "-days", "2", "-subj", "/CN=\(name)",
             "-addext", "basicConstraints=critical,CA:FALSE",
         ] + extensions)

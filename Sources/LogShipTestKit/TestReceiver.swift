@@ -109,14 +109,17 @@ private final class RequestLog: Sendable {
 
         /// Takes the waiters for at least `recordCount` records, now met.
         mutating func takeMetRecordWaiters() -> [CheckedContinuation<Void, Never>] {
-            let met = waiters.filter { if case .records(let count) = $0.value.condition { recordCount >= count } else { false } }
+            let met = waiters.filter {
+                if case .records(let count) = $0.value.condition { recordCount >= count } else { false }
+            }
             for id in met.keys { waiters[id] = nil }
             return met.values.map(\.continuation)
         }
 
         /// Whether an evaluation is to be started now: one is due and none is already waiting to start.
         mutating func schedulesEvaluation() -> Bool {
-            guard !isEvaluationDue, waiters.values.contains(where: { if case .requests = $0.condition { true } else { false } })
+            guard !isEvaluationDue,
+                waiters.values.contains(where: { if case .requests = $0.condition { true } else { false } })
             else { return false }
             isEvaluationDue = true
             return true
@@ -155,9 +158,12 @@ private final class RequestLog: Sendable {
     private func evaluate() {
         let (requests, conditions) = state.withLock { state in
             state.isEvaluationDue = false
-            return (state.requests, state.waiters.compactMapValues { waiter -> (@Sendable ([LogReceiver.Request]) -> Bool)? in
-                if case .requests(let holds) = waiter.condition { holds } else { nil }
-            })
+            return (
+                state.requests,
+                state.waiters.compactMapValues { waiter -> (@Sendable ([LogReceiver.Request]) -> Bool)? in
+                    if case .requests(let holds) = waiter.condition { holds } else { nil }
+                }
+            )
         }
         let held = conditions.filter { $0.value(requests) }.keys
         let ready = state.withLock { state in held.compactMap { state.waiters.removeValue(forKey: $0)?.continuation } }

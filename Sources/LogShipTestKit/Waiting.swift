@@ -10,7 +10,9 @@ public func waitUntil(
 ) async throws {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
-        guard ContinuousClock.now < deadline else { throw WaitTimeout(description: "condition not met within \(timeout)") }
+        guard ContinuousClock.now < deadline else {
+            throw WaitTimeout(description: "condition not met within \(timeout)")
+        }
         try await Task.sleep(for: .milliseconds(2))  // poll interval until the deadline
     }
 }
@@ -21,7 +23,9 @@ public func eventually(
 ) async throws {
     let deadline = ContinuousClock.now + timeout
     while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw WaitTimeout(description: "condition not met within \(timeout)") }
+        guard ContinuousClock.now < deadline else {
+            throw WaitTimeout(description: "condition not met within \(timeout)")
+        }
         try await Task.sleep(for: .milliseconds(20))  // poll interval until the deadline
     }
 }

@@ -16,7 +16,9 @@ struct Logctl: AsyncParsableCommand {
         commandName: "logctl",
         abstract: "Send records to logshipd, ask for its status, or receive what it uploads.",
         version: LogShipVersion.current,
-        subcommands: [Send.self, Status.self, Flush.self, Pause.self, Resume.self, Throttle.self, DeadLetters.self, Receive.self])
+        subcommands: [
+            Send.self, Status.self, Flush.self, Pause.self, Resume.self, Throttle.self, DeadLetters.self, Receive.self,
+        ])
 }
 
 /// Where to find the daemon's control socket.

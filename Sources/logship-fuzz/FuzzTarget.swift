@@ -42,7 +42,8 @@ enum FuzzTarget {
             frame, source: .socket, peer: nil, receivedAt: Timestamp(microsecondsSinceEpoch: 1_795_255_200_000_000))
         precondition(
             encoded.line == line && encoded.priority == record.priority && encoded.truncated == frame.truncated,
-            "the line written from the frame differs from the record's: \(String(decoding: encoded.line, as: UTF8.self))")
+            "the line written from the frame differs from the record's: "
+                + "\(String(decoding: encoded.line, as: UTF8.self))")
     }
 
     static func frames(of stream: [UInt8], cutEvery step: Int?, maximum: Int) -> [Frame] {

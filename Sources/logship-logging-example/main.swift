@@ -47,7 +47,9 @@ for index in 0..<count {
     }
     let start = microseconds()
     if index % 1000 == 999 {
-        logger.critical("worker crashed at record \(index)", metadata: Logger.Metadata.crashReport.merging(["index": "\(index)"]) { $1 })
+        logger.critical(
+            "worker crashed at record \(index)",
+            metadata: Logger.Metadata.crashReport.merging(["index": "\(index)"]) { $1 })
     } else {
         logger.info("order \(index) shipped", metadata: ["index": "\(index)"])
     }
@@ -59,4 +61,6 @@ for index in 0..<count {
 }
 _ = sink.flush(timeoutSeconds: 60)
 let statistics = sink.currentStatistics
-print("sent=\(statistics.sent) dropped=\(statistics.dropped) waiting=\(statistics.waiting) slowest_call_us=\(slowest) calls_over_50ms=\(callsOver50ms)")
+print(
+    "sent=\(statistics.sent) dropped=\(statistics.dropped) waiting=\(statistics.waiting) "
+        + "slowest_call_us=\(slowest) calls_over_50ms=\(callsOver50ms)")

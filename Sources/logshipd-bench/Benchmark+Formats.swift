@@ -67,9 +67,13 @@ extension Benchmark {
                 let microseconds = (threadCPUTime() - start) / Double(batches) * 1_000_000
                 print("  " + format.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + "  "
                     + compression.description.padding(toLength: 13, withPad: " ", startingAt: 0)
-                    + String(format: "%12.1f   %9.2f   %19.0f", Double(bytes) / 1_000, Double(bytes) / ndjsonBytes, microseconds))
+                    + String(
+                        format: "%12.1f   %9.2f   %19.0f", Double(bytes) / 1_000, Double(bytes) / ndjsonBytes,
+                        microseconds))
                 table.append("| \(format.rawValue) | \(compression.description) | "
-                    + String(format: "%.1f | %.2f | %.0f |", Double(bytes) / 1_000, Double(bytes) / ndjsonBytes, microseconds))
+                    + String(
+                        format: "%.1f | %.2f | %.0f |", Double(bytes) / 1_000, Double(bytes) / ndjsonBytes,
+                        microseconds))
             }
         }
         print("")

@@ -50,7 +50,9 @@ enum Benchmark {
     /// How soon a crash record behind a backlog reaches a slow receiver.
     static func printCrashLatency() async throws {
         let latency = try await crashLatency(backlog: 5_000, receiverDelay: .milliseconds(100))
-        print(String(format: "crash record behind %d info records, receiver answering after 100 ms (sqlite):", latency.backlog))
+        print(String(
+            format: "crash record behind %d info records, receiver answering after 100 ms (sqlite):",
+            latency.backlog))
         print(String(format: "  accepted → arrived     %8.0f ms  (%.1f× one request's delay)",
                      latency.milliseconds, latency.milliseconds / 100))
         print(String(format: "  info records it overtook %6d of %d", latency.overtaken, latency.backlog))
@@ -166,8 +168,12 @@ enum Benchmark {
     static func printJournalRates() async throws {
         let journal = try await journalRates(entries: 100_000)
         print("journal file of \(journal.entries) entries to the loopback receiver (sqlite spool):")
-        print(String(format: "  logshipd                 %8.0f entries/s in %6d requests", journal.logshipd, journal.logshipdRequests))
-        print(String(format: "  systemd-journal-upload   %8.0f entries/s in %6d requests", journal.upload, journal.uploadRequests))
+        print(String(
+            format: "  logshipd                 %8.0f entries/s in %6d requests", journal.logshipd,
+            journal.logshipdRequests))
+        print(String(
+            format: "  systemd-journal-upload   %8.0f entries/s in %6d requests", journal.upload,
+            journal.uploadRequests))
         print(String(format: "  logshipd / journal-upload %7.2f", journal.logshipd / journal.upload))
         print("")
     }
@@ -187,9 +193,10 @@ enum Benchmark {
         defer { try? FileManager.default.removeItem(atPath: journalPath) }
         let files = JournalFiles(directory: journalPath)
         for start in stride(from: 0, to: count, by: 20_000) {
-            try await files.append(JournalFiles.entries(min(20_000, count - start), from: 1_795_255_200_000_000 + UInt64(start)) {
-                "journal entry \(start + $0) " + String(repeating: "x", count: 80)
-            })
+            try await files.append(
+                JournalFiles.entries(min(20_000, count - start), from: 1_795_255_200_000_000 + UInt64(start)) {
+                    "journal entry \(start + $0) " + String(repeating: "x", count: 80)
+                })
         }
 
         let daemon = try await start(spool: .sqlite) {
@@ -230,7 +237,8 @@ enum Benchmark {
         let empty = try await residentMemory(directory: directory, spoolPath: spoolPath)
 
         let logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
-        let spool = try await SQLiteSpool.open(path: spoolPath, maximumBytes: 1 << 32, minimumFreeDiskBytes: 0, logger: logger)
+        let spool = try await SQLiteSpool.open(
+            path: spoolPath, maximumBytes: 1 << 32, minimumFreeDiskBytes: 0, logger: logger)
         let order = PriorityClass.mostUrgentFirst
         for chunk in stride(from: 0, to: pending, by: 2000) {
             _ = try await spool.append((chunk..<min(pending, chunk + 2000)).map { index in

@@ -30,7 +30,8 @@ struct BenchmarkCommand: AsyncParsableCommand {
     }
 
     struct All: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Everything below, in order (what `make bench` runs).")
+        static let configuration = CommandConfiguration(
+            abstract: "Everything below, in order (what `make bench` runs).")
         func run() async throws { try await Benchmark.runAll() }
     }
 
@@ -90,14 +91,16 @@ struct BenchmarkCommand: AsyncParsableCommand {
 
     struct Formats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "What each upload format costs: bytes on the wire and CPU per batch, uncompressed, gzip and zstd.")
+            abstract: "What each upload format costs: bytes on the wire and CPU per batch, "
+                + "uncompressed, gzip and zstd.")
         func run() throws { try Benchmark.printFormatCosts() }
     }
 
     struct DeliveryFormats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "delivery-formats",
-            abstract: "Each format's encoding cost and its delivery end to end beside NDJSON; writes BENCHMARKS.md's formats.")
+            abstract: "Each format's encoding cost and its delivery end to end beside NDJSON; "
+                + "writes BENCHMARKS.md's formats.")
         func run() async throws { try await Benchmark.reportFormats() }
     }
 
@@ -122,7 +125,8 @@ struct BenchmarkCommand: AsyncParsableCommand {
 
     struct Throttle: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "One host, a 1 MB/s budget: a 100 MB backlog's windows and crash latency; writes BENCHMARKS.md's Throttling.")
+            abstract: "One host, a 1 MB/s budget: a 100 MB backlog's windows and crash latency; "
+                + "writes BENCHMARKS.md's Throttling.")
 
         @Option(help: "Backlog records (320 bytes each as uploaded); BENCHMARKS.md only at the default.")
         var records = ThrottleBench.records
@@ -132,7 +136,8 @@ struct BenchmarkCommand: AsyncParsableCommand {
 
     struct Fleet: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "50 daemons after a 30 s outage against a 20 000 lines/s receiver, beside syslog-ng; writes BENCHMARKS.md's Throttling.")
+            abstract: "50 daemons after a 30 s outage against a 20 000 lines/s receiver, beside syslog-ng; "
+                + "writes BENCHMARKS.md's Throttling.")
 
         @Option(help: "Shippers; BENCHMARKS.md only at the default.")
         var senders = 50
@@ -161,7 +166,8 @@ struct BenchmarkCommand: AsyncParsableCommand {
 
     struct Link: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Random 503s at 0, 5 and 20%, and a receiver of 20 000 lines/s with 429 above; writes BENCHMARKS.md's control loop.")
+            abstract: "Random 503s at 0, 5 and 20%, and a receiver of 20 000 lines/s with 429 above; "
+                + "writes BENCHMARKS.md's control loop.")
 
         @Option(help: "Runs of each.")
         var runs = 3

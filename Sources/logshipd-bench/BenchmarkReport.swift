@@ -6,7 +6,8 @@ enum BenchmarkReport {
 
     /// The first figure of /proc/loadavg: how busy the shared machine was before a measurement.
     static func loadAverage() -> String {
-        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "?"
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first
+            .map(String.init) ?? "?"
     }
 
     /// The processor's model name from /proc/cpuinfo.
@@ -48,7 +49,9 @@ enum BenchmarkReport {
 extension BenchmarkReport {
     /// Writes `text` as the subsection `title` (`### `) of the section `section`, in place of the one so titled;
     /// the subsections follow `order`, and `introduction` opens the section.
-    static func write(subsection title: String, of section: String, order: [String], introduction: String, _ text: String) throws {
+    static func write(
+        subsection title: String, of section: String, order: [String], introduction: String, _ text: String
+    ) throws {
         let current = sections().first { $0.title == section }?.text ?? ""
         var parts: [(title: String, text: String)] = current.components(separatedBy: "\n### ").dropFirst().map { part in
             (String(part.prefix { $0 != "\n" }), "### " + part.trimmingCharacters(in: .newlines))

@@ -28,13 +28,15 @@ extension FleetBench {
                 let configuration = "\(directory)/syslog-ng.conf"
                 try template
                     .replacingOccurrences(of: "@STREAM@", with: "\(directory)/ingest.sock")
-                    .replacingOccurrences(of: "@URL@", with: RequestLogReceiver.url(port: reservation.port, sender: index))
+                    .replacingOccurrences(
+                        of: "@URL@", with: RequestLogReceiver.url(port: reservation.port, sender: index))
                     .replacingOccurrences(of: "@THROTTLE@", with: String(throttle))
                     .replacingOccurrences(of: "@TIME_REOPEN@", with: String(setup.retryMax))
                     .replacingOccurrences(of: "@DIR@", with: directory)
                     .write(toFile: configuration, atomically: true, encoding: .utf8)
                 let process = try ChildProcess(PeerComparison.syslogNG, [
-                    "-F", "-e", "-f", configuration, "--no-caps", "-R", "\(directory)/persist", "-p", "\(directory)/pid",
+                    "-F", "-e", "-f", configuration, "--no-caps", "-R", "\(directory)/persist",
+                    "-p", "\(directory)/pid",
                     "-c", "\(directory)/ctl",
                 ])
                 instances.append((process, directory))
@@ -59,7 +61,9 @@ extension FleetBench {
                 }
             }
             let probeClient = try UnixClient(path: "\(fleet[0].directory)/ingest.sock", type: .stream)
-            let outcome = try await drain(setup, shipper: "syslog-ng", reservation: reservation, firstWrite: firstWrite) {
+            let outcome = try await drain(
+                setup, shipper: "syslog-ng", reservation: reservation, firstWrite: firstWrite
+            ) {
                 CrashProbes(every: setup.crashInterval) { message in
                     try probeClient.write("<10>Nov 22 10:00:00 web-0 app[7]: \(message)\n")
                 }

@@ -116,7 +116,9 @@ enum FleetBench {
         var outcome = analyse(receiver.requests, setup: setup, returned: returned, drained: drained)
         (outcome.crashMilliseconds, outcome.crashMissing) = probes.latencies(at: receiver)
         let contact = receiver.requests.first { $0.sender == 0 && $0.accepted && $0.lines > $0.probes.count }?.arrivedAt
-        outcome.crashInContactMilliseconds = contact.map { probes.latencies(at: receiver, since: $0).milliseconds } ?? []
+        outcome.crashInContactMilliseconds = contact.map {
+            probes.latencies(at: receiver, since: $0).milliseconds
+        } ?? []
         outcome.outageSeen = (returned - spooled).seconds...(returned - firstWrite).seconds
         return outcome
     }

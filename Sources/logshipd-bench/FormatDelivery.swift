@@ -29,7 +29,9 @@ enum FormatDelivery {
                 + "| within the bound |",
             "|---|---|---|---|---|---|---|---|",
         ]
-        print("every format delivered, \(lines) lines in batches of \(batch), \(runs) interleaved runs, medians (min–max):")
+        print(
+            "every format delivered, \(lines) lines in batches of \(batch), "
+                + "\(runs) interleaved runs, medians (min–max):")
         for format in UploadFormat.allCases {
             let runs = results[format]!
             let rate = PeerComparison.median(runs.map(\.linesPerSecond)) / ndjsonRate

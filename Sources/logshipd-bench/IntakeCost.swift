@@ -11,7 +11,8 @@ enum IntakeCost {
         var read = ByteBuffer()
         for index in 0..<count {
             read.writeString(
-                "<14>Nov 22 10:00:00 web-17 nginx[4242]: GET /api/v1/orders/\(index) 200 12ms user=u\(index % 500) agent=curl/8.5.0\n")
+                "<14>Nov 22 10:00:00 web-17 nginx[4242]: GET /api/v1/orders/\(index) 200 12ms "
+                    + "user=u\(index % 500) agent=curl/8.5.0\n")
             if read.readableBytes > 65_000 || index == count - 1 {
                 reads.append(read)
                 read = ByteBuffer()

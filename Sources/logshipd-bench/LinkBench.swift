@@ -45,7 +45,8 @@ enum LinkBench {
         let seconds = (ContinuousClock.now - started).seconds
         try await daemon.stop()
         let requests = receiver.requests
-        return NoiseRun(share: share, seconds: seconds, requests: requests.count, refused: requests.count { $0.status != 200 })
+        return NoiseRun(
+            share: share, seconds: seconds, requests: requests.count, refused: requests.count { $0.status != 200 })
     }
 
     /// 100 000 records in batches of 1 000 to a receiver that takes `capacity` lines a second (a bucket holding a
@@ -100,15 +101,19 @@ enum LinkBench {
             print("  " + row)
             noiseRows.append(row)
         }
-        print("link: 100 000 records (batches of 1 000) to a receiver taking 20 000 lines/s, 429 above it, \(runs) runs:")
+        print(
+            "link: 100 000 records (batches of 1 000) to a receiver taking 20 000 lines/s, 429 above it, "
+                + "\(runs) runs:")
         var capacityRuns: [CapacityRun] = []
         for _ in 0..<runs { capacityRuns.append(try await capacity()) }
         let ratios = capacityRuns.map { $0.seconds / $0.idealSeconds }
         let shares = capacityRuns.map { Double($0.refused) / Double($0.requests) * 100 }
         let capacityRow = String(
-            format: "| 20 000 lines/s, 429 above | %@ s (ideal %.0f s) | %@× | %@ | %@%% | ≤ 1.3× the ideal, ≤ 10%% refused | %@ |",
+            format: "| 20 000 lines/s, 429 above | %@ s (ideal %.0f s) | %@× | %@ | %@%% "
+                + "| ≤ 1.3× the ideal, ≤ 10%% refused | %@ |",
             PeerComparison.summary(capacityRuns.map(\.seconds), decimals: 2), capacityRuns[0].idealSeconds,
-            PeerComparison.summary(ratios, decimals: 2), PeerComparison.summary(capacityRuns.map { Double($0.requests) }),
+            PeerComparison.summary(ratios, decimals: 2),
+            PeerComparison.summary(capacityRuns.map { Double($0.requests) }),
             PeerComparison.summary(shares, decimals: 1),
             ratios.max()! <= 1.3 && shares.max()! <= 10 ? "yes" : "no")
         print("  " + capacityRow)

@@ -136,7 +136,8 @@ enum PeerComparison {
     static func generate(
         lines: Int, to path: String, on pool: NIOThreadPool = .singleton,
         line: @escaping @Sendable (Int) -> String = {
-            "<14>Nov 22 10:00:00 web-17 nginx[4242]: GET /api/v1/orders/\($0) 200 12ms user=u\($0 % 500) agent=curl/8.5.0\n"
+            "<14>Nov 22 10:00:00 web-17 nginx[4242]: GET /api/v1/orders/\($0) 200 12ms "
+                + "user=u\($0 % 500) agent=curl/8.5.0\n"
         }
     ) async throws {
         try await pool.runIfActive {

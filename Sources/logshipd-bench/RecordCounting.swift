@@ -47,7 +47,8 @@ enum RecordCounting: Sendable {
         var count = 0
         var offset = anchor
         while offset + marker.count - anchor <= bytes.count,
-              let found = memchr(base + offset, Int32(marker[anchor]), bytes.count - offset - (marker.count - anchor) + 1)
+              let found = memchr(
+                  base + offset, Int32(marker[anchor]), bytes.count - offset - (marker.count - anchor) + 1)
         {
             let start = base.distance(to: UnsafeRawPointer(found)) - anchor
             if memcmp(base + start, marker, marker.count) == 0 {
@@ -75,7 +76,9 @@ private enum OTLPProtobufCount {
     }
 
     /// Calls `body` with the contents of every length-delimited field `number` of a message; stops at damage.
-    private static func forEachField(_ number: UInt64, in message: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+    private static func forEachField(
+        _ number: UInt64, in message: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void
+    ) {
         var offset = 0
         func varint() -> UInt64? {
             var value: UInt64 = 0

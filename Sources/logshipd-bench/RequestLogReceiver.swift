@@ -89,7 +89,8 @@ final class RequestLogReceiver: Sendable {
         do {
             try await eventually(within: timeout) { self.acceptedBacklogLines >= lines }
         } catch {
-            throw WaitTimeout(description: "the receiver took \(acceptedBacklogLines) of \(lines) lines within \(timeout)")
+            throw WaitTimeout(
+                description: "the receiver took \(acceptedBacklogLines) of \(lines) lines within \(timeout)")
         }
     }
 
@@ -144,7 +145,8 @@ final class RequestLogReceiver: Sendable {
                     state.probeArrivals[number] = now
                 }
                 state.requests.append(Request(
-                    arrivedAt: now, sender: sender, bodyBytes: bodyBytes, lines: lines, accepted: accepted, probes: probes))
+                    arrivedAt: now, sender: sender, bodyBytes: bodyBytes, lines: lines, accepted: accepted,
+                    probes: probes))
                 return accepted
             }
         }

@@ -36,7 +36,8 @@ enum TargetScenarios {
         let p99 = PeerComparison.median(latencies.map(\.p99))
         rows.append(Row(
             scenario: "5 crash latency: 20 crash records one by one behind 100 000 pending, receiver at 50 ms",
-            measured: "p50 \(PeerComparison.summary(latencies.map(\.p50))) ms, p99 \(PeerComparison.summary(latencies.map(\.p99))) ms",
+            measured: "p50 \(PeerComparison.summary(latencies.map(\.p50))) ms, "
+                + "p99 \(PeerComparison.summary(latencies.map(\.p99))) ms",
             target: "p99 ≤ 110 ms", met: p99 <= 110))
 
         let memory = try await memory(pending: 1_000_000)
@@ -70,7 +71,9 @@ enum TargetScenarios {
         var stream: String { "\(directory)/ingest.sock" }
         var datagram: String { "\(directory)/ingest.dgram" }
 
-        static func start(url: String, batch: Int = 500, retryMax: String = "30s", upload: [String] = []) async throws -> Daemon {
+        static func start(
+            url: String, batch: Int = 500, retryMax: String = "30s", upload: [String] = []
+        ) async throws -> Daemon {
             let directory = try TemporaryDirectory.make()
             try configure(directory: directory, url: url, batch: batch, retryMax: retryMax, upload: upload)
             // Returns once the control socket exists: the daemon binds it after every ingest socket.
@@ -149,7 +152,8 @@ enum TargetScenarios {
                 try await writers.runIfActive {
                     let client = try UnixClient(path: path, type: .datagram)
                     for index in 0..<datagrams {
-                        try client.write("<14>Nov 22 10:00:00 web-17 app[7]: datagram line \(index) of the intake benchmark")
+                        try client.write(
+                            "<14>Nov 22 10:00:00 web-17 app[7]: datagram line \(index) of the intake benchmark")
                     }
                 }
             }
@@ -165,7 +169,9 @@ enum TargetScenarios {
 
     /// From sending a crash record over the control socket (as `logctl send --priority crash` does) to the
     /// receiver seeing it, for `crashes` records sent one after another while `backlog` info records are pending.
-    static func crashLatency(backlog: Int, crashes: Int, receiverDelay: Duration) async throws -> (p50: Double, p99: Double) {
+    static func crashLatency(
+        backlog: Int, crashes: Int, receiverDelay: Duration
+    ) async throws -> (p50: Double, p99: Double) {
         let receiver = try await TestReceiver(behavior: .init(delay: receiverDelay))
         let daemon = try await Daemon.start(url: receiver.url, batch: 500)
         try await PeerComparison.generate(lines: backlog, to: daemon.stream)
@@ -190,7 +196,10 @@ enum TargetScenarios {
         }
         try await daemon.stop()
         let sorted = latencies.sorted()
-        return (sorted[sorted.count / 2], sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)])
+        return (
+            sorted[sorted.count / 2],
+            sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]
+        )
     }
 
     /// Scenario 6's figures, in MiB.

@@ -103,7 +103,8 @@ enum ThrottleBench {
             tenSeconds: windows.worst(length: 10, within: steady, budget: Double(budget)),
             averageRate: Double(windows.bytes(from: opened, to: seconds)) / (seconds - opened),
             crashMilliseconds: crash.milliseconds,
-            crashFromCallMilliseconds: probes.latencies(at: receiver, fromCall: true).milliseconds, crashMissing: crash.missing,
+            crashFromCallMilliseconds: probes.latencies(at: receiver, fromCall: true).milliseconds,
+            crashMissing: crash.missing,
             throttledSeconds: status.throttledSeconds["info"] ?? 0, backlogWriteSeconds: backlogWriteSeconds)
     }
 
@@ -122,22 +123,30 @@ enum ThrottleBench {
             "| measure | figure | bound (issue 30) | within |",
             "|---|---|---|---|",
             String(format: "| drain | %@ records, %.1f MB in %d requests, %.1f s (backlog written in %.1f s) | — | — |",
-                   ThrottlingReport.grouped(outcome.records), Double(outcome.bytes) / 1e6, outcome.requests, outcome.seconds, outcome.backlogWriteSeconds),
-            "| worst 2-second window after the opening (most above / most below) | \(worst(outcome.twoSeconds)) | ±20% | \(worstTwo <= 0.2 ? "yes" : "no") |",
-            "| worst 10-second window after the opening | \(worst(outcome.tenSeconds)) | ±5% | \(worstTen <= 0.05 ? "yes" : "no") |",
-            String(format: "| opening: the 2 s from the first request (first request %.0f kB) | %@ | the bucket's burst (%.0f s of budget) on top | — |",
+                   ThrottlingReport.grouped(outcome.records), Double(outcome.bytes) / 1e6, outcome.requests,
+                   outcome.seconds, outcome.backlogWriteSeconds),
+            "| worst 2-second window after the opening (most above / most below) | \(worst(outcome.twoSeconds)) "
+                + "| ±20% | \(worstTwo <= 0.2 ? "yes" : "no") |",
+            "| worst 10-second window after the opening | \(worst(outcome.tenSeconds)) "
+                + "| ±5% | \(worstTen <= 0.05 ? "yes" : "no") |",
+            String(format: "| opening: the 2 s from the first request (first request %.0f kB) | %@ "
+                       + "| the bucket's burst (%.0f s of budget) on top | — |",
                    Double(outcome.firstRequestBytes) / 1e3, percent(outcome.opening), burstSeconds),
-            String(format: "| opening: until a request no larger than the median, beyond the budget's share | %.1f s, %.2f MB | the bucket held %.2f MB | — |",
+            String(format: "| opening: until a request no larger than the median, beyond the budget's share "
+                       + "| %.1f s, %.2f MB | the bucket held %.2f MB | — |",
                    outcome.openingSeconds, outcome.openingExcess / 1e6, Double(budget) * burstSeconds / 1e6),
             String(format: "| average after the opening | %.3f MB/s (%.3f× the budget) | — | — |",
                    outcome.averageRate / 1e6, outcome.averageRate / Double(budget)),
-            String(format: "| crash record, send returned → arrived, receiver at %.0f ms (%d probes, %d missing) | p50 %.1f ms, p99 %.1f ms, max %.1f ms | p99 ≤ %.0f ms | %@ |",
+            String(format: "| crash record, send returned → arrived, receiver at %.0f ms (%d probes, %d missing) "
+                       + "| p50 %.1f ms, p99 %.1f ms, max %.1f ms | p99 ≤ %.0f ms | %@ |",
                    receiverDelay.seconds * 1000, outcome.crashMilliseconds.count, outcome.crashMissing,
                    CrashProbes.percentile(outcome.crashMilliseconds, 0.5), p99, outcome.crashMilliseconds.max() ?? 0,
                    p99Bound, p99 <= p99Bound && outcome.crashMissing == 0 ? "yes" : "no"),
-            String(format: "| the same from the send's call (the commit included) | p50 %.1f ms, p99 %.1f ms, max %.1f ms | — | — |",
+            String(format: "| the same from the send's call (the commit included) "
+                       + "| p50 %.1f ms, p99 %.1f ms, max %.1f ms | — | — |",
                    CrashProbes.percentile(outcome.crashFromCallMilliseconds, 0.5),
-                   CrashProbes.percentile(outcome.crashFromCallMilliseconds, 0.99), outcome.crashFromCallMilliseconds.max() ?? 0),
+                   CrashProbes.percentile(outcome.crashFromCallMilliseconds, 0.99),
+                   outcome.crashFromCallMilliseconds.max() ?? 0),
             String(format: "| seconds the backlog waited for the budget (`throttledSeconds.info`) | %.1f | — | — |",
                    outcome.throttledSeconds),
         ]

@@ -17,7 +17,9 @@ enum ThrottlingReport {
 
     static func runOneHost(records: Int = ThrottleBench.records) async throws {
         let machine = machine()
-        print("one host: budget \(ThrottleBench.budget) bytes/s, \(records) records, receiver answering after 50 ms, a crash record every 200 ms:")
+        print(
+            "one host: budget \(ThrottleBench.budget) bytes/s, \(records) records, receiver answering after 50 ms, "
+                + "a crash record every 200 ms:")
         let rows = ThrottleBench.rows(try await ThrottleBench.run(records: records))
         for row in rows { print("  " + row) }
         guard records == ThrottleBench.records else {
@@ -46,7 +48,9 @@ enum ThrottlingReport {
 
     static func runFleet(_ setup: FleetBench.Setup, peer runsPeer: Bool = true) async throws {
         let machine = machine()
-        print("fleet: \(setup.senders) shippers × \(setup.backlog) records, receiver at \(Int(setup.linesPerSecond)) lines/s with 429 above, back after \(setup.outage):")
+        print(
+            "fleet: \(setup.senders) shippers × \(setup.backlog) records, "
+                + "receiver at \(Int(setup.linesPerSecond)) lines/s with 429 above, back after \(setup.outage):")
         let ours = try await FleetBench.runLogshipd(setup)
         let peer = runsPeer ? try await FleetBench.runSyslogNG(setup) : nil
         let rows = FleetBench.rows(ours, peer)

@@ -16,7 +16,12 @@ struct Logshipd: AsyncParsableCommand {
     @Option(name: .long, help: "The YAML configuration file.")
     var config = Self.defaultConfig
 
-    @Flag(name: .customLong("check-config"), help: "Check the configuration (with LOGSHIPD_* overrides), list every problem, and exit: 0 when it is valid, 1 when not.")
+    @Flag(
+        name: .customLong("check-config"),
+        help: """
+            Check the configuration (with LOGSHIPD_* overrides), list every problem, and exit: \
+            0 when it is valid, 1 when not.
+            """)
     var checkConfig = false
 
     /// Tunes glibc's allocator, then parses the arguments and runs. Here rather than in `run()`, which runs on the

@@ -43,10 +43,13 @@ public struct ControlServer: Service {
         logger: Logger
     ) async throws -> ControlServer {
         let listener = try UnixStreamListener.bind(
-            path: path, passed: passed, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes, limits: limits,
+            path: path, passed: passed, mode: mode, maximumFrameBytes: ControlProtocol.maximumRequestBytes,
+            limits: limits,
             greeting: Array((ControlProtocol.greeting + "\n").utf8),
             refusal: Array((ControlProtocol.refusal(
-                "too many control connections are open (ingest.max_connections \(limits.maximum), ingest.max_connections_per_user \(limits.maximumPerUser) per user); try again when some have closed") + "\n").utf8),
+                "too many control connections are open (ingest.max_connections \(limits.maximum), "
+                    + "ingest.max_connections_per_user \(limits.maximumPerUser) per user); "
+                    + "try again when some have closed") + "\n").utf8),
             refusals: refusals,
             group: group,
             logger: logger)
@@ -85,7 +88,9 @@ public struct ControlServer: Service {
     private func respond(to frame: Frame, peer: PeerCredentials) async -> ControlResponse {
         if frame.truncated {
             return .failure(
-                "request larger than the control socket's limit of \(ConfigurationText.bytes(ControlProtocol.maximumRequestBytes)); send fewer or shorter records at a time")
+                "request larger than the control socket's limit of "
+                    + "\(ConfigurationText.bytes(ControlProtocol.maximumRequestBytes)); "
+                    + "send fewer or shorter records at a time")
         }
         let request: ControlRequest
         do {
@@ -104,7 +109,8 @@ public struct ControlServer: Service {
             let limit = request.limit ?? 100
             guard ControlRequest.deadLetterLimits.contains(limit) else {
                 return .failure(
-                    "limit \(limit) is out of range: list \(ControlRequest.deadLetterLimits.lowerBound) to \(ControlRequest.deadLetterLimits.upperBound) dead letters at a time")
+                    "limit \(limit) is out of range: list \(ControlRequest.deadLetterLimits.lowerBound) to "
+                        + "\(ControlRequest.deadLetterLimits.upperBound) dead letters at a time")
             }
             do {
                 return ControlResponse(ok: true, deadLetters: try await spool.deadLetters(limit: limit))
@@ -135,7 +141,8 @@ public struct ControlServer: Service {
             }
             if case .ids(let ids) = selection, ids.count > ControlRequest.deadLetterLimits.upperBound {
                 return .failure(
-                    "\(ids.count) ids in one request; name at most \(ControlRequest.deadLetterLimits.upperBound), or all")
+                    "\(ids.count) ids in one request; "
+                        + "name at most \(ControlRequest.deadLetterLimits.upperBound), or all")
             }
             do {
                 let count = request.command == .requeue

@@ -36,10 +36,14 @@ final class DaemonStatusSource: Sendable {
         status.truncated = intakeStatistics.truncated
         status.blank = intakeStatistics.blank
         status.demoted = intakeStatistics.demoted
-        status.pending = Dictionary(uniqueKeysWithValues: spoolStatistics.pending.map { ($0.key.description, $0.value) })
+        status.pending = Dictionary(
+            uniqueKeysWithValues: spoolStatistics.pending.map { ($0.key.description, $0.value) })
         if let oldest = try? await spool.oldestTimestamps() {
             status.oldestPendingAgeSeconds = Dictionary(uniqueKeysWithValues: oldest.map { priority, timestamp in
-                (priority.description, Double(max(0, now.microsecondsSinceEpoch - timestamp.microsecondsSinceEpoch)) / 1e6)
+                (
+                    priority.description,
+                    Double(max(0, now.microsecondsSinceEpoch - timestamp.microsecondsSinceEpoch)) / 1e6
+                )
             })
         }
         status.claimed = spoolStatistics.claimed

@@ -7,19 +7,27 @@ extension ConfigurationLoader {
         var problems = endpointProblems(configuration.upload.endpoints)
         if configuration.upload.retryMax < configuration.upload.retryInitial {
             problems.append(
-                "upload.retry_max (\(ConfigurationText.duration(configuration.upload.retryMax))) must not be shorter than upload.retry_initial (\(ConfigurationText.duration(configuration.upload.retryInitial)))")
+                "upload.retry_max (\(ConfigurationText.duration(configuration.upload.retryMax))) "
+                    + "must not be shorter than upload.retry_initial "
+                    + "(\(ConfigurationText.duration(configuration.upload.retryInitial)))")
         }
         // Division, not multiplication: no product of two configured values can overflow.
         if configuration.spool.maxBytes / 4 < configuration.ingest.maxRecordBytes {
             problems.append(
-                "spool.max_bytes (\(ConfigurationText.bytes(configuration.spool.maxBytes))) must hold at least four records of ingest.max_record_bytes (\(ConfigurationText.bytes(configuration.ingest.maxRecordBytes))): at least \(ConfigurationText.bytes(configuration.ingest.maxRecordBytes * 4))")
+                "spool.max_bytes (\(ConfigurationText.bytes(configuration.spool.maxBytes))) must hold at least "
+                    + "four records of ingest.max_record_bytes "
+                    + "(\(ConfigurationText.bytes(configuration.ingest.maxRecordBytes))): "
+                    + "at least \(ConfigurationText.bytes(configuration.ingest.maxRecordBytes * 4))")
         }
         problems += uploadRateProblems(configuration.upload.rate, maxRecordBytes: configuration.ingest.maxRecordBytes)
         problems += authProblems(configuration.auth)
         problems += tlsProblems(configuration.tls)
         if configuration.journal.enabled && configuration.spool.maxBytes / 4 < configuration.journal.maxFieldBytes {
             problems.append(
-                "spool.max_bytes (\(ConfigurationText.bytes(configuration.spool.maxBytes))) must hold at least four journal fields of journal.max_field_bytes (\(ConfigurationText.bytes(configuration.journal.maxFieldBytes))): at least \(ConfigurationText.bytes(configuration.journal.maxFieldBytes * 4))")
+                "spool.max_bytes (\(ConfigurationText.bytes(configuration.spool.maxBytes))) must hold at least "
+                    + "four journal fields of journal.max_field_bytes "
+                    + "(\(ConfigurationText.bytes(configuration.journal.maxFieldBytes))): "
+                    + "at least \(ConfigurationText.bytes(configuration.journal.maxFieldBytes * 4))")
         }
         return problems
     }
@@ -57,12 +65,15 @@ extension ConfigurationLoader {
         var problems: [String] = []
         for match in journal.matches {
             guard let equals = match.firstIndex(of: "="), isJournalFieldName(match[..<equals]) else {
-                problems.append("journal.matches: invalid match \"\(match)\" (expected FIELD=value, such as _SYSTEMD_UNIT=nginx.service)")
+                problems.append(
+                    "journal.matches: invalid match \"\(match)\" "
+                        + "(expected FIELD=value, such as _SYSTEMD_UNIT=nginx.service)")
                 continue
             }
         }
         for field in journal.fields where !isJournalFieldName(field[...]) {
-            problems.append("journal.fields: invalid field name \"\(field)\" (expected upper-case letters, digits and _)")
+            problems.append(
+                "journal.fields: invalid field name \"\(field)\" (expected upper-case letters, digits and _)")
         }
         return problems
     }

@@ -13,7 +13,8 @@ extension ConfigValues {
         var classes: Set<PriorityClass> = []
         for name in exempt {
             guard let priorityClass = PriorityClass(name: name) else {
-                problems.append("upload.rate.exempt: unknown class \"\(name)\" (expected crash, error, warning, info or debug)")
+                problems.append(
+                    "upload.rate.exempt: unknown class \"\(name)\" (expected crash, error, warning, info or debug)")
                 continue
             }
             classes.insert(priorityClass)
@@ -30,11 +31,15 @@ extension ConfigurationLoader {
         let burst = Double(rate) * budget.burstSeconds
         if burst < Double(maxRecordBytes) {
             problems.append(
-                "upload.rate.bytes_per_second (\(ByteRateText.format(rate))) over upload.rate.burst_seconds (\(budget.burstSeconds.formatted())) allows \(ConfigurationText.bytes(Int(burst))) at once, less than one record of ingest.max_record_bytes (\(ConfigurationText.bytes(maxRecordBytes))): raise either to at least that")
+                "upload.rate.bytes_per_second (\(ByteRateText.format(rate))) over upload.rate.burst_seconds "
+                    + "(\(budget.burstSeconds.formatted())) allows \(ConfigurationText.bytes(Int(burst))) at once, "
+                    + "less than one record of ingest.max_record_bytes (\(ConfigurationText.bytes(maxRecordBytes))): "
+                    + "raise either to at least that")
         }
         if budget.minimumBytesPerSecond > rate {
             problems.append(
-                "upload.rate.min_bytes_per_second (\(ByteRateText.format(budget.minimumBytesPerSecond))) must not exceed upload.rate.bytes_per_second (\(ByteRateText.format(rate)))")
+                "upload.rate.min_bytes_per_second (\(ByteRateText.format(budget.minimumBytesPerSecond))) "
+                    + "must not exceed upload.rate.bytes_per_second (\(ByteRateText.format(rate)))")
         }
         return problems
     }
@@ -53,7 +58,9 @@ extension ValueParser<Int?> {
 
 extension ValueParser<Double?> {
     /// Requests per second, or `0` for none.
-    static let requestRate = ValueParser(expected: "a number of requests per second up to 1000000, or 0 for none") { text in
+    static let requestRate = ValueParser(
+        expected: "a number of requests per second up to 1000000, or 0 for none"
+    ) { text in
         guard let rate = ValueParser<Double>.number(0...1_000_000).parse(text) else { return nil }
         return .some(rate > 0 ? rate : nil)
     }

@@ -25,7 +25,8 @@ public struct ConfigurationLoader: Sendable {
         "journal.enabled", "journal.directory", "journal.start_at", "journal.units", "journal.exclude_units",
         "journal.min_priority", "journal.matches", "journal.fields", "journal.max_field_bytes",
         "auth.bearer_token_file", "auth.basic_user", "auth.basic_password_file", "metrics.listen",
-        "upload.compression", "upload.compression_level", "tls.ca_file", "tls.client_cert", "tls.client_key", "tls.server_name", "tls.min_version",
+        "upload.compression", "upload.compression_level", "tls.ca_file", "tls.client_cert", "tls.client_key",
+        "tls.server_name", "tls.min_version",
         "tls.insecure_skip_verify",
         "log.level", "host.name",
     ]
@@ -183,7 +184,9 @@ public struct ConfigurationLoader: Sendable {
             throw ConfigurationError("\(path): \(key) must be a list of values")
         }
         return try sequence.map { item in
-            guard let text = item.scalar?.string else { throw ConfigurationError("\(path): \(key) must be a list of values") }
+            guard let text = item.scalar?.string else {
+                throw ConfigurationError("\(path): \(key) must be a list of values")
+            }
             return text
         }
     }
@@ -223,7 +226,8 @@ public struct ConfigurationLoader: Sendable {
             .integer(1...100_000))
         if reader.string(forKey: ConfigKey("ingest.max_connections_per_process")) != nil {
             configuration.notices.append(
-                "ingest.max_connections_per_process is read as ingest.max_connections_per_user: connections are now capped per user (uid), not per process; rename the key")
+                "ingest.max_connections_per_process is read as ingest.max_connections_per_user: "
+                    + "connections are now capped per user (uid), not per process; rename the key")
         }
         values.read(
             "ingest.max_connections_per_user", into: &configuration.ingest.maxConnectionsPerUser, .integer(1...100_000))

@@ -15,7 +15,8 @@ extension Daemon {
         let ingest = configuration.ingest
         var passed = PassedSockets.take()
         let stream = SOCK_STREAM.rawValue, datagram = SOCK_DGRAM.rawValue
-        let passedStream = ingest.stream.isEmpty ? nil : passed.take(name: "ingest", path: ingest.stream, type: Int32(stream))
+        let passedStream = ingest.stream.isEmpty
+            ? nil : passed.take(name: "ingest", path: ingest.stream, type: Int32(stream))
         let passedDatagram = ingest.datagram.isEmpty
             ? nil : passed.take(name: "ingest-datagram", path: ingest.datagram, type: Int32(datagram))
         let passedControl = passed.take(name: "control", path: ingest.control, type: Int32(stream))
@@ -25,13 +26,17 @@ extension Daemon {
                 "serving the connections the service manager's store kept",
                 metadata: ["logship.connections": "\(adopted.count)"])
         }
-        for (socket, name) in [(passedStream, "ingest"), (passedDatagram, "ingest-datagram"), (passedControl, "control")] {
+        for (socket, name) in [
+            (passedStream, "ingest"), (passedDatagram, "ingest-datagram"), (passedControl, "control"),
+        ] {
             if socket != nil { logger.info("using the socket systemd passed", metadata: ["logship.socket": "\(name)"]) }
         }
         for unclaimed in passed.unclaimed {
             logger.warning(
                 "systemd passed a socket no input is configured for; closing it",
-                metadata: ["logship.socket.name": "\(unclaimed.name)", "logship.socket.descriptor": "\(unclaimed.descriptor)"])
+                metadata: [
+                    "logship.socket.name": "\(unclaimed.name)", "logship.socket.descriptor": "\(unclaimed.descriptor)",
+                ])
             close(unclaimed.descriptor)
         }
 
@@ -39,7 +44,11 @@ extension Daemon {
         var journal: JournalIngestServer?
         if configuration.journal.enabled {
             if configuration.spool.path == "memory" {
-                logger.warning("journal: with spool.path memory no cursor survives a restart; each start reads from journal.start_at")
+                logger.warning(
+                    """
+                    journal: with spool.path memory no cursor survives a restart; \
+                    each start reads from journal.start_at
+                    """)
             }
             journal = try await JournalIngestServer.open(
                 configuration: configuration.journal, hostname: hostname, intake: intake, spool: spool,
@@ -58,14 +67,16 @@ extension Daemon {
                 overCap: .hold(maximum: budget.ingestHeld))
             inputs.append(
                 try await StreamIngestServer.bind(
-                    path: ingest.stream, passed: passedStream, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
+                    path: ingest.stream, passed: passedStream, mode: ingest.socketMode,
+                    maximumRecordBytes: ingest.maxRecordBytes,
                     limits: limits, adopted: adopted, store: ConnectionStore.fromEnvironment(), refusals: refusals,
                     parser: parser, intake: intake, group: group, logger: logger))
         }
         if !ingest.datagram.isEmpty {
             inputs.append(
                 try DatagramIngestServer.bind(
-                    path: ingest.datagram, passed: passedDatagram, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
+                    path: ingest.datagram, passed: passedDatagram, mode: ingest.socketMode,
+                    maximumRecordBytes: ingest.maxRecordBytes,
                     parser: parser, intake: intake, logger: logger))
         }
         let controlLimits = UnixStreamListener.Limits(
@@ -73,7 +84,8 @@ extension Daemon {
             operatorReserve: ControlServer.operatorReserve, requestDeadline: ingest.controlIdleTimeout)
         inputs.append(
             try await ControlServer.bind(
-                path: ingest.control, passed: passedControl, mode: ingest.socketMode, maximumRecordBytes: ingest.maxRecordBytes,
+                path: ingest.control, passed: passedControl, mode: ingest.socketMode,
+                maximumRecordBytes: ingest.maxRecordBytes,
                 limits: controlLimits, hostname: hostname, intake: intake, shipper: shipper, spool: spool,
                 statusSource: statusSource, refusals: refusals, group: group, logger: logger))
         return (inputs, journal, statusSource)
@@ -98,8 +110,9 @@ extension Daemon {
                 """
                 the open-file limit (\(limit)) allows \(budget.available) connections beside the \(open) descriptors \
                 logshipd holds and \(headroom) it keeps in reserve: the ingest socket serves at most \
-                \(budget.ingest.maximum) (ingest.max_connections \(configured.maximum)), \(budget.ingest.maximumPerUser) \
-                per user (ingest.max_connections_per_user \(configured.maximumPerUser)), the control socket \
+                \(budget.ingest.maximum) (ingest.max_connections \(configured.maximum)), \
+                \(budget.ingest.maximumPerUser) per user \
+                (ingest.max_connections_per_user \(configured.maximumPerUser)), the control socket \
                 \(budget.control.maximum); raise LimitNOFILE to serve more
                 """,
                 metadata: [

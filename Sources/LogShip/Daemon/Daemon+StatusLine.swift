@@ -12,7 +12,9 @@ extension Daemon {
         var budget = ""
         if let effective = rate.effectiveBytesPerSecond {
             budget = "; rate \(ByteRateText.format(effective))"
-            if let configured = rate.budgetBytesPerSecond, configured != effective { budget += " of \(ByteRateText.format(configured))" }
+            if let configured = rate.budgetBytesPerSecond, configured != effective {
+                budget += " of \(ByteRateText.format(configured))"
+            }
             if rate.isHeldDownByReceiver { budget += " (receiver overloaded)" }
         }
         let totals = shipping.totals

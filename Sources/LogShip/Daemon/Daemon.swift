@@ -93,7 +93,8 @@ public final class Daemon: Sendable {
             : []
         let spool = try await openSpool(configuration.spool, logger: logger)
         if configuration.upload.endpoints.contains(where: { configuration.tls(of: $0).insecureSkipVerify }) {
-            logger.warning("tls.insecure_skip_verify is on: any server certificate is accepted, uploads can be intercepted")
+            logger.warning(
+                "tls.insecure_skip_verify is on: any server certificate is accepted, uploads can be intercepted")
         }
         let metrics = configuration.metrics.listen.isEmpty ? nil : MetricsExporter()
         let delivery = BatchDelivery(
@@ -150,7 +151,8 @@ public final class Daemon: Sendable {
         if let reloading, let hangups {
             reporters.append(
                 ReloadService(
-                    hangups: hangups, load: reloading.load, live: live, notifier: serviceManager?.notifier, logger: logger))
+                    hangups: hangups, load: reloading.load, live: live, notifier: serviceManager?.notifier,
+                    logger: logger))
         }
         if let serviceManager {
             reporters.append(

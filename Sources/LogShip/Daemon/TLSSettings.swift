@@ -10,7 +10,8 @@ enum TLSSettings {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.minimumTLSVersion = tls.minVersion == "1.3" ? .tlsv13 : .tlsv12
         if !tls.caFile.isEmpty {
-            configuration.trustRoots = .certificates(try read("tls.ca_file", tls.caFile) { try NIOSSLCertificate.fromPEMFile($0) })
+            configuration.trustRoots = .certificates(
+                try read("tls.ca_file", tls.caFile) { try NIOSSLCertificate.fromPEMFile($0) })
         }
         if !tls.clientCert.isEmpty {
             configuration.certificateChain = try read("tls.client_cert", tls.clientCert) {

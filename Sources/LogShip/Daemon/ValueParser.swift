@@ -11,7 +11,9 @@ extension ValueParser<String> {
     }
 
     /// `host:port` (``ListenAddress``: `127.0.0.1:9464`, `[::1]:9464`, `localhost:9464`); empty is off.
-    static let listenAddress = ValueParser(expected: "host:port such as 127.0.0.1:9464 or [::1]:9464, or empty") { text in
+    static let listenAddress = ValueParser(
+        expected: "host:port such as 127.0.0.1:9464 or [::1]:9464, or empty"
+    ) { text in
         if text.isEmpty { return text }
         guard ListenAddress(text) != nil else { return nil }
         return text
@@ -47,13 +49,17 @@ extension ValueParser<[String]> {
 
 extension ValueParser<Severity> {
     /// A syslog severity: `0`…`7` or `emerg`, `alert`, `crit`, `err`, `warning`, `notice`, `info`, `debug`.
-    static let severity = ValueParser(expected: "a severity 0-7 or emerg, alert, crit, err, warning, notice, info, debug") {
+    static let severity = ValueParser(
+        expected: "a severity 0-7 or emerg, alert, crit, err, warning, notice, info, debug"
+    ) {
         Severity(text: $0.trimmingCharacters(in: .whitespaces))
     }
 }
 
 extension ValueParser<UploadFormat> {
-    static let format = ValueParser(expected: "one of \(UploadFormat.allCases.map(\.rawValue).joined(separator: ", "))") {
+    static let format = ValueParser(
+        expected: "one of \(UploadFormat.allCases.map(\.rawValue).joined(separator: ", "))"
+    ) {
         UploadFormat(rawValue: $0)
     }
 }

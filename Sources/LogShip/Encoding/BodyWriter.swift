@@ -42,11 +42,14 @@ struct BodyWriter {
             let from = UnsafeRawPointer(source), to = UnsafeMutableRawPointer(base + count)
             var offset = 0
             while offset + 8 <= bytes.count {
-                to.storeBytes(of: from.loadUnaligned(fromByteOffset: offset, as: UInt64.self), toByteOffset: offset, as: UInt64.self)
+                to.storeBytes(
+                    of: from.loadUnaligned(fromByteOffset: offset, as: UInt64.self), toByteOffset: offset,
+                    as: UInt64.self)
                 offset += 8
             }
             while offset < bytes.count {
-                to.storeBytes(of: from.load(fromByteOffset: offset, as: UInt8.self), toByteOffset: offset, as: UInt8.self)
+                to.storeBytes(
+                    of: from.load(fromByteOffset: offset, as: UInt8.self), toByteOffset: offset, as: UInt8.self)
                 offset += 1
             }
         } else {

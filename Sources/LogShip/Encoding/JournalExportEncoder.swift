@@ -85,7 +85,9 @@ public struct JournalExportEncoder: RecordEncoder {
 
     /// A field's value after its name: `=value`, or for a value with a newline or other control bytes the
     /// binary-safe form (a newline, the length as 64-bit little endian, the bytes); then a newline.
-    private static func writeValue(_ value: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {
+    private static func writeValue(
+        _ value: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter
+    ) {
         guard value.hasEscapes else {
             // Without escapes a spooled string has no control byte.
             writer.write(UInt8(ascii: "="))

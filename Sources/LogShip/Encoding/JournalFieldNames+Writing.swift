@@ -3,7 +3,9 @@ import LogShipRecord
 extension JournalFieldNames {
     /// Writes the journal name of a sender's field `key` of `line`, as the spooled line holds it: byte by byte for a
     /// key of printable ASCII (nearly all), else as ``name(forField:)`` makes it from the text.
-    static func writeName(forField key: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {
+    static func writeName(
+        forField key: RecordLine.Text, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter
+    ) {
         let bytes = line[key.range]
         guard !key.hasEscapes, bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else {
             let text = EscapedString(escaped: ArraySlice(bytes), hasEscapes: key.hasEscapes).string

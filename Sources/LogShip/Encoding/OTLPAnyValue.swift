@@ -42,7 +42,9 @@ enum OTLPAnyValue {
     }
 
     /// A `KeyValue` of `key` and this value as field `field`, its contents `size` bytes (``keyValueSize(key:)``).
-    func write(key: StaticString, size: Int, field: UInt64, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {
+    func write(
+        key: StaticString, size: Int, field: UInt64, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter
+    ) {
         writer.writeLengthDelimited(field, length: size)
         writer.writeStringField(1, key)
         writer.writeLengthDelimited(2, length: valueSize)

@@ -60,11 +60,14 @@ struct OTLPProtobufEncoder: RecordEncoder {
     }()
 
     /// `ResourceLogs.resource = 1`: a `Resource` with `host.name` and `service.name`.
-    private static func writeResource(_ resource: OTLPResource, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter) {
+    private static func writeResource(
+        _ resource: OTLPResource, of line: UnsafeBufferPointer<UInt8>, to writer: inout BodyWriter
+    ) {
         let host = OTLPAnyValue.text(resource.host, of: line)
         let service = resource.service.map { OTLPAnyValue.text($0, of: line) } ?? .constant("unknown")
         let hostSize = host.keyValueSize(key: "host.name"), serviceSize = service.keyValueSize(key: "service.name")
-        writer.writeLengthDelimited(1, length: BodyWriter.fieldSize(length: hostSize) + BodyWriter.fieldSize(length: serviceSize))
+        writer.writeLengthDelimited(
+            1, length: BodyWriter.fieldSize(length: hostSize) + BodyWriter.fieldSize(length: serviceSize))
         host.write(key: "host.name", size: hostSize, field: 1, of: line, to: &writer)
         service.write(key: "service.name", size: serviceSize, field: 1, of: line, to: &writer)
     }
@@ -106,10 +109,12 @@ struct OTLPProtobufEncoder: RecordEncoder {
         for field in record.fieldsBesideVouchedUnit(in: line) {
             let value = OTLPAnyValue.text(field.value, of: line)
             let key = OTLPAnyValue.text(field.key, of: line)
-            let prefix: StaticString = OTLPAttributeNames.isReserved(field.key, of: line) ? OTLPAttributeNames.fieldPrefix : ""
+            let prefix: StaticString = OTLPAttributeNames.isReserved(field.key, of: line)
+                ? OTLPAttributeNames.fieldPrefix : ""
             // An empty key is a string at its default: left out.
             let keyLength = prefix.utf8CodeUnitCount + key.length
-            let size = (keyLength > 0 ? BodyWriter.fieldSize(length: keyLength) : 0) + BodyWriter.fieldSize(length: value.valueSize)
+            let size = (keyLength > 0 ? BodyWriter.fieldSize(length: keyLength) : 0)
+                + BodyWriter.fieldSize(length: value.valueSize)
             writer.writeLengthDelimited(6, length: size)
             if keyLength > 0 {
                 writer.writeLengthDelimited(1, length: keyLength)

@@ -49,7 +49,8 @@ extension Timestamp {
     /// Nanoseconds since 1970 as OTLP and Loki carry them: unsigned 64-bit, so an instant before 1970 is 0 and one
     /// after 2554 the largest value (a record's time may be any year from 0000 to 9999).
     var unixNanoseconds: UInt64 {
-        let (nanoseconds, overflow) = UInt64(clamping: max(0, microsecondsSinceEpoch)).multipliedReportingOverflow(by: 1000)
+        let (nanoseconds, overflow) = UInt64(clamping: max(0, microsecondsSinceEpoch))
+            .multipliedReportingOverflow(by: 1000)
         return overflow ? .max : nanoseconds
     }
 }

@@ -62,7 +62,9 @@ struct UnixDatagramSocket: Sendable {
             throw IngestError.socketCall("setsockopt(SO_PASSCRED)", path: path, SystemError.describe(errno))
         }
         let wakeDescriptor = cunixsocket_eventfd()
-        guard wakeDescriptor >= 0 else { throw IngestError.socketCall("eventfd", path: path, SystemError.describe(errno)) }
+        guard wakeDescriptor >= 0 else {
+            throw IngestError.socketCall("eventfd", path: path, SystemError.describe(errno))
+        }
         return UnixDatagramSocket(
             path: path, ownsPath: false, descriptor: descriptor, wakeDescriptor: wakeDescriptor,
             maximumRecordBytes: maximumRecordBytes)

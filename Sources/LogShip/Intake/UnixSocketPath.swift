@@ -30,7 +30,8 @@ enum UnixSocketPath {
                 path, "is in use by a running process (is another logshipd running?)")
         }
         guard unlink(path) == 0 || errno == ENOENT else {
-            throw IngestError.socketPath(path, "is a stale socket that cannot be removed: \(SystemError.describe(errno))")
+            throw IngestError.socketPath(
+                path, "is a stale socket that cannot be removed: \(SystemError.describe(errno))")
         }
     }
 

@@ -87,7 +87,9 @@ final class UnixStreamAcceptor: Sendable {
             throw IngestError.socketCall("fcntl", path: path, SystemError.describe(errno))
         }
         let wakeDescriptor = cunixsocket_eventfd()
-        guard wakeDescriptor >= 0 else { throw IngestError.socketCall("eventfd", path: path, SystemError.describe(errno)) }
+        guard wakeDescriptor >= 0 else {
+            throw IngestError.socketCall("eventfd", path: path, SystemError.describe(errno))
+        }
         self.path = path
         self.ownsPath = ownsPath
         self.descriptor = descriptor

@@ -193,7 +193,8 @@ final class UnixStreamListener: Sendable {
     }
 
     private func serveUntilClosed(
-        acceptingOn acceptThread: NIOThreadPool, _ handler: @escaping @Sendable (Connection, PeerCredentials) async -> Void
+        acceptingOn acceptThread: NIOThreadPool,
+        _ handler: @escaping @Sendable (Connection, PeerCredentials) async -> Void
     ) async throws {
         let acceptor = self.acceptor
         try await withThrowingDiscardingTaskGroup { group in
@@ -269,7 +270,10 @@ final class UnixStreamListener: Sendable {
                 endInputs()
                 if await !served.waitUntilEmpty(within: Self.handOnTimeout) {
                     logger.error(
-                        "connections still handing on records \(Self.handOnTimeout) after their input was shut are cancelled; what they still hold is lost",
+                        """
+                        connections still handing on records \(Self.handOnTimeout) after their input was shut \
+                        are cancelled; what they still hold is lost
+                        """,
                         metadata: ["logship.socket": "\(path)"])
                     group.cancelAll()
                 }
@@ -440,7 +444,8 @@ final class UnixStreamListener: Sendable {
                 try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(decoder))
                 try channel.pipeline.syncOperations.addHandler(FrameBatcher())
                 if let requestDeadline {
-                    try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(controlTimeout: requestDeadline))
+                    try channel.pipeline.syncOperations.addHandler(
+                        RequestDeadlineHandler(controlTimeout: requestDeadline))
                 }
                 let connection = try Connection(
                     wrappingChannelSynchronously: channel, configuration: Self.connectionConfiguration)

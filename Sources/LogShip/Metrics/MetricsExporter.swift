@@ -124,13 +124,18 @@ final class MetricsExporter: Sendable {
             ("logshipd_spool_set_aside", "1 when a damaged spool file was set aside at start for a fresh one.", {
                 $0.spoolSetAside == nil ? 0 : 1
             }),
-            ("logshipd_delivery_paused", "1 while delivery is paused after a failure.", { $0.pausedUntil == nil ? 0 : 1 }),
-            ("logshipd_uploads_paused_by_operator", "1 while logctl pause holds uploads.", { $0.operatorPaused ? 1 : 0 }),
+            ("logshipd_delivery_paused", "1 while delivery is paused after a failure.", {
+                $0.pausedUntil == nil ? 0 : 1
+            }),
+            ("logshipd_uploads_paused_by_operator", "1 while logctl pause holds uploads.", {
+                $0.operatorPaused ? 1 : 0
+            }),
             ("logshipd_upload_rate_budget_bytes_per_second", "The upload budget in force; 0 when there is none.", {
                 Double($0.rateBudget ?? 0)
             }),
             ("logshipd_upload_rate_effective_bytes_per_second",
-                "The rate uploads may go at now: the budget, or less while the receiver is overloaded; 0 when unlimited.", {
+                "The rate uploads may go at now: the budget, or less while the receiver is overloaded; "
+                    + "0 when unlimited.", {
                     Double($0.rateEffective ?? 0)
                 }),
             ("logshipd_journal_behind_seconds", "How far the journal reader is behind the newest entry.", {

@@ -98,11 +98,14 @@ public final class MetricsServer: Service, Sendable {
                         break
                     case .end:
                         guard let requestHead = head else { continue }
-                        let found = requestHead.method == .GET && requestHead.uri.split(separator: "?").first == "/metrics"
+                        let found = requestHead.method == .GET
+                            && requestHead.uri.split(separator: "?").first == "/metrics"
                         let body = found ? exporter.exposition(for: await status.status()) : Array("not found\n".utf8)
-                        var responseHead = HTTPResponseHead(version: requestHead.version, status: found ? .ok : .notFound)
+                        var responseHead = HTTPResponseHead(
+                            version: requestHead.version, status: found ? .ok : .notFound)
                         responseHead.headers.add(
-                            name: "Content-Type", value: found ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain")
+                            name: "Content-Type",
+                            value: found ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain")
                         responseHead.headers.add(name: "Content-Length", value: String(body.count))
                         try await writer.write(.head(responseHead))
                         try await writer.write(.body(.byteBuffer(ByteBuffer(bytes: body))))

@@ -33,7 +33,9 @@ struct PassedSockets {
     mutating func take(name: String, path: String, type: Int32) -> Int32? {
         let index = sockets.firstIndex { $0.name == name }
             ?? sockets.firstIndex { socket in
-                path.withCString { sd_is_socket_unix(socket.descriptor, type, type == Int32(SOCK_STREAM.rawValue) ? 1 : -1, $0, 0) } > 0
+                path.withCString {
+                    sd_is_socket_unix(socket.descriptor, type, type == Int32(SOCK_STREAM.rawValue) ? 1 : -1, $0, 0)
+                } > 0
             }
         guard let index else { return nil }
         return sockets.remove(at: index).descriptor

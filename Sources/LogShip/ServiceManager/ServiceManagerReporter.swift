@@ -23,7 +23,8 @@ public struct ServiceManagerReporter: Service {
     ///   - status: The one-line summary for `STATUS=`.
     ///   - isShippingHealthy: Whether the shipping path is moving (no upload stuck).
     public init(
-        notifier: any ServiceManagerNotifier, watchdogInterval: Duration?, status: @escaping @Sendable () async -> String,
+        notifier: any ServiceManagerNotifier, watchdogInterval: Duration?,
+        status: @escaping @Sendable () async -> String,
         isShippingHealthy: @escaping @Sendable () -> Bool, logger: Logger
     ) {
         self.notifier = notifier

@@ -91,7 +91,8 @@ struct RetryPolicy: Sendable {
         }
         if let asked = error.retryAfter {
             let allowed = min(asked, bounds.retryAfterMaximum.seconds)
-            return .pause(max(backoff, .seconds(allowed)), .remoteUnavailable, isAskedByRemote: .seconds(allowed) >= backoff)
+            return .pause(
+                max(backoff, .seconds(allowed)), .remoteUnavailable, isAskedByRemote: .seconds(allowed) >= backoff)
         }
         guard let status = error.status else { return .pause(backoff, .remoteUnavailable, isAskedByRemote: false) }
         recentAnswers.append(status == 503 ? .busy : .failed)

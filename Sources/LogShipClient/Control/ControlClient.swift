@@ -47,7 +47,9 @@ public final class ControlClient {
 
     /// Connects and reads the daemon's greeting, so that nothing is sent to a socket that is not logshipd's
     /// control socket.
-    private static func connect(_ path: String, greetingTimeout: Duration) throws -> (descriptor: Int32, pending: [UInt8]) {
+    private static func connect(
+        _ path: String, greetingTimeout: Duration
+    ) throws -> (descriptor: Int32, pending: [UInt8]) {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw ControlClientError.unreachable(path, errno: errno) }
         let connected = withUnixAddress(path) { Glibc.connect(descriptor, $0, $1) }
@@ -89,7 +91,8 @@ public final class ControlClient {
         let mayHaveTimedOut = lastAnswer.map { ContinuousClock.now - $0 >= .milliseconds(100) } ?? false
         do {
             return try exchange(line)
-        } catch let error as ControlClientError where mayHaveTimedOut && error.isClosedBeforeAnswering && pending.isEmpty {
+        } catch let error as ControlClientError
+            where mayHaveTimedOut && error.isClosedBeforeAnswering && pending.isEmpty {
             try reconnect()
             return try exchange(line)
         }
@@ -101,7 +104,8 @@ public final class ControlClient {
             var offset = 0
             while offset < bytes.count {
                 // MSG_NOSIGNAL: a connection the daemon closed is an error to report, not a SIGPIPE.
-                let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                let written = Glibc.send(
+                    descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
                 if written < 0 {
                     if errno == EINTR { continue }
                     throw ControlClientError.connectionLost(path, errno: errno)
@@ -137,7 +141,8 @@ public final class ControlClient {
             if let deadline {
                 let left = deadline - .now
                 var descriptors = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)]
-                let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+                let milliseconds = max(
+                    0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
                 let ready = poll(&descriptors, 1, Int32(clamping: milliseconds))
                 if ready < 0 && errno == EINTR { continue }
                 if ready < 0 { throw ControlClientError.connectionLost(path, errno: errno) }
@@ -173,7 +178,9 @@ public struct ControlClientError: Error, Hashable, Sendable, CustomStringConvert
             ControlClientError("permission denied on \(path) (is your user in the socket's group?)")
         case EPROTOTYPE, ENOTSOCK:
             ControlClientError(
-                "\(path) is not logshipd's control socket (\(code == EPROTOTYPE ? "a datagram socket, such as the ingest one" : "not a socket")). \(controlSocketHint)")
+                "\(path) is not logshipd's control socket "
+                    + "(\(code == EPROTOTYPE ? "a datagram socket, such as the ingest one" : "not a socket")). "
+                    + "\(controlSocketHint)")
         default:
             ControlClientError("cannot connect to \(path): \(SystemError.describe(code))")
         }
@@ -181,7 +188,8 @@ public struct ControlClientError: Error, Hashable, Sendable, CustomStringConvert
 
     static func connectionLost(_ path: String, errno code: Int32) -> ControlClientError {
         code == 0
-            ? ControlClientError("logshipd closed the connection at \(path) before answering", isClosedBeforeAnswering: true)
+            ? ControlClientError(
+                "logshipd closed the connection at \(path) before answering", isClosedBeforeAnswering: true)
             : ControlClientError(
                 "connection to \(path) failed: \(SystemError.describe(code))",
                 isClosedBeforeAnswering: code == EPIPE || code == ECONNRESET)

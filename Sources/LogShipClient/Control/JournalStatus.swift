@@ -11,7 +11,9 @@ public struct JournalStatus: Codable, Hashable, Sendable {
     /// Entries the selection (units, priority) left out.
     public var filtered: Int
 
-    public init(state: String, position: String? = nil, behindSeconds: Double? = nil, read: Int = 0, filtered: Int = 0) {
+    public init(
+        state: String, position: String? = nil, behindSeconds: Double? = nil, read: Int = 0, filtered: Int = 0
+    ) {
         self.state = state
         self.position = position
         self.behindSeconds = behindSeconds

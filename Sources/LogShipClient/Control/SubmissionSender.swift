@@ -33,8 +33,8 @@ public struct SubmissionSender {
             .demoted
     }
 
-    /// Sends each line of `descriptor` that holds more than whitespace as a record, in chunks; a chunk goes as soon as no more input is ready,
-    /// so `tail -f | logctl send` ships promptly.
+    /// Sends each line of `descriptor` that holds more than whitespace as a record, in chunks; a chunk goes as soon
+    /// as no more input is ready, so `tail -f | logctl send` ships promptly.
     ///
     /// - Returns: How many crash records the daemon accepted as errors, beyond the sender's crash budget.
     @discardableResult
@@ -75,7 +75,9 @@ public struct SubmissionSender {
     /// What each submission adds to its message in the request: its keys, priority, timestamp and the
     /// `--field`s, which every submission repeats.
     private var submissionOverhead: Int {
-        let fieldBytes = (fields ?? [:]).reduce(0) { $0 + Self.encodedSizeBound(of: $1.key) + Self.encodedSizeBound(of: $1.value) + 6 }
+        let fieldBytes = (fields ?? [:]).reduce(0) {
+            $0 + Self.encodedSizeBound(of: $1.key) + Self.encodedSizeBound(of: $1.value) + 6
+        }
         return 160 + Self.encodedSizeBound(of: priority) + fieldBytes
     }
 
@@ -112,7 +114,9 @@ public struct SubmissionSender {
             guard bytes <= budget else { break }
             kept += 1
         }
-        return (String(decoding: Array(text.utf8.prefix(kept))[...].droppingIncompleteUTF8Suffix(), as: UTF8.self), true)
+        return (
+            String(decoding: Array(text.utf8.prefix(kept))[...].droppingIncompleteUTF8Suffix(), as: UTF8.self), true
+        )
     }
 
     private func send(
@@ -122,7 +126,8 @@ public struct SubmissionSender {
         guard response.ok else {
             let reason = response.error ?? "records not accepted"
             let accepted = acceptedBefore + (response.accepted ?? 0)
-            throw SendError(description: accepted > 0 ? "\(reason) (\(accepted) earlier record(s) were accepted)" : reason)
+            throw SendError(
+                description: accepted > 0 ? "\(reason) (\(accepted) earlier record(s) were accepted)" : reason)
         }
         return (response.accepted ?? submissions.count, response.demoted ?? 0)
     }

@@ -62,7 +62,8 @@ enum JournalExportDecoder {
     static func record(from fields: [String: [UInt8]]) -> LogRecord {
         func text(_ name: String) -> String? { fields[name].map { String(decoding: $0, as: UTF8.self) } }
         let severity = text("PRIORITY").flatMap { Severity(text: $0) } ?? .informational
-        let priority = text("LOGSHIP_PRIORITY_CLASS").flatMap { PriorityClass(name: $0) } ?? PriorityClass(severity: severity)
+        let priority = text("LOGSHIP_PRIORITY_CLASS").flatMap { PriorityClass(name: $0) }
+            ?? PriorityClass(severity: severity)
         let microseconds = text("__REALTIME_TIMESTAMP").flatMap { Int64($0) } ?? 0
         var peer: PeerCredentials?
         if let pid = text("_PID").flatMap({ Int32($0) }), let uid = text("_UID").flatMap({ UInt32($0) }),

@@ -11,8 +11,8 @@ import NIOSSL
 import Synchronization
 
 /// A small HTTP server that accepts batches in every format logshipd posts (NDJSON, a JSON array, OTLP/HTTP in
-/// protobuf or JSON, a Loki push, journal export format, each gzip- or zstd-compressed or not) and journal export format as
-/// `systemd-journal-upload` posts it: `logctl receive`, and the remote in the tests and the benchmark.
+/// protobuf or JSON, a Loki push, journal export format, each gzip- or zstd-compressed or not) and journal export
+/// format as `systemd-journal-upload` posts it: `logctl receive`, and the remote in the tests and the benchmark.
 ///
 /// It counts requests in flight, numbers requests in the order they arrive, and can be told to answer slowly or
 /// to fail a share of requests, so it doubles as a misbehaving remote.
@@ -228,9 +228,11 @@ public final class LogReceiver: Sendable {
                         let status = await answer(
                             head: requestHead, body: body, sequence: sequence, inFlight: inFlight, arrivedAt: arrivedAt)
                         let responseBody = "logctl receive answered \(status)\n"
-                        var responseHead = HTTPResponseHead(version: requestHead.version, status: .init(statusCode: status))
+                        var responseHead = HTTPResponseHead(
+                            version: requestHead.version, status: .init(statusCode: status))
                         responseHead.headers.add(name: "Content-Length", value: String(responseBody.utf8.count))
-                        responseHead.headers.add(name: "Connection", value: requestHead.isKeepAlive ? "keep-alive" : "close")
+                        responseHead.headers.add(
+                            name: "Connection", value: requestHead.isKeepAlive ? "keep-alive" : "close")
                         if let retryAfter = behavior.retryAfter, !(200...299).contains(status) {
                             responseHead.headers.add(name: "Retry-After", value: String(retryAfter))
                         }
@@ -267,7 +269,8 @@ public final class LogReceiver: Sendable {
         do {
             let plain = try decoder.decompressed(body, contentEncoding: contentEncoding)
             if behavior.keepsBodies { keptBody = Array(plain.readableBytesView) }
-            format = RequestBodyDecoder.Format(path: head.uri, contentType: head.headers.first(name: "Content-Type"), body: plain)
+            format = RequestBodyDecoder.Format(
+                path: head.uri, contentType: head.headers.first(name: "Content-Type"), body: plain)
             decoded = decoder.decode(plain, as: format)
         } catch {
             logger.warning("receiver: request body refused", metadata: ["error": "\(error)"])

@@ -24,11 +24,15 @@ extension OTLPLogsRequest.ResourceLogs {
         var scopeLogs: [ScopeLogs] = []
         // resource = 1 (its attributes = 1), scope_logs = 2 (their log_records = 2).
         try OTLPLogsRequest.forEachMessage(1, in: bytes) { resource in
-            try OTLPLogsRequest.forEachMessage(1, in: resource) { attributes.append(try OTLPLogsRequest.KeyValue(protobuf: $0)) }
+            try OTLPLogsRequest.forEachMessage(1, in: resource) {
+                attributes.append(try OTLPLogsRequest.KeyValue(protobuf: $0))
+            }
         }
         try OTLPLogsRequest.forEachMessage(2, in: bytes) { scope in
             var records: [OTLPLogsRequest.Record] = []
-            try OTLPLogsRequest.forEachMessage(2, in: scope) { records.append(try OTLPLogsRequest.Record(protobuf: $0)) }
+            try OTLPLogsRequest.forEachMessage(2, in: scope) {
+                records.append(try OTLPLogsRequest.Record(protobuf: $0))
+            }
             scopeLogs.append(ScopeLogs(logRecords: records))
         }
         self.init(resource: Resource(attributes: attributes), scopeLogs: scopeLogs)

@@ -50,7 +50,8 @@ struct OTLPLogsRequest: Decodable {
         let attributes = dictionary(record.attributes)
         let severity = attributes["syslog.severity"].flatMap { Int($0) }.flatMap(Severity.init(rawValue:))
             ?? severity(fromOTLP: record.severityNumber ?? 9)
-        let priority = attributes["logship.priority"].flatMap(PriorityClass.init(name:)) ?? PriorityClass(severity: severity)
+        let priority = attributes["logship.priority"].flatMap(PriorityClass.init(name:))
+            ?? PriorityClass(severity: severity)
         let microseconds = record.timeUnixNano.flatMap { Int64($0) }.map { $0 / 1000 } ?? 0
         var peer: PeerCredentials?
         if let pid = attributes["process.pid"].flatMap({ Int32($0) }) {
@@ -73,7 +74,9 @@ struct OTLPLogsRequest: Decodable {
     }
 
     private static func dictionary(_ attributes: [KeyValue]?) -> [String: String] {
-        Dictionary((attributes ?? []).compactMap { attribute in attribute.value.text.map { (attribute.key, $0) } }) { $1 }
+        Dictionary(
+            (attributes ?? []).compactMap { attribute in attribute.value.text.map { (attribute.key, $0) } }
+        ) { $1 }
     }
 
     /// The syslog severity nearest to an OpenTelemetry severity number.

@@ -130,7 +130,9 @@ struct RequestBodyDecoder {
                 records: records.map(\.record), ids: records.map(\.id), count: records.count,
                 malformed: elements.count - records.count)
         case .loki:
-            guard let push = try? JSONDecoder().decode(LokiPush.self, from: Data(bytes)) else { return Decoded(malformed: 1) }
+            guard let push = try? JSONDecoder().decode(LokiPush.self, from: Data(bytes)) else {
+                return Decoded(malformed: 1)
+            }
             // The line is the record as logshipd spools it, without its id: the id is the entry's metadata.
             let entries = push.streams.flatMap(\.values)
             return Self.records(fromLines: entries.map { Data($0.line.utf8) }, ids: entries.map(\.id))

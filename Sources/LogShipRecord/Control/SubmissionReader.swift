@@ -39,13 +39,16 @@ package struct SubmissionReader: Sendable {
         var message = submission.message
         var truncated = submission.truncated ?? false
         if message.utf8.count > maximumRecordBytes {
-            message = String(decoding: Array(message.utf8.prefix(maximumRecordBytes))[...].droppingIncompleteUTF8Suffix(),
-                             as: UTF8.self)
+            message = String(
+                decoding: Array(message.utf8.prefix(maximumRecordBytes))[...].droppingIncompleteUTF8Suffix(),
+                as: UTF8.self)
             truncated = true
         }
         return .success(
             LogRecord(
                 timestamp: timestamp, priority: priority, severity: severity, host: hostname, source: .control,
-                message: message, peer: peer, fields: RecordFields(fromSender: (submission.fields ?? [:]).lazy.map { ($0.key, $0.value) }), truncated: truncated))
+                message: message, peer: peer,
+                fields: RecordFields(fromSender: (submission.fields ?? [:]).lazy.map { ($0.key, $0.value) }),
+                truncated: truncated))
     }
 }

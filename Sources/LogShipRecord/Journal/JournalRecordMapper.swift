@@ -7,7 +7,9 @@
 /// core. Any other entry is a record of its `PRIORITY`'s class, whatever its words claim.
 package struct JournalRecordMapper: Sendable {
     /// Fields every record may carry, besides the identity and the message.
-    static let standardFields = ["_SYSTEMD_UNIT", "SYSLOG_IDENTIFIER", "_BOOT_ID", "MESSAGE_ID", "CODE_FILE", "CODE_LINE"]
+    static let standardFields = [
+        "_SYSTEMD_UNIT", "SYSLOG_IDENTIFIER", "_BOOT_ID", "MESSAGE_ID", "CODE_FILE", "CODE_LINE",
+    ]
 
     /// What a trusted coredump's record adds.
     static let coredumpFields = [

@@ -23,7 +23,8 @@ public struct EncodedRecord: Hashable, Sendable {
     }
 
     public init(_ record: LogRecord) {
-        self.init(priority: record.priority, line: record.ndjsonLine, truncated: record.truncated, sender: record.peer?.uid)
+        self.init(
+            priority: record.priority, line: record.ndjsonLine, truncated: record.truncated, sender: record.peer?.uid)
         if record.priority == .crash { claim = CrashClaim(record: record) }
     }
 

@@ -41,7 +41,9 @@ enum SyslogParser {
 
     // MARK: RFC 5424
 
-    private static func parseRFC5424(_ scanner: inout ByteScanner, severity: Severity, facility: Int) -> SyslogMessage? {
+    private static func parseRFC5424(
+        _ scanner: inout ByteScanner, severity: Severity, facility: Int
+    ) -> SyslogMessage? {
         guard
             let timestampToken = scanner.token(), scanner.skip(UInt8(ascii: " ")),
             let hostname = scanner.token(), scanner.skip(UInt8(ascii: " ")),
@@ -220,9 +222,12 @@ enum SyslogParser {
         if let sameYear = closest, distance(sameYear) < 180 * 86_400 * 1_000_000 { return sameYear }
         // Ties go to the earlier year, as they always have.
         for (other, winsTies) in [(year - 1, true), (year + 1, false)] {
-            guard let candidate = Timestamp.local(year: other, month: month, day: day, hour: hour, minute: minute, second: second)
+            guard let candidate = Timestamp.local(
+                year: other, month: month, day: day, hour: hour, minute: minute, second: second)
             else { continue }
-            let closer = closest.map { winsTies ? distance(candidate) <= distance($0) : distance(candidate) < distance($0) }
+            let closer = closest.map {
+                winsTies ? distance(candidate) <= distance($0) : distance(candidate) < distance($0)
+            }
             if closer ?? true { closest = candidate }
         }
         return closest

@@ -24,7 +24,8 @@ struct JSONLineWriter {
             // borrow of the subtraction while clear in the byte itself.
             let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
             let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
-            let found = ((word &- ones &* 0x20) & ~word) | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
+            let found = ((word &- ones &* 0x20) & ~word) | ((quote &- ones) & ~quote)
+                | ((backslash &- ones) & ~backslash)
             if found & highs != 0 { return true }
             offset += 8
         }

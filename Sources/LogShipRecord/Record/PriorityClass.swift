@@ -29,7 +29,8 @@ public enum PriorityClass: Int, CaseIterable, Comparable, Hashable, Sendable, Cu
     /// Parses a class name (`crash`, `error`, `warning`, `info`, `debug`), case-insensitively.
     /// Every spelling ``resolve(_:)`` takes, for help and error text.
     public static let spellings =
-        "crash, error (err), warning (warn), info or debug; or a syslog severity: 0-7, emerg, panic, alert, crit, critical, notice, informational (any case)"
+        "crash, error (err), warning (warn), info or debug; or a syslog severity: 0-7, emerg, panic, alert, crit, "
+            + "critical, notice, informational (any case)"
 
     public init?(name: some StringProtocol) {
         switch name.lowercased() {

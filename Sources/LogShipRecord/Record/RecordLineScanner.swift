@@ -96,7 +96,8 @@ struct RecordLineScanner {
     /// ASCII, where that is the order of `String`, else as strings.
     private func isOrdered(_ previous: RecordLine.Text, _ key: RecordLine.Text) -> Bool {
         let previousBytes = bytes[previous.range], keyBytes = bytes[key.range]
-        if !previous.hasEscapes, !key.hasEscapes, previousBytes.allSatisfy({ $0 < 0x80 }), keyBytes.allSatisfy({ $0 < 0x80 }) {
+        if !previous.hasEscapes, !key.hasEscapes,
+            previousBytes.allSatisfy({ $0 < 0x80 }), keyBytes.allSatisfy({ $0 < 0x80 }) {
             return previousBytes.lexicographicallyPrecedes(keyBytes)
         }
         return text(previous) < text(key)
@@ -162,7 +163,8 @@ struct RecordLineScanner {
             offset += 8
         }
         while offset < count {
-            guard here.load(fromByteOffset: offset, as: UInt8.self) == expected.load(fromByteOffset: offset, as: UInt8.self)
+            guard here.load(fromByteOffset: offset, as: UInt8.self)
+                == expected.load(fromByteOffset: offset, as: UInt8.self)
             else { return false }
             offset += 1
         }
@@ -176,7 +178,9 @@ struct RecordLineScanner {
     }
 
     /// A JSON integer in `range`, as JSON writes one: no leading zero, no sign but `-`, no fraction.
-    private mutating func integer(in range: ClosedRange<Int64>) throws(RecordLineError) -> (value: Int64, digits: Range<Int>) {
+    private mutating func integer(
+        in range: ClosedRange<Int64>
+    ) throws(RecordLineError) -> (value: Int64, digits: Range<Int>) {
         let start = index
         let negative = skip("-")
         let firstDigit = index

@@ -16,7 +16,9 @@ struct Flush: ParsableCommand {
     var priority: String?
 
     // Unconditional, so that "-1" reaches validation and gets its error instead of passing for an option.
-    @Option(name: .long, parsing: .unconditional, help: "How long to wait: 500ms, 30s, 2m, 1h or seconds, as in the configuration.")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "How long to wait: 500ms, 30s, 2m, 1h or seconds, as in the configuration.")
     var timeout = "30s"
 
     func validate() throws {

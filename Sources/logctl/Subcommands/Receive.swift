@@ -57,7 +57,9 @@ struct Receive: AsyncParsableCommand {
         guard (tlsCertificate == nil) == (tlsKey == nil) else {
             throw ValidationError("--tls-cert and --tls-key go together")
         }
-        if clientCA != nil && tlsCertificate == nil { throw ValidationError("--client-ca needs --tls-cert and --tls-key") }
+        if clientCA != nil && tlsCertificate == nil {
+            throw ValidationError("--client-ca needs --tls-cert and --tls-key")
+        }
     }
 
     func run() async throws {

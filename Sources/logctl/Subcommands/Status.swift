@@ -47,8 +47,12 @@ struct Status: ParsableCommand {
             + "\(status.rejectedRequests) rejected for their records")
         lines.append(
             "dead letters  \(status.deadLetters) record(s) held, \(status.deadLettered) dead-lettered since start")
-        lines.append("received      \(status.received) (truncated \(status.truncated)); evicted \(status.evicted), refused \(status.refused)")
-        lines.append("dropped       \(status.blank) blank frame(s); \(status.demoted) crash claim(s) over budget stored as errors")
+        lines.append(
+            "received      \(status.received) (truncated \(status.truncated)); "
+                + "evicted \(status.evicted), refused \(status.refused)")
+        lines.append(
+            "dropped       \(status.blank) blank frame(s); "
+                + "\(status.demoted) crash claim(s) over budget stored as errors")
         if !status.refusedConnections.isEmpty {
             let reasons = status.refusedConnections.sorted { $0.key < $1.key }.map { key, count in
                 "\(count) \(ConnectionRefusal(rawValue: key).map(String.init(describing:)) ?? text(key))"
@@ -74,7 +78,8 @@ struct Status: ParsableCommand {
         }
         if let pausedUntil = status.pausedUntil {
             lines.append(
-                "remote        paused until \(text(pausedUntil)): \(text(status.pauseCause ?? "remote failed")) (\(text(status.lastFailure ?? "?")))")
+                "remote        paused until \(text(pausedUntil)): "
+                    + "\(text(status.pauseCause ?? "remote failed")) (\(text(status.lastFailure ?? "?")))")
         } else if let lastFailure = status.lastFailure {
             lines.append("remote        retrying after \(text(lastFailure))")
         } else if status.rateHeldDownByReceiver {
@@ -147,11 +152,15 @@ struct Status: ParsableCommand {
         var line: String
         switch (status.rateEffective, status.rateBudget) {
         case (nil, _): line = status.rateBudgetByOperator ? "unlimited (\(source))" : "unlimited"
-        case (let effective?, let budget?) where effective == budget: line = "\(ByteRateText.format(budget)) (\(source))"
-        case (let effective?, let budget?): line = "\(ByteRateText.format(effective)) of \(ByteRateText.format(budget)) (\(source))"
+        case (let effective?, let budget?) where effective == budget:
+            line = "\(ByteRateText.format(budget)) (\(source))"
+        case (let effective?, let budget?):
+            line = "\(ByteRateText.format(effective)) of \(ByteRateText.format(budget)) (\(source))"
         case (let effective?, nil): line = ByteRateText.format(effective)
         }
-        if status.rateHeldDownByReceiver { line += ": the receiver is overloaded (429/503), the rate recovers a step a second" }
+        if status.rateHeldDownByReceiver {
+            line += ": the receiver is overloaded (429/503), the rate recovers a step a second"
+        }
         if let requests = status.rateRequestsPerSecond {
             line += "; at most \(ConfigurationText.number(requests)) request(s) a second"
         }

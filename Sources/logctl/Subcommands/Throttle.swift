@@ -4,7 +4,8 @@ import LogShipClient
 /// `logctl throttle`: an upload budget of the operator's, until the next reload.
 struct Throttle: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Set the upload budget (request body bytes per second), or lift it, until the next reload or restart.",
+        abstract: "Set the upload budget (request body bytes per second), or lift it, "
+            + "until the next reload or restart.",
         discussion: """
             Examples: logctl throttle 256KiB/s; logctl throttle 1MiB; logctl throttle off. Crash records (the classes \
             of upload.rate.exempt) still go at once, and what they send is still spent from the budget. A reload \

@@ -60,7 +60,8 @@ struct ConfigurationLoaderTests {
         #expect(try await load("spool:\n  max_cache_bytes: 1GiB\n").spool.maxCacheBytes == 1 << 30)
         var changed = DaemonConfiguration()
         changed.spool.maxCacheBytes = 1 << 20
-        #expect(LiveConfiguration.restartOnlyChanges(from: DaemonConfiguration(), to: changed) == ["spool.max_cache_bytes"])
+        #expect(
+            LiveConfiguration.restartOnlyChanges(from: DaemonConfiguration(), to: changed) == ["spool.max_cache_bytes"])
     }
 
     @Test("the crash budget's nested keys come from the file and the environment; an unknown nested key is named")
@@ -71,8 +72,12 @@ struct ConfigurationLoaderTests {
         #expect(configuration.intake.crashBudgetPerSecond == 0.5 && configuration.intake.crashBudgetBurst == 3)
         let defaults = try await load(nil)
         #expect(defaults.intake.crashBudgetPerSecond == 10 && defaults.intake.crashBudgetBurst == 100)
-        #expect(await loadError("intake:\n  crash_budget:\n    per_minute: 1\n").contains("unknown key intake.crash_budget.per_minute"))
-        #expect(await loadError("intake:\n  crash_budget:\n    per_second: -1\n").contains("intake.crash_budget.per_second: invalid value"))
+        #expect(
+            await loadError("intake:\n  crash_budget:\n    per_minute: 1\n")
+                .contains("unknown key intake.crash_budget.per_minute"))
+        #expect(
+            await loadError("intake:\n  crash_budget:\n    per_second: -1\n")
+                .contains("intake.crash_budget.per_second: invalid value"))
     }
 
     @Test("the per-process connection cap of earlier versions is read as the per-user one, with a note saying so")
@@ -128,7 +133,8 @@ struct ConfigurationLoaderTests {
         #expect(try await load("upload:\n  compression: gzip\n").upload.compression == .gzip(level: 6))
         #expect(try await load("upload:\n  compression: zstd\n").upload.compression == .zstd(level: 3))
         let configured = try await load(
-            "upload:\n  compression: zstd\n  compression_level: 19\n", environment: ["LOGSHIPD_UPLOAD_COMPRESSION_LEVEL": "7"])
+            "upload:\n  compression: zstd\n  compression_level: 19\n",
+            environment: ["LOGSHIPD_UPLOAD_COMPRESSION_LEVEL": "7"])
         #expect(configured.upload.compression == .zstd(level: 7))
     }
 
@@ -144,29 +150,40 @@ struct ConfigurationLoaderTests {
         ("upload: [1]\n", "upload must be a mapping"),
         ("upload:\n  url: [unclosed\n", "not valid YAML"),
         // Values that once trapped: rounding to zero, overflowing a conversion, overflowing a product.
-        ("upload:\n  retry_initial: 0.4ms\n", "upload.retry_initial: invalid value \"0.4ms\" (expected a duration from 1ms to 30d"),
+        ("upload:\n  retry_initial: 0.4ms\n",
+            "upload.retry_initial: invalid value \"0.4ms\" (expected a duration from 1ms to 30d"),
         ("upload:\n  timeout: 1e300s\n", "upload.timeout: invalid value \"1e300s\""),
         ("upload:\n  retry_after_max: -5s\n", "upload.retry_after_max: invalid value"),
         ("upload:\n  shutdown_timeout: nan\n", "upload.shutdown_timeout: invalid value"),
         ("ingest:\n  max_record_bytes: 9223372036854775807\n", "ingest.max_record_bytes: invalid value"),
         ("spool:\n  max_bytes: 9999999999999G\n", "spool.max_bytes: invalid value"),
-        ("spool:\n  max_cache_bytes: 2GiB\n", "spool.max_cache_bytes: invalid value \"2GiB\" (expected a size from 0 to 1GiB"),
+        ("spool:\n  max_cache_bytes: 2GiB\n",
+            "spool.max_cache_bytes: invalid value \"2GiB\" (expected a size from 0 to 1GiB"),
         ("spool:\n  max_cache_bytes: lots\n", "spool.max_cache_bytes: invalid value \"lots\""),
         ("spool:\n  max_cache_bytes: -1\n", "spool.max_cache_bytes: invalid value \"-1\""),
-        ("ingest:\n  max_connections: 0\n", "ingest.max_connections: invalid value \"0\" (expected a whole number from 1"),
-        ("ingest:\n  max_record_bytes: 512KiB\nspool:\n  max_bytes: 1MiB\n", "spool.max_bytes (1MiB) must hold at least four records of ingest.max_record_bytes (512KiB): at least 2MiB"),
-        ("ingest:\n  max_record_bytes: 1MiB\n", "ingest.max_record_bytes: invalid value \"1MiB\" (expected a size from 256 to 512KiB"),
-        ("upload:\n  retry_initial: 2s\n  retry_max: 1s\n", "upload.retry_max (1s) must not be shorter than upload.retry_initial (2s)"),
+        ("ingest:\n  max_connections: 0\n",
+            "ingest.max_connections: invalid value \"0\" (expected a whole number from 1"),
+        ("ingest:\n  max_record_bytes: 512KiB\nspool:\n  max_bytes: 1MiB\n",
+            "spool.max_bytes (1MiB) must hold at least four records of ingest.max_record_bytes (512KiB): "
+                + "at least 2MiB"),
+        ("ingest:\n  max_record_bytes: 1MiB\n",
+            "ingest.max_record_bytes: invalid value \"1MiB\" (expected a size from 256 to 512KiB"),
+        ("upload:\n  retry_initial: 2s\n  retry_max: 1s\n",
+            "upload.retry_max (1s) must not be shorter than upload.retry_initial (2s)"),
         ("journal:\n  matches: [nope]\n", "journal.matches: invalid match \"nope\""),
         ("journal:\n  matches: [\"lower=x\"]\n", "journal.matches: invalid match \"lower=x\""),
         ("journal:\n  fields: [\"1ABC\"]\n", "journal.fields: invalid field name"),
         ("journal:\n  start_at: middle\n", "journal.start_at: invalid value \"middle\" (expected head or tail)"),
         ("journal:\n  min_priority: loud\n", "journal.min_priority: invalid value"),
         ("journal:\n  units: {a: b}\n", "journal.units must be a list of values"),
-        ("upload:\n  compression: brotli\n", "upload.compression: invalid value \"brotli\" (expected one of none, gzip, zstd)"),
-        ("upload:\n  compression: gzip\n  compression_level: 10\n", "upload.compression_level: invalid value \"10\" (expected a gzip level from 1 to 9)"),
-        ("upload:\n  compression: zstd\n  compression_level: 0\n", "upload.compression_level: invalid value \"0\" (expected a zstd level from 1 to 19)"),
-        ("upload:\n  compression_level: 3\n", "upload.compression_level: invalid value \"3\" (expected no level, since upload.compression is none)"),
+        ("upload:\n  compression: brotli\n",
+            "upload.compression: invalid value \"brotli\" (expected one of none, gzip, zstd)"),
+        ("upload:\n  compression: gzip\n  compression_level: 10\n",
+            "upload.compression_level: invalid value \"10\" (expected a gzip level from 1 to 9)"),
+        ("upload:\n  compression: zstd\n  compression_level: 0\n",
+            "upload.compression_level: invalid value \"0\" (expected a zstd level from 1 to 19)"),
+        ("upload:\n  compression_level: 3\n",
+            "upload.compression_level: invalid value \"3\" (expected no level, since upload.compression is none)"),
     ])
     func rejects(yaml: String, message: String) async {
         let error = await loadError(yaml)
@@ -175,10 +192,15 @@ struct ConfigurationLoaderTests {
 
     @Test("a bad value from the environment is named by its variable, one from the file by its key")
     func environmentNamed() async {
-        let fromEnvironment = await loadError("upload:\n  timeout: 5s\n", environment: ["LOGSHIPD_UPLOAD_TIMEOUT": "zzz"])
-        #expect(fromEnvironment.contains("LOGSHIPD_UPLOAD_TIMEOUT (upload.timeout): invalid value \"zzz\""), "\(fromEnvironment)")
+        let fromEnvironment = await loadError(
+            "upload:\n  timeout: 5s\n", environment: ["LOGSHIPD_UPLOAD_TIMEOUT": "zzz"])
+        #expect(
+            fromEnvironment.contains("LOGSHIPD_UPLOAD_TIMEOUT (upload.timeout): invalid value \"zzz\""),
+            "\(fromEnvironment)")
         let fromFile = await loadError("upload:\n  timeout: zzz\n")
-        #expect(fromFile.contains("upload.timeout: invalid value \"zzz\"") && !fromFile.contains("LOGSHIPD_"), "\(fromFile)")
+        #expect(
+            fromFile.contains("upload.timeout: invalid value \"zzz\"") && !fromFile.contains("LOGSHIPD_"),
+            "\(fromFile)")
     }
 
     @Test("a user or password in upload.url is refused without being shown, from the file or the environment")

@@ -69,12 +69,14 @@ struct DirectEncoderTests {
                 do {
                     let body = try format.encoder.encode(batch)
                     let expected = try #require(
-                        try? reference.get(), "written, where decoding refused: \(String(decoding: line, as: UTF8.self))")
+                        try? reference.get(),
+                        "written, where decoding refused: \(String(decoding: line, as: UTF8.self))")
                     try Self.expectSame(body, expected, format, line: line)
                 } catch let error as UnreadableRecordLine {
                     refused += 1
                     #expect(
-                        error.index == 1 && "\(error)".hasPrefix("record 2 of the batch is not a spooled record line: "))
+                        error.index == 1
+                            && "\(error)".hasPrefix("record 2 of the batch is not a spooled record line: "))
                 }
             }
             #expect(refused > damaged.count / 2)
@@ -105,7 +107,8 @@ struct DirectEncoderTests {
 /// reserved names as field keys, huge strings, absent optional parts, extreme numbers and times.
 enum OddRecords {
     static let strings: [String] = [
-        "", "plain", "quote \" backslash \\ slash / tab \t", "line\nbreak\r\n", String(decoding: (0..<32).map { UInt8($0) }, as: UTF8.self),
+        "", "plain", "quote \" backslash \\ slash / tab \t", "line\nbreak\r\n",
+        String(decoding: (0..<32).map { UInt8($0) }, as: UTF8.self),
         "\u{7F}del", "é ü ß ﬃ", "日本語のログ", "emoji 🚀👩‍👩‍👧", "e\u{301}", "\u{2028}\u{2029}", "\u{FEFF}bom", "\u{10FFFF}",
         "\\u0000 not an escape", "{\"json\":[1,2]}", String(repeating: "x", count: 70_000),
         String(repeating: "\"\\\n", count: 5_000),
@@ -134,7 +137,8 @@ enum OddRecords {
         let peer = Bool.random(using: &generator)
             ? PeerCredentials(
                 pid: [Int32.min, -1, 0, 1, 4242, .max].randomElement(using: &generator)!,
-                uid: [0, 1000, .max].randomElement(using: &generator)!, gid: [0, 33, .max].randomElement(using: &generator)!,
+                uid: [0, 1000, .max].randomElement(using: &generator)!,
+                gid: [0, 33, .max].randomElement(using: &generator)!,
                 comm: Bool.random(using: &generator) ? pick(strings) : nil)
             : nil
         let severity = Severity(rawValue: Int.random(in: 0...7, using: &generator))!

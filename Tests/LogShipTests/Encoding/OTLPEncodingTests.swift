@@ -76,7 +76,8 @@ struct OTLPEncodingTests {
     @Test("every field of both encodings, parsed strictly by opentelemetry-proto", arguments: [UploadFormat.otlp, .otlpJSON])
     func everyField(format: UploadFormat) async throws {
         let python = PythonTools.python
-        try #require(FileManager.default.isExecutableFile(atPath: python), "run scripts/install-deps.sh (it makes \(python))")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: python), "run scripts/install-deps.sh (it makes \(python))")
         let body = try format.encoder.encode(Self.records.map { $0.ndjsonLine[...] })
         let check = """
             import json, sys
@@ -100,7 +101,9 @@ struct OTLPEncodingTests {
     func contentTypes() {
         #expect(UploadFormat.otlp.encoder.contentType == "application/x-protobuf")
         #expect(UploadFormat.otlpJSON.encoder.contentType == "application/json")
-        #expect(UploadFormat.otlp.encoder.defaultPath == "/v1/logs" && UploadFormat.otlpJSON.encoder.defaultPath == "/v1/logs")
+        #expect(
+            UploadFormat.otlp.encoder.defaultPath == "/v1/logs"
+                && UploadFormat.otlpJSON.encoder.defaultPath == "/v1/logs")
     }
 
     @Test("the receiver reads a protobuf body back to the records, and counts a damaged one as malformed")

@@ -35,7 +35,11 @@ struct RecordEncodingTests {
             peer: PeerCredentials(pid: 1, uid: 0, gid: 0, comm: "init"),
             fields: ["b": "2", "a": "1"], truncated: true)
         let line = String(decoding: record.ndjsonLine, as: UTF8.self)
-        #expect(line.hasPrefix(#"{"timestamp":"2026-11-21T10:00:00.123456Z","priority":"crash","severity":2,"host":"h","source":"control","message":"quote \" backslash \\ newline \n tab \t nul \u0000 é","pid":1,"uid":0,"gid":0,"comm":"init","fields":{"a":"1","b":"2"},"truncated":true}"#))
+        #expect(line.hasPrefix(
+            #"{"timestamp":"2026-11-21T10:00:00.123456Z","priority":"crash","severity":2,"host":"h","#
+                + #""source":"control","message":"quote \" backslash \\ newline \n tab \t nul \u0000 é","#
+                + #""pid":1,"uid":0,"gid":0,"#
+                + #""comm":"init","fields":{"a":"1","b":"2"},"truncated":true}"#))
         let decoded = try JSONDecoder().decode(LogRecord.self, from: Data(record.ndjsonLine))
         #expect(decoded == record)
     }
@@ -60,7 +64,8 @@ struct RecordEncodingTests {
             timestamp: Timestamp(microsecondsSinceEpoch: 0), priority: .info, severity: .informational, host: "h",
             source: .socket, message: "m")
         #expect(String(decoding: record.ndjsonLine, as: UTF8.self)
-            == #"{"timestamp":"1970-01-01T00:00:00.000000Z","priority":"info","severity":6,"host":"h","source":"socket","message":"m"}"#)
+            == #"{"timestamp":"1970-01-01T00:00:00.000000Z","priority":"info","severity":6,"host":"h","#
+                + #""source":"socket","message":"m"}"#)
     }
 
     @Test("priorities resolve from class names and severities", arguments: [

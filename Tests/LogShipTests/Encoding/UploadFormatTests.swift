@@ -26,8 +26,11 @@ struct UploadFormatTests {
 
     @Test("ndjson, json and loki bodies are exactly the expected bytes, each record with its id")
     func goldenBodies() throws {
-        let first = #"{"timestamp":"2026-11-21T10:00:00.000002Z","priority":"crash","severity":2,"host":"web-1","source":"control","message":"segfault at 0 ip \"x\"\nsecond line","pid":42,"uid":1000,"gid":1000,"comm":"api","fields":{"request_id":"r-7","syslog_identifier":"api"}}"#
-        let second = #"{"timestamp":"2026-11-21T10:00:00.000001Z","priority":"info","severity":6,"host":"web-1","source":"socket","message":"GET /health 200"}"#
+        let first = #"{"timestamp":"2026-11-21T10:00:00.000002Z","priority":"crash","severity":2,"host":"web-1","#
+            + #""source":"control","message":"segfault at 0 ip \"x\"\nsecond line","pid":42,"uid":1000,"gid":1000,"#
+            + #""comm":"api","fields":{"request_id":"r-7","syslog_identifier":"api"}}"#
+        let second = #"{"timestamp":"2026-11-21T10:00:00.000001Z","priority":"info","severity":6,"host":"web-1","#
+            + #""source":"socket","message":"GET /health 200"}"#
         let ids = RecordIDs.numbered(2)
         let identified = { (index: Int, line: String) in #"{"id":"\#(ids[index])","# + line.dropFirst() }
         #expect(String(decoding: try UploadFormat.ndjson.encoder.encode(Self.lines), as: UTF8.self)
@@ -49,8 +52,11 @@ struct UploadFormatTests {
     @Test("a sender's time outside years 0000-9999 is clamped, so every format can read the spooled line back")
     func extremeTimestamps() throws {
         let parser = RecordParser(hostname: "h")
-        for line in [#"{"timestamp":"0000-01-01T00:00:00+01:00","message":"x"}"#, #"{"timestamp":-99999999999,"message":"y"}"#] {
-            let record = parser.parse(Frame(bytes: Array(line.utf8), truncated: false), source: .socket, peer: nil, receivedAt: .now())
+        for line in [
+            #"{"timestamp":"0000-01-01T00:00:00+01:00","message":"x"}"#, #"{"timestamp":-99999999999,"message":"y"}"#,
+        ] {
+            let record = parser.parse(
+                Frame(bytes: Array(line.utf8), truncated: false), source: .socket, peer: nil, receivedAt: .now())
             #expect(record.timestamp.rfc3339 == "0000-01-01T00:00:00.000000Z", "\(line)")
             for format in UploadFormat.allCases {
                 #expect(throws: Never.self, "\(format)") { try format.encoder.encode([record.ndjsonLine[...]]) }
@@ -203,7 +209,8 @@ struct UploadFormatTests {
         arguments: [UploadFormat.otlp, .otlpJSON])
     func otlpParsesWithOpenTelemetryProto(format: UploadFormat) async throws {
         let python = PythonTools.python
-        try #require(FileManager.default.isExecutableFile(atPath: python), "run scripts/install-deps.sh (it makes \(python))")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: python), "run scripts/install-deps.sh (it makes \(python))")
         var behavior = LogReceiver.Behavior()
         behavior.keepsBodies = true
         let receiver = try await TestReceiver(behavior: behavior)

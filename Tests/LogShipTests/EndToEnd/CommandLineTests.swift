@@ -11,7 +11,10 @@ struct CommandLineTests {
         let daemon = try await TestDaemon.start()
         let logctl = try await ChildProcess.start(
             Binaries.logctl,
-            ["send", "--socket", daemon.controlPath, "--priority", "crash", "--field", "worker=7", "segfault in worker 7"])
+            [
+                "send", "--socket", daemon.controlPath, "--priority", "crash", "--field", "worker=7",
+                "segfault in worker 7",
+            ])
         let pid = logctl.pid
         let result = try await logctl.wait()
         #expect(result.status == 0, "\(result.standardError)")
@@ -53,7 +56,9 @@ struct CommandLineTests {
         try await daemon.receiver.waitFor(records: 12, within: .seconds(180))
         let records = daemon.receiver.records
         #expect(records.count == 12)
-        #expect(records.allSatisfy { $0.truncated && $0.message.utf8.count <= daemon.configuration.ingest.maxRecordBytes })
+        #expect(records.allSatisfy {
+            $0.truncated && $0.message.utf8.count <= daemon.configuration.ingest.maxRecordBytes
+        })
         try await daemon.stop()
     }
 
@@ -62,7 +67,9 @@ struct CommandLineTests {
         let directory = try TemporaryDirectory.make()
         let result = try await run(Binaries.logctl, ["send", "--socket", "\(directory)/control.sock", "hello"])
         #expect(result.status != 0)
-        #expect(result.standardError == "logctl: logshipd is not running (no daemon listening at \(directory)/control.sock)\n")
+        #expect(
+            result.standardError
+                == "logctl: logshipd is not running (no daemon listening at \(directory)/control.sock)\n")
     }
 
     @Test("logctl send fails with a clear line when the spool is full of crash records")
@@ -75,11 +82,16 @@ struct CommandLineTests {
         for attempt in 0..<400 where refused == nil {
             let result = try await run(
                 Binaries.logctl,
-                ["send", "--socket", daemon.controlPath, "--priority", "crash", "crash \(attempt) " + String(repeating: "x", count: 200)])
+                [
+                    "send", "--socket", daemon.controlPath, "--priority", "crash",
+                    "crash \(attempt) " + String(repeating: "x", count: 200),
+                ])
             if result.status != 0 { refused = result }
         }
         let result = try #require(refused, "a 64 KiB spool cannot hold 400 crash records")
-        #expect(result.standardError == "logctl: spool full of crash records (spool.max_bytes 64 KiB): 1 record(s) refused\n")
+        #expect(
+            result.standardError
+                == "logctl: spool full of crash records (spool.max_bytes 64 KiB): 1 record(s) refused\n")
         #expect(try await daemon.status().refused == 1)
         try await daemon.stop()
     }
@@ -104,10 +116,14 @@ struct CommandLineTests {
     func argumentErrors() async throws {
         let negative = try await run(Binaries.logctl, ["flush", "--timeout", "-1", "--socket", "/nonexistent"])
         #expect(negative.status != 0)
-        #expect(negative.standardError.contains("invalid --timeout \"-1\": expected a duration from 1ms to 30d"), "\(negative.standardError)")
+        #expect(
+            negative.standardError.contains("invalid --timeout \"-1\": expected a duration from 1ms to 30d"),
+            "\(negative.standardError)")
         let loud = try await run(Binaries.logctl, ["send", "--priority", "loud", "--socket", "/nonexistent", "x"])
         #expect(loud.status != 0)
-        #expect(loud.standardError.contains("unknown priority \"loud\": use \(PriorityClass.spellings)"), "\(loud.standardError)")
+        #expect(
+            loud.standardError.contains("unknown priority \"loud\": use \(PriorityClass.spellings)"),
+            "\(loud.standardError)")
         let help = try await run(Binaries.logctl, ["send", "--help"])
         #expect(help.standardOutput.contains("notice"), "the help lists the syslog names too")
     }
@@ -136,7 +152,8 @@ struct CommandLineTests {
             "unknown key upload.urll", "upload.url is not set", "upload.max_in_flight: invalid value \"lots\"",
             "spool.max_bytes: invalid value \"-1\"",
         ] {
-            #expect(problems.contains { $0.hasPrefix("logshipd: configuration: ") && $0.contains(expected) }, "\(expected)")
+            #expect(
+                problems.contains { $0.hasPrefix("logshipd: configuration: ") && $0.contains(expected) }, "\(expected)")
         }
 
         let shipped = packageRoot.appendingPathComponent("config/logshipd.yaml").path
@@ -176,7 +193,9 @@ struct CommandLineTests {
         try await waitUntil(within: .seconds(180)) { receiver.receiver.statistics.inFlight > 0 }
 
         daemon.signal(SIGTERM)
-        try await waitUntil(within: .seconds(180)) { daemon.standardErrorSoFar.contains("waiting for requests in flight") }
+        try await waitUntil(within: .seconds(180)) {
+            daemon.standardErrorSoFar.contains("waiting for requests in flight")
+        }
         gate.open()
         // Well inside the 10-minute shutdown timeout: the daemon left when its request was answered.
         let result = try await daemon.wait(within: .seconds(180))

@@ -65,7 +65,8 @@ struct ConnectionPressureTests {
         #expect(writers.status == 0, "\(writers.standardError)")
         let written = writers.standardOutput.split(separator: "\n").map(String.init)
         print("over-cap writers: \(written.count) of 2000 lines written; \(writers.standardError)")
-        #expect(written.count > 1_000, "most writes go through: the daemon holds its writers back, it does not refuse them")
+        #expect(
+            written.count > 1_000, "most writes go through: the daemon holds its writers back, it does not refuse them")
 
         // Not thrown: the expectation below says how many are missing.
         try? await eventually(within: .seconds(300)) { Set(receiver.records.map(\.message)).isSuperset(of: written) }
@@ -77,7 +78,9 @@ struct ConnectionPressureTests {
         daemon.signal(SIGTERM)
         let stopped = try await daemon.wait(within: .seconds(180))
         #expect(stopped.status == 0)
-        #expect(stopped.standardError.contains("over ingest.max_connections_per_user"), "\(stopped.standardError.suffix(2000))")
+        #expect(
+            stopped.standardError.contains("over ingest.max_connections_per_user"),
+            "\(stopped.standardError.suffix(2000))")
     }
 
     @Test(
@@ -122,7 +125,9 @@ struct ConnectionPressureTests {
         daemon.signal(SIGTERM)
         let stopped = try await daemon.wait(within: .seconds(180))
         #expect(stopped.status == 0, "\(stopped.standardError.suffix(3000))")
-        #expect(stopped.standardError.contains("the open-file limit (1024) allows"), "\(stopped.standardError.prefix(3000))")
+        #expect(
+            stopped.standardError.contains("the open-file limit (1024) allows"),
+            "\(stopped.standardError.prefix(3000))")
         _ = holders
     }
 }

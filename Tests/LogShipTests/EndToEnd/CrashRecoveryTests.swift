@@ -106,7 +106,9 @@ struct CrashRecoveryTests {
 
         // The gate opens once the shipper has begun its drain (it says so): from then on no operation may go on.
         first.signal(SIGTERM)
-        try await waitUntil(within: .seconds(180)) { first.standardErrorSoFar.contains("waiting for requests in flight") }
+        try await waitUntil(within: .seconds(180)) {
+            first.standardErrorSoFar.contains("waiting for requests in flight")
+        }
         gate.open()
         let stopped = try await first.wait(within: .seconds(180))
         #expect(stopped.status == 0, "\(stopped.standardError)")
@@ -115,7 +117,9 @@ struct CrashRecoveryTests {
         let daemon = try await LogshipdProcess.start(directory: directory)
         try await receiver.waitFor(records: messages.count)
         let received = receiver.records.map(\.message)
-        #expect(received.count == messages.count && Set(received) == Set(messages), "every record exactly once, across the stop")
+        #expect(
+            received.count == messages.count && Set(received) == Set(messages),
+            "every record exactly once, across the stop")
         daemon.signal(SIGTERM)
         #expect(try await daemon.wait().status == 0)
     }
@@ -131,7 +135,8 @@ struct CrashRecoveryTests {
             directory: directory, url: hanging.url, upload: ["shutdown_timeout: 1s", "timeout: 10m"])
         var daemon = try await LogshipdProcess.start(directory: directory)
         let sent = try await run(
-            Binaries.logctl, ["send", "--socket", "\(directory)/control.sock", "--priority", "error", "kept across a stop"])
+            Binaries.logctl,
+            ["send", "--socket", "\(directory)/control.sock", "--priority", "error", "kept across a stop"])
         #expect(sent.status == 0, "\(sent.standardError)")
         try await hanging.waitFor(records: 1)
 

@@ -146,6 +146,8 @@ extension DeployTests {
 
         let linted = try await run(Self.lintian, ["--fail-on", "warning", package, debug], within: .seconds(600))
         #expect(linted.status == 0, "\(linted.standardOutput)\(linted.standardError)")
-        #expect(!linted.standardOutput.contains("E: ") && !linted.standardOutput.contains("W: "), "\(linted.standardOutput)")
+        #expect(
+            !linted.standardOutput.contains("E: ") && !linted.standardOutput.contains("W: "),
+            "\(linted.standardOutput)")
     }
 }

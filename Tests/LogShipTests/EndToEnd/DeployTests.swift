@@ -31,7 +31,8 @@ struct DeployTests {
         }
         // bash sources the script and registers a completion function for logctl.
         let bash = try await run(
-            "/bin/bash", ["-c", "source \"$0\" && complete -p logctl", "\(prefix)/share/bash-completion/completions/logctl"])
+            "/bin/bash",
+            ["-c", "source \"$0\" && complete -p logctl", "\(prefix)/share/bash-completion/completions/logctl"])
         #expect(bash.status == 0 && bash.standardOutput.contains("logctl"), "\(bash.standardError)")
     }
 
@@ -48,7 +49,8 @@ struct DeployTests {
         let unit = try String(contentsOfFile: "\(prefix)/lib/systemd/system/logshipd.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=\(prefix)/bin/logshipd --config \(prefix)/etc/logshipd/logshipd.yaml"))
         // The packaged configuration is valid as it stands, with the journal on.
-        let configuration = try await ConfigurationLoader(environment: [:]).load(path: "\(prefix)/etc/logshipd/logshipd.yaml")
+        let configuration = try await ConfigurationLoader(environment: [:])
+            .load(path: "\(prefix)/etc/logshipd/logshipd.yaml")
         #expect(configuration.journal.enabled)
         #expect(configuration.auth.bearerTokenFile == "/run/credentials/logshipd.service/upload-token")
     }

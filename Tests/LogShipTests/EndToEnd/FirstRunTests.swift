@@ -7,14 +7,16 @@ import Testing
 /// a first try runs into.
 @Suite("First run")
 struct FirstRunTests {
-    static let readme = (try? String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)) ?? ""
+    static let readme =
+        (try? String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)) ?? ""
 
     /// logshipd as `make run` starts it: config/logshipd.yaml, its sockets and spool moved by the environment.
     static func startAsMakeRun(directory: String, receiver: TestReceiver) async throws -> ChildProcess {
         let daemon = try await ChildProcess.start(
             Binaries.logshipd, ["--config", packageRoot.appendingPathComponent("config/logshipd.yaml").path],
             environment: [
-                "LOGSHIPD_INGEST_STREAM": "\(directory)/ingest.sock", "LOGSHIPD_INGEST_DATAGRAM": "\(directory)/ingest.dgram",
+                "LOGSHIPD_INGEST_STREAM": "\(directory)/ingest.sock",
+                "LOGSHIPD_INGEST_DATAGRAM": "\(directory)/ingest.dgram",
                 "LOGSHIPD_INGEST_CONTROL": "\(directory)/control.sock", "LOGSHIPD_SPOOL_PATH": "\(directory)/spool.db",
                 "LOGSHIPD_UPLOAD_URL": receiver.url,
             ])
@@ -28,7 +30,8 @@ struct FirstRunTests {
         table.split(separator: "\n").compactMap { line in
             if line.hasPrefix("class ") { return String(line) }
             let label = line.prefix(14).trimmingCharacters(in: .whitespaces)
-            guard line.count > 14, !label.isEmpty, !PriorityClass.mostUrgentFirst.contains(where: { label.hasPrefix("\($0)") })
+            guard line.count > 14, !label.isEmpty,
+                !PriorityClass.mostUrgentFirst.contains(where: { label.hasPrefix("\($0)") })
             else { return nil }
             return label
         }
@@ -53,7 +56,8 @@ struct FirstRunTests {
         var rest = sampleLabels[...]
         for label in printed {
             guard let found = rest.firstIndex(of: label) else {
-                Issue.record("README's status sample lacks \"\(label)\" or has it out of order:\n\(status.standardOutput)")
+                Issue.record(
+                    "README's status sample lacks \"\(label)\" or has it out of order:\n\(status.standardOutput)")
                 break
             }
             rest = rest[(found + 1)...]
@@ -93,7 +97,8 @@ struct FirstRunTests {
             "\(neither.standardError)")
         let both = try await run(
             Binaries.logctl, ["dead-letters", "--purge", "--all", "3", "--socket", "\(directory)/control.sock"])
-        #expect(both.standardError.contains("--purge takes dead letter ids or --all, not both"), "\(both.standardError)")
+        #expect(
+            both.standardError.contains("--purge takes dead letter ids or --all, not both"), "\(both.standardError)")
     }
 
     @Test("--check-config warns of a LOGSHIPD_ variable that names no key, and names a mistyped key's nearest")
@@ -110,7 +115,8 @@ struct FirstRunTests {
 
         let directory = try TemporaryDirectory.make()
         let path = "\(directory)/logshipd.yaml"
-        try "upload:\n  url: http://127.0.0.1:1/ingest\n  timout: 5s\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try "upload:\n  url: http://127.0.0.1:1/ingest\n  timout: 5s\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
         let mistyped = try await run(Binaries.logshipd, ["--check-config", "--config", path])
         #expect(mistyped.status == 1)
         #expect(

@@ -9,7 +9,8 @@ import Testing
 struct LocalUserTests {
     /// Runs `arguments` as uid/gid 65534 (nobody), with no supplementary groups.
     static func asNobody(_ arguments: [String], stdin: Data? = nil) async throws -> ProcessResult {
-        try await run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups"] + arguments, stdin: stdin)
+        try await run(
+            "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups"] + arguments, stdin: stdin)
     }
 
     static let canSwitchUser = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
@@ -41,7 +42,9 @@ struct LocalUserTests {
         try await receiver.waitFor(records: 2)
         let status = try await LogshipdProcess.status(directory: directory)
         let messages = receiver.records.map(\.message)
-        #expect(messages.count == 2 && messages == ["before the newlines", "after the newlines"], "\(messages.count) records")
+        #expect(
+            messages.count == 2 && messages == ["before the newlines", "after the newlines"],
+            "\(messages.count) records")
         #expect(status.blank == 2_000_000 && status.received == 2)
         #expect(status.pending.values.reduce(0, +) == 0 && status.evicted == 0)
         let peak = try Self.memory("VmHWM", of: daemon.pid)
@@ -86,7 +89,9 @@ struct LocalUserTests {
         #expect(kept.count + demoted.count == 20_000 && Set(records.map(\.message)).count == 20_000, "none lost")
         // The burst of 100, and at most 10 a second regained while the flood came in.
         #expect(kept.count >= 100 && Double(kept.count) <= 100 + 10 * floodSeconds + 1, "\(kept.count) kept")
-        #expect(demoted.allSatisfy { $0.fields["demoted_from"] == "crash" && $0.severity == .critical && $0.peer?.uid == 65534 })
+        #expect(demoted.allSatisfy {
+            $0.fields["demoted_from"] == "crash" && $0.severity == .critical && $0.peer?.uid == 65534
+        })
         #expect(try await daemon.status().demoted == demoted.count)
 
         // Claim order: root's record is in a claim ahead of every demoted record not already claimed.
@@ -183,7 +188,8 @@ struct LocalUserTests {
         #expect(refused.status == 1)
         #expect(
             refused.standardError.contains(
-                "refused the connection: too many control connections are open (ingest.max_connections 8, ingest.max_connections_per_user 8 per user)"),
+                "refused the connection: too many control connections are open (ingest.max_connections 8, "
+                    + "ingest.max_connections_per_user 8 per user)"),
             "\(refused.standardError)")
         let status = try await run(Binaries.logctl, ["status", "--socket", daemon.controlPath])
         #expect(status.status == 0, "\(status.standardError)")
@@ -205,7 +211,9 @@ struct LocalUserTests {
 
         let asNobody = try await Self.asNobody([Binaries.logctl, "dead-letters", "--socket", daemon.controlPath])
         #expect(asNobody.status == 1 && !asNobody.standardOutput.contains("poison"))
-        #expect(asNobody.standardError.contains("dead-letters needs root or logshipd's own user"), "\(asNobody.standardError)")
+        #expect(
+            asNobody.standardError.contains("dead-letters needs root or logshipd's own user"),
+            "\(asNobody.standardError)")
 
         let path = daemon.controlPath
         for limit in [-1, 0, 10_001] {

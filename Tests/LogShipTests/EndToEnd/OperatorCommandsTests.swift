@@ -28,7 +28,8 @@ struct OperatorCommandsTests {
         let resumed = try await logctl(["resume"], socket: daemon.controlPath)
         #expect(resumed.status == 0 && resumed.standardOutput == "uploads resumed\n")
         let resumedAgain = try await logctl(["resume"], socket: daemon.controlPath)
-        #expect(resumedAgain.status == 0 && resumedAgain.standardOutput == "uploads were not paused; nothing to resume\n")
+        #expect(
+            resumedAgain.status == 0 && resumedAgain.standardOutput == "uploads were not paused; nothing to resume\n")
         try await daemon.receiver.waitFor(records: 301)
         let first = try #require(daemon.receiver.requests.min { $0.batch! < $1.batch! })
         #expect(first.records.map(\.message) == ["the crash"])
@@ -39,12 +40,17 @@ struct OperatorCommandsTests {
     @Test("logctl pointed at an ingest socket says so within seconds and sends nothing there; the stream's records still arrive")
     func wrongSocket() async throws {
         let daemon = try await TestDaemon.start()
-        for (command, socket) in [("status", daemon.streamPath), ("pause", daemon.streamPath), ("send", daemon.datagramPath)] {
+        for (command, socket) in [
+            ("status", daemon.streamPath), ("pause", daemon.streamPath), ("send", daemon.datagramPath),
+        ] {
             let started = ContinuousClock.now
-            let result = try await run(Binaries.logctl, [command, "--socket", socket] + (command == "send" ? ["hello"] : []))
+            let result = try await run(
+                Binaries.logctl, [command, "--socket", socket] + (command == "send" ? ["hello"] : []))
             #expect(result.status != 0, "\(command) on \(socket)")
             let expected = socket == daemon.streamPath ? "no greeting within" : "a datagram socket"
-            #expect(result.standardError.contains(expected) && result.standardError.contains(socket), "\(result.standardError)")
+            #expect(
+                result.standardError.contains(expected) && result.standardError.contains(socket),
+                "\(result.standardError)")
             #expect(result.standardError.contains("is not logshipd's control socket"), "\(result.standardError)")
             #expect(result.standardError.contains("control.sock by default"), "names the socket it wants")
             #expect(ContinuousClock.now - started < .seconds(60), "no hang")
@@ -52,7 +58,9 @@ struct OperatorCommandsTests {
         // The stream socket still takes lines, and what logctl wrote there never became a record.
         try await daemon.ingest(["after the slips"])
         try await daemon.receiver.waitUntil { $0.contains { $0.records.contains { $0.message == "after the slips" } } }
-        #expect(!daemon.receiver.records.contains { $0.message.contains("command") }, "\(daemon.receiver.records.map(\.message))")
+        #expect(
+            !daemon.receiver.records.contains { $0.message.contains("command") },
+            "\(daemon.receiver.records.map(\.message))")
         try await daemon.stop()
     }
 
@@ -74,7 +82,9 @@ struct OperatorCommandsTests {
             stopped = try await logctl(["send", "while stopped"], socket: control)
         }
         #expect(stopped.status == 1)
-        #expect(stopped.standardError.hasPrefix("logctl: logshipd (pid \(daemon.pid)) is stopped"), "\(stopped.standardError)")
+        #expect(
+            stopped.standardError.hasPrefix("logctl: logshipd (pid \(daemon.pid)) is stopped"),
+            "\(stopped.standardError)")
         #expect(!stopped.standardError.contains("not logshipd's control socket"), "\(stopped.standardError)")
         #expect(stopped.standardError.contains("nothing was sent"), "\(stopped.standardError)")
         let after = try await logctl(["send", "after continuing"], socket: control)
@@ -116,7 +126,8 @@ struct OperatorCommandsTests {
         // Held at the receiver, not yet acknowledged: the flush cannot be done.
         let early = try await logctl(["flush", "--priority", "error", "--timeout", "1s"], socket: daemon.controlPath)
         #expect(early.status == 1)
-        #expect(early.standardError.contains("flush timed out: 3 record(s) of error and above"), "\(early.standardError)")
+        #expect(
+            early.standardError.contains("flush timed out: 3 record(s) of error and above"), "\(early.standardError)")
 
         gate.open()
         let flushed = try await logctl(["flush", "--priority", "error", "--timeout", "60s"], socket: daemon.controlPath)
@@ -133,13 +144,19 @@ struct OperatorCommandsTests {
         chmod(daemon.directory, 0o755)
         let result = try await run(
             "/usr/bin/setpriv",
-            ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.logctl, "pause", "--socket", daemon.controlPath])
+            [
+                "--reuid=65534", "--regid=65534", "--clear-groups", Binaries.logctl, "pause",
+                "--socket", daemon.controlPath,
+            ])
         #expect(result.status == 1)
         #expect(result.standardError == "logctl: pause needs root or logshipd's own user (uid 0); you are uid 65534\n")
         #expect(try await daemon.status().operatorPaused == false)
         let status = try await run(
             "/usr/bin/setpriv",
-            ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.logctl, "status", "--socket", daemon.controlPath])
+            [
+                "--reuid=65534", "--regid=65534", "--clear-groups", Binaries.logctl, "status",
+                "--socket", daemon.controlPath,
+            ])
         #expect(status.status == 0, "status is for anyone who may use the socket: \(status.standardError)")
         try await daemon.stop()
     }

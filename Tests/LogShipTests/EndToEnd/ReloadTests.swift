@@ -15,11 +15,14 @@ struct ReloadTests {
         try LogshipdProcess.configure(directory: directory, url: first.url)
         try? FileManager.default.removeItem(atPath: "\(directory)/control.sock")
         let daemon = try await ChildProcess.start(
-            Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"], environment: ["NOTIFY_SOCKET": listener.path!])
+            Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"],
+            environment: ["NOTIFY_SOCKET": listener.path!])
         try await waitUntil { !listener.assignments(of: "READY").isEmpty }
         let socket = "\(directory)/control.sock"
         func send(_ prefix: String) async throws {
-            let result = try await run(Binaries.logctl, ["send", "--socket", socket], stdin: Data((0..<5).map { "\(prefix) \($0)\n" }.joined().utf8))
+            let result = try await run(
+                Binaries.logctl, ["send", "--socket", socket],
+                stdin: Data((0..<5).map { "\(prefix) \($0)\n" }.joined().utf8))
             #expect(result.status == 0, "\(result.standardError)")
         }
 
@@ -32,13 +35,19 @@ struct ReloadTests {
         try await send("after")
         try await second.waitFor(records: 5)
         #expect(second.records.map(\.message) == (0..<5).map { "after \($0)" })
-        #expect(first.records.count == 5, "nothing more went to the old URL: \(first.requests.map(\.summary)); the daemon's log: \(daemon.standardErrorSoFar)")
+        #expect(
+            first.records.count == 5,
+            """
+            nothing more went to the old URL: \(first.requests.map(\.summary)); \
+            the daemon's log: \(daemon.standardErrorSoFar)
+            """)
         let reloading = try #require(listener.assignments(of: "RELOADING").first)
         #expect(reloading.value == "1")
         #expect(listener.notifications.contains { $0.state.contains("MONOTONIC_USEC=") })
         #expect(listener.assignments(of: "READY").count == 2, "ready again after the reload")
 
-        try "upload:\n  urll: http://nowhere\n".write(toFile: "\(directory)/logshipd.yaml", atomically: true, encoding: .utf8)
+        try "upload:\n  urll: http://nowhere\n"
+            .write(toFile: "\(directory)/logshipd.yaml", atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
         try await waitUntil { daemon.standardErrorSoFar.contains("reload refused; the running configuration stays") }
         #expect(daemon.standardErrorSoFar.contains("unknown key upload.urll"))
@@ -72,7 +81,9 @@ struct ReloadTests {
                 let log = daemon.standardErrorSoFar
                 return log.components(separatedBy: "reload").count > before && log.hasSuffix("\n")
             }
-            return try #require(daemon.standardErrorSoFar.split(separator: "\n").last { $0.contains("reload") }).description
+            return try #require(
+                daemon.standardErrorSoFar.split(separator: "\n").last { $0.contains("reload") }
+            ).description
         }
         try await send()
         try await first.waitFor(records: 1)
@@ -91,7 +102,9 @@ struct ReloadTests {
         // A new URL beside a key that needs a restart: neither is applied.
         try LogshipdProcess.configure(directory: directory, url: second.url, ingest: ["max_record_bytes: 256KiB"])
         let restartLine = try await reload()
-        #expect(restartLine.contains("reload refused") && restartLine.contains("ingest.max_record_bytes"), "\(restartLine)")
+        #expect(
+            restartLine.contains("reload refused") && restartLine.contains("ingest.max_record_bytes"),
+            "\(restartLine)")
         try await send()
         try await first.waitFor(records: 2)
         #expect(second.records.isEmpty, "nothing went to the URL of a refused file")

@@ -116,7 +116,8 @@ struct SocketActivationTests {
         #expect(Set(receiver.records.map(\.message)) == expected)
         let log = try String(contentsOfFile: errorLog, encoding: .utf8)
         #expect(log.components(separatedBy: "using the socket systemd passed").count - 1 == 6, "three sockets, twice")
-        #expect(FileManager.default.fileExists(atPath: activator.streamPath), "the daemon leaves systemd's sockets alone")
+        #expect(
+            FileManager.default.fileExists(atPath: activator.streamPath), "the daemon leaves systemd's sockets alone")
     }
 
     @Test(
@@ -210,7 +211,8 @@ struct SocketActivationTests {
         #expect(try await activator.stop() == 0)
         let lost = written.subtracting(receiver.records.map(\.message))
         print("restarts with long-lived writers (store \(fileDescriptorStore)): \(written.count) lines written, "
-            + "\(lost.count) lost; reconnects: idle \(idle.map(\.reconnects).reduce(0, +)), busy \(busy.map(\.reconnects))")
+            + "\(lost.count) lost; reconnects: idle \(idle.map(\.reconnects).reduce(0, +)), "
+            + "busy \(busy.map(\.reconnects))")
         #expect(lost.isEmpty, "\(lost.count) of \(written.count) lost, e.g. \(lost.sorted().prefix(3))")
         if fileDescriptorStore {
             #expect(idle.map(\.reconnects).reduce(0, +) == 0, "an idle writer's connection outlives the restarts")
@@ -277,6 +279,8 @@ struct SocketActivationTests {
         try await receiver.waitFor(records: written.count, within: .seconds(300))
         #expect(try await activator.stop() == 0)
         let received = receiver.records.map(\.message)
-        #expect(received.count == written.count && Set(received) == Set(written), "\(Set(written).subtracting(received).count) lost")
+        #expect(
+            received.count == written.count && Set(received) == Set(written),
+            "\(Set(written).subtracting(received).count) lost")
     }
 }

@@ -33,7 +33,8 @@ struct SpoolDiskTests {
         do {
             try await eventually { condition(try await LogshipdProcess.status(directory: directory)) }
         } catch {
-            throw WaitTimeout(description: "\(error); status: \(try await LogshipdProcess.status(directory: directory))")
+            throw WaitTimeout(
+                description: "\(error); status: \(try await LogshipdProcess.status(directory: directory))")
         }
     }
 
@@ -49,7 +50,8 @@ struct SpoolDiskTests {
             let listener = try NotifySocketListener(directory: directory)
             try LogshipdProcess.configure(
                 directory: directory, url: receiver.url, spool: "\(disk)/spool.db", spoolKeys: ["min_free_disk: 64MiB"])
-            let daemon = try await LogshipdProcess.start(directory: directory, environment: ["NOTIFY_SOCKET": listener.path!])
+            let daemon = try await LogshipdProcess.start(
+                directory: directory, environment: ["NOTIFY_SOCKET": listener.path!])
             // Ended however the test ends: a daemon left running would hold the unmounted filesystem.
             defer { daemon.signal(SIGKILL) }
             #expect(try await Self.logctl(["pause"], directory).status == 0)
@@ -63,7 +65,9 @@ struct SpoolDiskTests {
             #expect(status.pending["info"] == 100 && status.pending["error"] == 100 && status.pending["crash"] == 1)
             #expect(status.evicted == 0 && status.refused == 0)
             let warning = daemon.standardErrorSoFar.split(separator: "\n").first { $0.contains("spool.min_free_disk") }
-            #expect(warning?.contains("8.0 MiB") == true && warning?.contains("2.0 MiB") == true, "\(daemon.standardErrorSoFar)")
+            #expect(
+                warning?.contains("8.0 MiB") == true && warning?.contains("2.0 MiB") == true,
+                "\(daemon.standardErrorSoFar)")
 
             // The disk in plain sight: --json, the table, and the service manager's STATUS=.
             #expect(status.spoolDiskSize == 8 << 20 && status.spoolDiskMinimumFree == 2 << 20)
@@ -91,7 +95,9 @@ struct SpoolDiskTests {
             // Ended however the test ends: a daemon left running would hold the unmounted filesystem.
             defer { daemon.signal(SIGKILL) }
             #expect(try await Self.logctl(["pause"], directory).status == 0)
-            @Sendable func status() async throws -> DaemonStatus { try await LogshipdProcess.status(directory: directory) }
+            @Sendable func status() async throws -> DaemonStatus {
+                try await LogshipdProcess.status(directory: directory)
+            }
 
             // Error records until the disk is short: each send is kept, older error records give way.
             var sent = 0
@@ -142,7 +148,9 @@ struct SpoolDiskTests {
             // Ended however the test ends: a daemon left running would hold the unmounted filesystem.
             defer { daemon.signal(SIGKILL) }
             #expect(try await Self.logctl(["pause"], directory).status == 0)
-            @Sendable func status() async throws -> DaemonStatus { try await LogshipdProcess.status(directory: directory) }
+            @Sendable func status() async throws -> DaemonStatus {
+                try await LogshipdProcess.status(directory: directory)
+            }
 
             // Info lines until the spool evicts some for room: the disk holds no more.
             let stream = try UnixClient(path: "\(directory)/ingest.sock", type: .stream)
@@ -156,7 +164,9 @@ struct SpoolDiskTests {
                 try await Self.waitForStatus(directory) { $0.received == sent }
             }
             #expect(try await status().evictedForDisk > 0)
-            try await waitUntil { daemon.standardErrorSoFar.contains("info record(s): the disk is below what the spool leaves free") }
+            try await waitUntil {
+                daemon.standardErrorSoFar.contains("info record(s): the disk is below what the spool leaves free")
+            }
             try SQLiteSpoolTests.fillDisk(disk)
 
             var refused: [String] = []

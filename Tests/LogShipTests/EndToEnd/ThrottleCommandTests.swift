@@ -22,30 +22,42 @@ struct ThrottleCommandTests {
             upload: ["rate:", "  bytes_per_second: 1MiB/s"])
         chmod(directory, 0o755)
         let daemon = try await ChildProcess.start(
-            Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"], environment: ["NOTIFY_SOCKET": listener.path!])
+            Binaries.logshipd, ["--config", "\(directory)/logshipd.yaml"],
+            environment: ["NOTIFY_SOCKET": listener.path!])
         try await waitUntil { !listener.assignments(of: "READY").isEmpty }
         let socket = "\(directory)/control.sock"
         var current = try await status(socket)
         #expect(current.rateBudget == 1 << 20 && current.rateEffective == 1 << 20 && !current.rateBudgetByOperator)
 
         let set = try await run(Binaries.logctl, ["throttle", "256KiB/s", "--socket", socket])
-        #expect(set.status == 0 && set.standardOutput == "upload budget 256 KiB/s until the next reload\n", "\(set.standardError)")
+        #expect(
+            set.status == 0 && set.standardOutput == "upload budget 256 KiB/s until the next reload\n",
+            "\(set.standardError)")
         current = try await status(socket)
         #expect(current.rateBudget == 256 << 10 && current.rateEffective == 256 << 10 && current.rateBudgetByOperator)
         let table = try await run(Binaries.logctl, ["status", "--socket", socket])
-        #expect(table.standardOutput.contains("upload rate   256 KiB/s (set by logctl throttle until the next reload)"), "\(table.standardOutput)")
+        #expect(
+            table.standardOutput.contains("upload rate   256 KiB/s (set by logctl throttle until the next reload)"),
+            "\(table.standardOutput)")
 
         let tooSmall = try await run(Binaries.logctl, ["throttle", "1KiB/s", "--socket", socket])
         #expect(tooSmall.status == 1)
-        #expect(tooSmall.standardError.contains("less than one record of ingest.max_record_bytes (64KiB)"), "\(tooSmall.standardError)")
+        #expect(
+            tooSmall.standardError.contains("less than one record of ingest.max_record_bytes (64KiB)"),
+            "\(tooSmall.standardError)")
         let garbled = try await run(Binaries.logctl, ["throttle", "fast", "--socket", socket])
         #expect(garbled.status != 0 && garbled.standardError.contains("is not a rate"), "\(garbled.standardError)")
         if getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") {
             let refused = try await run(
                 "/usr/bin/setpriv",
-                ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.logctl, "throttle", "off", "--socket", socket])
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", Binaries.logctl, "throttle", "off",
+                    "--socket", socket,
+                ])
             #expect(refused.status == 1)
-            #expect(refused.standardError == "logctl: throttle needs root or logshipd's own user (uid 0); you are uid 65534\n")
+            #expect(
+                refused.standardError
+                    == "logctl: throttle needs root or logshipd's own user (uid 0); you are uid 65534\n")
         }
         #expect(try await status(socket).rateBudget == 256 << 10, "neither refusal changed it")
 
@@ -76,7 +88,8 @@ struct ThrottleCommandTests {
             upload: ["rate:", "  bytes_per_second: 32KiB/s", "  exempt: [crash, urgent]"])
         let result = try await run(Binaries.logshipd, ["--check-config", "--config", path])
         #expect(result.status != 0)
-        #expect(result.standardError.contains("upload.rate.exempt: unknown class \"urgent\""), "\(result.standardError)")
+        #expect(
+            result.standardError.contains("upload.rate.exempt: unknown class \"urgent\""), "\(result.standardError)")
 
         try LogshipdProcess.configure(
             directory: directory, url: "http://127.0.0.1:9/", upload: ["rate:", "  bytes_per_second: 32KiB/s"])
@@ -84,14 +97,18 @@ struct ThrottleCommandTests {
         #expect(small.status != 0)
         #expect(
             small.standardError.contains(
-                "upload.rate.bytes_per_second (32 KiB/s) over upload.rate.burst_seconds (1) allows 32KiB at once, less than one record of ingest.max_record_bytes (64KiB)"),
+                "upload.rate.bytes_per_second (32 KiB/s) over upload.rate.burst_seconds (1) allows 32KiB at once, "
+                    + "less than one record of ingest.max_record_bytes (64KiB)"),
             "\(small.standardError)")
 
         try LogshipdProcess.configure(
             directory: directory, url: "http://127.0.0.1:9/",
             upload: ["rate:", "  bytes_per_second: 128KiB", "  min_bytes_per_second: 256KiB", "  burst_seconds: 2"])
         let floor = try await run(Binaries.logshipd, ["--check-config", "--config", path])
-        #expect(floor.status != 0 && floor.standardError.contains("upload.rate.min_bytes_per_second (256 KiB/s) must not exceed"), "\(floor.standardError)")
+        #expect(
+            floor.status != 0
+                && floor.standardError.contains("upload.rate.min_bytes_per_second (256 KiB/s) must not exceed"),
+            "\(floor.standardError)")
 
         try LogshipdProcess.configure(
             directory: directory, url: "http://127.0.0.1:9/",

@@ -74,7 +74,8 @@ struct IntakeBoundsTests {
     func batching() throws {
         let channel = EmbeddedChannel(handler: FrameBatcher())
         for index in 0..<9_000 {
-            channel.pipeline.fireChannelRead(Frame(bytes: index % 3 == 0 ? Array("  ".utf8) : Array("line \(index)".utf8)))
+            channel.pipeline.fireChannelRead(
+                Frame(bytes: index % 3 == 0 ? Array("  ".utf8) : Array("line \(index)".utf8)))
         }
         channel.pipeline.fireChannelReadComplete()
         var reads: [FrameRead] = []

@@ -21,7 +21,9 @@ struct IngestIntegrationTests {
         LoggerCase(name: "logger -d --rfc5424", arguments: ["-d", "--rfc5424"], datagram: true),
         LoggerCase(name: "logger -d --rfc3164", arguments: ["-d", "--rfc3164"], datagram: true),
         LoggerCase(name: "logger -T --octet-count", arguments: ["-T", "--octet-count"], datagram: false),
-        LoggerCase(name: "logger -T --octet-count --rfc5424", arguments: ["-T", "--octet-count", "--rfc5424"], datagram: false),
+        LoggerCase(
+            name: "logger -T --octet-count --rfc5424", arguments: ["-T", "--octet-count", "--rfc5424"],
+            datagram: false),
     ]
 
     @Test("what logger sends arrives with priority, message, timestamp, host and sender", arguments: loggerCases)
@@ -58,7 +60,9 @@ struct IngestIntegrationTests {
         try await daemon.stop()
     }
 
-    @Test("Python's logging.handlers.SysLogHandler: three calls are three records, on the stream and the datagram socket", arguments: [true, false])
+    @Test(
+        "Python's logging.handlers.SysLogHandler: three calls are three records, on the stream and the datagram socket",
+        arguments: [true, false])
     func pythonSysLogHandler(stream: Bool) async throws {
         let daemon = try await TestDaemon.start()
         let socket = stream ? daemon.streamPath : daemon.datagramPath
@@ -104,7 +108,9 @@ struct IngestIntegrationTests {
         let records = daemon.receiver.records.sorted { $0.severity < $1.severity }
         #expect(records.map(\.message) == ["perl error one", "perl warning two"])
         #expect(records.map(\.severity) == [.error, .warning])
-        #expect(records.allSatisfy { $0.fields["syslog_identifier"] == "perl-app" && $0.fields["syslog_facility"] == "daemon" })
+        #expect(records.allSatisfy {
+            $0.fields["syslog_identifier"] == "perl-app" && $0.fields["syslog_facility"] == "daemon"
+        })
         #expect(records.allSatisfy { $0.fields["syslog_pid"] != nil && $0.source == .datagram })
     }
 
@@ -132,7 +138,8 @@ struct IngestIntegrationTests {
         #expect(relay.isRunning, "syslog-ng: \(relay.standardErrorSoFar)")
         for index in 0..<3 {
             let result = try await run(
-                "/usr/bin/logger", ["-u", relayInput, "-d", "-t", "relayed", "-p", "local3.warning", "via syslog-ng \(index)"])
+                "/usr/bin/logger",
+                ["-u", relayInput, "-d", "-t", "relayed", "-p", "local3.warning", "via syslog-ng \(index)"])
             #expect(result.status == 0, "logger: \(result.standardError)")
         }
         try await daemon.receiver.waitFor(records: 3)
@@ -150,13 +157,17 @@ struct IngestIntegrationTests {
         let daemon = try await TestDaemon.start()
         try await daemon.ingest(["<11>Nov 21 05:06:08 fakehost fake[1]: spoofed"])
         let datagramPath = daemon.datagramPath
-        try await offloaded { try UnixClient(path: datagramPath, type: .datagram).write(#"{"message":"dgram","pid":1}"#) }
+        try await offloaded {
+            try UnixClient(path: datagramPath, type: .datagram).write(#"{"message":"dgram","pid":1}"#)
+        }
         try await daemon.receiver.waitFor(records: 2)
         let ownComm = try String(contentsOfFile: "/proc/self/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
         for record in daemon.receiver.records {
             #expect(record.peer == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid(), comm: ownComm))
         }
-        #expect(daemon.receiver.records.contains { $0.fields["syslog_pid"] == "1" && $0.fields["syslog_hostname"] == "fakehost" })
+        #expect(daemon.receiver.records.contains {
+            $0.fields["syslog_pid"] == "1" && $0.fields["syslog_hostname"] == "fakehost"
+        })
         try await daemon.stop()
     }
 
@@ -176,7 +187,9 @@ struct IngestIntegrationTests {
         // Perl sends, then lives until this process ends (or is killed below), so its comm stays readable.
         let perl = try await ChildProcess.start("/usr/bin/perl", [
             "-MSocket", "-e",
-            #"socket(my $s, PF_UNIX, SOCK_DGRAM, 0) or die; send($s, "<14>from perl", 0, pack_sockaddr_un($ARGV[0])) or die; print STDERR "sent\n"; my $p = getppid(); sleep 1 while getppid() == $p"#,
+            #"socket(my $s, PF_UNIX, SOCK_DGRAM, 0) or die; "#
+                + #"send($s, "<14>from perl", 0, pack_sockaddr_un($ARGV[0])) or die; print STDERR "sent\n"; "#
+                + #"my $p = getppid(); sleep 1 while getppid() == $p"#,
             datagramPath,
         ])
         defer { perl.signal(SIGKILL) }
@@ -191,14 +204,19 @@ struct IngestIntegrationTests {
         #expect(Set(records.map(\.timestamp)).count == 1, "\(records.map(\.timestamp))")
         let ownComm = try String(contentsOfFile: "/proc/self/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
         let peers = Dictionary(records.map { ($0.message, $0.peer) }, uniquingKeysWith: { first, _ in first })
-        #expect(peers["first from the test"] == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid(), comm: ownComm))
+        #expect(
+            peers["first from the test"] == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid(), comm: ownComm))
         #expect(peers["from perl"] == PeerCredentials(pid: perl.pid, uid: getuid(), gid: getgid(), comm: "perl"))
-        #expect(peers["second from the test"] == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid(), comm: ownComm))
+        #expect(
+            peers["second from the test"]
+                == PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid(), comm: ownComm))
     }
 
     /// Whether every thread of `pid` is stopped (`T` in /proc): a SIGSTOP has taken effect.
     private static func isStopped(_ pid: pid_t) -> Bool {
-        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return false }
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else {
+            return false
+        }
         return tasks.allSatisfy { task in
             // A thread that has ended since the listing holds nothing up.
             ((try? ProcessStat(path: "/proc/\(pid)/task/\(task)/stat"))?.state ?? "T") == "T"
@@ -234,7 +252,8 @@ struct IngestIntegrationTests {
         try await daemon.ingest(bytes: Array(huge.utf8))
         var random = SystemRandomNumberGenerator()
         // One record: without the two bytes that end one (newline and NUL).
-        let garbage = (0..<4096).map { _ in UInt8.random(in: 1...255, using: &random) }.filter { $0 != UInt8(ascii: "\n") }
+        let garbage = (0..<4096).map { _ in UInt8.random(in: 1...255, using: &random) }
+            .filter { $0 != UInt8(ascii: "\n") }
         try await daemon.ingest(bytes: garbage + [UInt8(ascii: "\n")])
         try await daemon.ingest([#"{"priority":"crash","message": broken"#, "after the bad ones"])
 
@@ -263,7 +282,9 @@ struct IngestIntegrationTests {
         #expect(cut.severity == .warning)
         #expect(cut.message.utf8.count <= daemon.configuration.ingest.maxRecordBytes)
         #expect(cut.message.utf8.count > daemon.configuration.ingest.maxRecordBytes - 8)
-        #expect(records.contains { $0.message.contains("\u{FFFD}") || $0.message.utf8.count > 100 }, "the random line arrives")
+        #expect(
+            records.contains { $0.message.contains("\u{FFFD}") || $0.message.utf8.count > 100 },
+            "the random line arrives")
         #expect(records.contains { $0.message == #"{"priority":"crash","message": broken"# && $0.priority == .info })
         #expect(records.count == 5)
         _ = idle
@@ -280,7 +301,9 @@ struct IngestIntegrationTests {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(stale.utf8)) }
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         close(descriptor)
         #expect(FileManager.default.fileExists(atPath: stale))

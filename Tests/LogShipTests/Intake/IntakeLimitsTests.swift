@@ -95,7 +95,9 @@ struct IntakeLimitsTests {
         }
         let storm = min(5_000, Int(limit.rlim_max) - 500)
         let streamPath = "\(directory)/ingest.sock"
-        let clients = try await offloaded { try (0..<storm).map { _ in try UnixClient(path: streamPath, type: .stream) } }
+        let clients = try await offloaded {
+            try (0..<storm).map { _ in try UnixClient(path: streamPath, type: .stream) }
+        }
 
         // Every connection is either served or, once held for a while, closed by the daemon: all but 48 are closed.
         try await eventually(within: .seconds(300)) { UnixClient.closedByPeer(clients) == storm - 48 }
@@ -103,7 +105,8 @@ struct IntakeLimitsTests {
         let descriptors = try Self.openDescriptors(of: daemon.pid)
         #expect(descriptors <= descriptorsAtStart + 64, "\(descriptors) descriptors, \(descriptorsAtStart) at start")
 
-        let logger = try await LocalUserTests.asNobody(["/usr/bin/logger", "-u", streamPath, "-T", "from another process"])
+        let logger = try await LocalUserTests.asNobody(
+            ["/usr/bin/logger", "-u", streamPath, "-T", "from another process"])
         #expect(logger.status == 0, "\(logger.standardError)")
         try await receiver.waitFor(records: 1, within: .seconds(180))
         #expect(receiver.records.map(\.message) == ["from another process"])

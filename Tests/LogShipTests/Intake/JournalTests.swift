@@ -60,7 +60,9 @@ struct JournalTests {
         }
         let received = receiver.records.map(\.message)
         let duplicates = received.count - Set(received).count
-        print("journal kill -9: \(beforeRestart) records arrived before the kill, \(received.count) in all, \(duplicates) duplicates")
+        print(
+            "journal kill -9: \(beforeRestart) records arrived before the kill, \(received.count) in all, "
+                + "\(duplicates) duplicates")
         #expect(beforeRestart < 10_000, "the daemon died with entries left to read or deliver")
         #expect(duplicates == heldAtKill, "the only repeats are the records of the requests in flight")
         #expect(heldAtKill <= 2 * 500, "two batches in flight at most")
@@ -95,7 +97,9 @@ struct JournalTests {
         for index in core.indices { core[index] = UInt8(truncatingIfNeeded: index &* 2_654_435_761 >> 13) }
         let coredump = JournalFiles.Entry(bytes: [
             ("__REALTIME_TIMESTAMP", Array(String(Self.t0 + 20_000).utf8)),
-            ("MESSAGE", Array("Process 4711 (worker) of user 1000 dumped core.\n\nStack trace of thread 4711:\n#0  0x00007f crash (libc.so.6 + 0x1)".utf8)),
+            ("MESSAGE", Array(
+                ("Process 4711 (worker) of user 1000 dumped core.\n\nStack trace of thread 4711:\n"
+                    + "#0  0x00007f crash (libc.so.6 + 0x1)").utf8)),
             ("MESSAGE_ID", Array(JournalRecordMapperID.coredump.utf8)), ("PRIORITY", Array("2".utf8)),
             ("COREDUMP_EXE", Array("/usr/bin/worker".utf8)), ("COREDUMP_PID", Array("4711".utf8)),
             ("COREDUMP_SIGNAL_NAME", Array("SIGSEGV".utf8)), ("COREDUMP_UNIT", Array("worker.service".utf8)),
@@ -142,29 +146,40 @@ struct JournalTests {
     @Test("only the host claims crash: a coredump entry from uid 1000 arrives as info, kernel segfault and OOM-kill lines and PID 1's core-dump failure as crash with their victims")
     func trustedCrashes() async throws {
         let (journal, journalPath) = try Self.journalDirectory()
-        let segfault = "worker[4243]: segfault at 0 ip 00005581a2b3c4d5 sp 00007ffd1e2f3a40 error 4 in worker[5581a2b3b000+1000] likely on CPU 1 (core 1, socket 0)"
-        let outOfMemory = "Out of memory: Killed process 4244 (hog) total-vm:8405876kB, anon-rss:7916520kB, file-rss:4kB, shmem-rss:0kB, UID:0 pgtables:15544kB oom_score_adj:0"
-        let oomSummary = "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/system.slice/hog.service,task=hog,pid=4244,uid=0"
-        let kernel = [("_TRANSPORT", "kernel"), ("SYSLOG_IDENTIFIER", "kernel"), ("SYSLOG_FACILITY", "0"), ("_HOSTNAME", "journalhost")]
+        let segfault = "worker[4243]: segfault at 0 ip 00005581a2b3c4d5 sp 00007ffd1e2f3a40 error 4 "
+            + "in worker[5581a2b3b000+1000] likely on CPU 1 (core 1, socket 0)"
+        let outOfMemory = "Out of memory: Killed process 4244 (hog) total-vm:8405876kB, anon-rss:7916520kB, "
+            + "file-rss:4kB, shmem-rss:0kB, UID:0 pgtables:15544kB oom_score_adj:0"
+        let oomSummary = "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,"
+            + "task_memcg=/system.slice/hog.service,task=hog,pid=4244,uid=0"
+        let kernel = [
+            ("_TRANSPORT", "kernel"), ("SYSLOG_IDENTIFIER", "kernel"), ("SYSLOG_FACILITY", "0"),
+            ("_HOSTNAME", "journalhost"),
+        ]
         func user(_ transport: String) -> [(String, String)] {
             [("_TRANSPORT", transport), ("_UID", "1000"), ("_GID", "1000"), ("_PID", "5000"), ("_COMM", "logger"),
              ("_SYSTEMD_UNIT", "session-3.scope"), ("_HOSTNAME", "journalhost")]
         }
         try await journal.append([
             JournalFiles.Entry([
-                ("__REALTIME_TIMESTAMP", String(Self.t0)), ("MESSAGE", "spoofed: Process 1 (sshd) of user 0 dumped core."),
+                ("__REALTIME_TIMESTAMP", String(Self.t0)),
+                ("MESSAGE", "spoofed: Process 1 (sshd) of user 0 dumped core."),
                 ("PRIORITY", "6"), ("MESSAGE_ID", JournalRecordMapperID.coredump), ("COREDUMP_UNIT", "worker.service"),
                 ("COREDUMP_EXE", "/usr/sbin/sshd"), ("COREDUMP_PID", "1"),
             ] + user("journal")),
-            JournalFiles.Entry([("__REALTIME_TIMESTAMP", String(Self.t0 + 1)), ("MESSAGE", segfault), ("PRIORITY", "6")] + kernel),
-            JournalFiles.Entry([("__REALTIME_TIMESTAMP", String(Self.t0 + 2)), ("MESSAGE", oomSummary), ("PRIORITY", "6")] + kernel),
-            JournalFiles.Entry([("__REALTIME_TIMESTAMP", String(Self.t0 + 3)), ("MESSAGE", outOfMemory), ("PRIORITY", "3")] + kernel),
+            JournalFiles.Entry(
+                [("__REALTIME_TIMESTAMP", String(Self.t0 + 1)), ("MESSAGE", segfault), ("PRIORITY", "6")] + kernel),
+            JournalFiles.Entry(
+                [("__REALTIME_TIMESTAMP", String(Self.t0 + 2)), ("MESSAGE", oomSummary), ("PRIORITY", "6")] + kernel),
+            JournalFiles.Entry(
+                [("__REALTIME_TIMESTAMP", String(Self.t0 + 3)), ("MESSAGE", outOfMemory), ("PRIORITY", "3")] + kernel),
             JournalFiles.Entry([
                 ("__REALTIME_TIMESTAMP", String(Self.t0 + 4)), ("MESSAGE", "syslog: " + segfault), ("PRIORITY", "6"),
                 ("SYSLOG_IDENTIFIER", "kernel"),
             ] + user("syslog")),
             JournalFiles.Entry([
-                ("__REALTIME_TIMESTAMP", String(Self.t0 + 5)), ("MESSAGE", "worker.service: Failed with result 'core-dump'."),
+                ("__REALTIME_TIMESTAMP", String(Self.t0 + 5)),
+                ("MESSAGE", "worker.service: Failed with result 'core-dump'."),
                 ("PRIORITY", "4"), ("MESSAGE_ID", "d9b373ed55a64feb8242e02dbe79a49c"), ("UNIT", "worker.service"),
                 ("UNIT_RESULT", "core-dump"), ("_PID", "1"), ("_UID", "0"), ("_GID", "0"), ("_COMM", "systemd"),
                 ("_EXE", "/usr/lib/systemd/systemd"), ("_SYSTEMD_UNIT", "init.scope"), ("_TRANSPORT", "journal"),
@@ -179,7 +194,9 @@ struct JournalTests {
         try await daemon.stop()
         let byMessage = Dictionary(uniqueKeysWithValues: receiver.records.map { ($0.message, $0) })
         let spoofed = try #require(byMessage["spoofed: Process 1 (sshd) of user 0 dumped core."])
-        #expect(spoofed.priority == .info && spoofed.fields["coredump_unit"] == nil && spoofed.fields["crash_reason"] == nil)
+        #expect(
+            spoofed.priority == .info && spoofed.fields["coredump_unit"] == nil
+                && spoofed.fields["crash_reason"] == nil)
         #expect(spoofed.peer?.uid == 1000)
         let segfaulted = try #require(byMessage[segfault])
         #expect(segfaulted.priority == .crash && segfaulted.severity == .informational)
@@ -206,7 +223,8 @@ struct JournalTests {
         try await eventually(within: .seconds(180)) { try await filtered.status().journal?.read == 6 }
         try await selective.waitFor(records: 2, within: .seconds(180))
         try await eventually { try await filtered.status().pending.values.reduce(0, +) == 0 }
-        #expect(Set(selective.records.map(\.message)) == [oomSummary, "worker.service: Failed with result 'core-dump'."])
+        #expect(
+            Set(selective.records.map(\.message)) == [oomSummary, "worker.service: Failed with result 'core-dump'."])
         try await filtered.stop()
     }
 
@@ -238,10 +256,13 @@ struct JournalTests {
             JournalFiles.Entry(bytes: [
                 ("__REALTIME_TIMESTAMP", Array(String(Self.t0 + 100).utf8)),
                 ("MESSAGE", Array("Process 7 (big) of user 0 dumped core.".utf8)),
-                ("MESSAGE_ID", Array(JournalRecordMapperID.coredump.utf8)), ("COREDUMP_EXE", Array("/usr/bin/big".utf8)),
+                ("MESSAGE_ID", Array(JournalRecordMapperID.coredump.utf8)),
+                ("COREDUMP_EXE", Array("/usr/bin/big".utf8)),
             ] + JournalRecordMapperID.coredumpSender + [("COREDUMP", core)])
         ])
-        try await receiver.waitUntil(within: .seconds(180)) { $0.contains { $0.records.contains { $0.priority == .crash } } }
+        try await receiver.waitUntil(within: .seconds(180)) {
+            $0.contains { $0.records.contains { $0.priority == .crash } }
+        }
         let after = try Self.peakMemory(of: daemon.pid)
         print("journal coredump: peak memory \(before / 1024) MiB before the 48 MiB core, \(after / 1024) MiB after")
         #expect(after - before < 8 << 10, "peak memory grew by \((after - before) / 1024) MiB")
@@ -277,7 +298,8 @@ struct JournalTests {
         // Two classes, two requests: in journal order by time.
         let records = receiver.records.sorted { $0.timestamp < $1.timestamp }
         #expect(receiver.requests.allSatisfy { $0.malformedLines == 0 }, "every line is valid JSON")
-        #expect(records.map(\.message) == ["first line\nsecond line\n\tindented", String(decoding: binary, as: UTF8.self)])
+        #expect(
+            records.map(\.message) == ["first line\nsecond line\n\tindented", String(decoding: binary, as: UTF8.self)])
         #expect(records[0].severity == .error && records[0].priority == .error)
         #expect(records[1].severity == .informational, "no PRIORITY is LOG_INFO, as journald stores it")
         #expect(records.allSatisfy { !$0.truncated })
@@ -308,9 +330,11 @@ struct JournalTests {
         daemon.signal(SIGTERM)
         let stopped = try await daemon.wait()
 
-        let resumed = receiver.recordsInClaimOrder(of: receiver.requests.dropFirst(requestsBeforeRestart)).map(\.message)
+        let resumed = receiver.recordsInClaimOrder(of: receiver.requests.dropFirst(requestsBeforeRestart))
+            .map(\.message)
         #expect(resumed == (100..<200).map { "replaced \($0)" }, "the first entry after t0+99, and on")
-        let warnings = stopped.standardError.split(separator: "\n").filter { $0.contains("saved cursor's entry is gone") }
+        let warnings = stopped.standardError.split(separator: "\n")
+            .filter { $0.contains("saved cursor's entry is gone") }
         #expect(warnings.count == 1, "\(stopped.standardError)")
     }
 
@@ -325,7 +349,8 @@ struct JournalTests {
         try await journal.append(JournalFiles.entries(5, from: Self.t0 + 100) { "new \($0)" })
         try await tailReceiver.waitFor(records: 5, within: .seconds(180))
         try await tail.stop()
-        #expect(tailReceiver.recordsInClaimOrder(of: tailReceiver.requests).map(\.message) == (0..<5).map { "new \($0)" })
+        #expect(
+            tailReceiver.recordsInClaimOrder(of: tailReceiver.requests).map(\.message) == (0..<5).map { "new \($0)" })
 
         let headReceiver = try await TestReceiver()
         let head = try await Self.start(reading: journalPath, receiver: headReceiver)
@@ -363,7 +388,8 @@ struct JournalTests {
         let cases = [
             // Defaults: everything but logshipd's own unit.
             Case(configure: { _ in }, expected: Set(entries.indices.compactMap { index in
-                let message = "\(["web.service", "db.service", "cron.service", "logshipd.service"][index / 8]) \([2, 4, 6, 7][index / 2 % 4]) \(["a", "b"][index % 2])"
+                let message = "\(["web.service", "db.service", "cron.service", "logshipd.service"][index / 8]) "
+                    + "\([2, 4, 6, 7][index / 2 % 4]) \(["a", "b"][index % 2])"
                 return message.hasPrefix("logshipd.service") ? nil : message
             })),
             Case(
@@ -383,7 +409,9 @@ struct JournalTests {
         ]
         for selection in cases {
             let receiver = try await TestReceiver()
-            let daemon = try await Self.start(reading: journalPath, receiver: receiver) { selection.configure(&$0.journal) }
+            let daemon = try await Self.start(reading: journalPath, receiver: receiver) {
+                selection.configure(&$0.journal)
+            }
             // Read means committed with the cursor: what is left out is left out for good.
             try await eventually(within: .seconds(180)) { try await daemon.status().journal?.read == selection.read }
             try await receiver.waitFor(records: selection.expected.count, within: .seconds(180))

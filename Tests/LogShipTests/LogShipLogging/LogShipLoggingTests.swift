@@ -88,11 +88,13 @@ struct LogShipLoggingTests {
         let result = try await program.wait(within: .seconds(300))
         #expect(result.status == 0, "\(result.standardError)")
         // sent=… dropped=… waiting=… slowest_call_us=… calls_over_50ms=…
-        let figures = Dictionary(uniqueKeysWithValues: result.standardOutput.split(whereSeparator: \.isWhitespace).compactMap { pair in
+        let words = result.standardOutput.split(whereSeparator: \.isWhitespace)
+        let figures = Dictionary(uniqueKeysWithValues: words.compactMap { pair in
             let parts = pair.split(separator: "=")
             return parts.count == 2 ? (String(parts[0]), Int(parts[1]) ?? -1) : nil
         })
-        #expect(figures["sent"] == 10_000 && figures["dropped"] == 0 && figures["waiting"] == 0, "\(result.standardOutput)")
+        #expect(
+            figures["sent"] == 10_000 && figures["dropped"] == 0 && figures["waiting"] == 0, "\(result.standardOutput)")
         let slowest = try #require(figures["slowest_call_us"])
         let slowCalls = try #require(figures["calls_over_50ms"])
         print("logship-logging-example: slowest logging call \(slowest) µs, \(slowCalls) calls of 50 ms or more")

@@ -49,7 +49,8 @@ struct MetricsTests {
         try await eventually { try await daemon.status().delivered == 26 }
 
         let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton)
-        let response = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(30))
+        let response = try await client.execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)
         try await client.shutdown()
         #expect(response.status == .ok)
@@ -64,7 +65,9 @@ struct MetricsTests {
         #expect(samples["logshipd_requests_failed_total"] == Double(status.failedRequests))
         #expect(samples["logshipd_requests_retried_total"] == Double(status.retriedRequests))
         #expect(samples["logshipd_requests_rejected_total"] == Double(status.rejectedRequests))
-        #expect(status.retriedRequests == 0 && status.rejectedRequests == status.failedRequests && status.failedRequests > 0)
+        #expect(
+            status.retriedRequests == 0 && status.rejectedRequests == status.failedRequests
+                && status.failedRequests > 0)
         #expect(samples["logshipd_dead_letters"] == Double(status.deadLetters))
         #expect(samples[#"logshipd_records_pending{class="info"}"#] == Double(status.pending["info"] ?? 0))
         #expect(samples["logshipd_spool_budget_bytes"] == Double(status.spoolBudget))

@@ -63,7 +63,9 @@ struct JournalRecordMapperTests {
         #expect(record.fields["crash_pid"] == "4711" && record.fields["crash_comm"] == "worker")
         var onlyWorker = mapper
         onlyWorker.selection = .init(units: ["worker.service"], leastImportant: .error)
-        #expect(onlyWorker.record(for: entry(Self.coredumpFields)) != nil, "selected by the unit that crashed, despite its priority")
+        #expect(
+            onlyWorker.record(for: entry(Self.coredumpFields)) != nil,
+            "selected by the unit that crashed, despite its priority")
         #expect(mapper.fieldsToRead(isCoredump: false).contains("COREDUMP_EXE") == false)
         #expect(!mapper.fieldsToRead(isCoredump: true).contains("COREDUMP"), "the core itself is never read")
     }
@@ -124,7 +126,9 @@ struct JournalRecordMapperTests {
         ])
     }
 
-    @Test("kernel fault, Oops, BUG, panic and OOM-kill lines are crash reports with the victim's pid, comm and unit", arguments: KernelLine.all)
+    @Test(
+        "kernel fault, Oops, BUG, panic and OOM-kill lines are crash reports with the victim's pid, comm and unit",
+        arguments: KernelLine.all)
     func kernelCrash(_ line: KernelLine) throws {
         let record = try #require(mapper.record(for: kernelEntry(line.message, priority: line.priority)))
         #expect(record.priority == .crash)
@@ -136,7 +140,9 @@ struct JournalRecordMapperTests {
         #expect(record.message == line.message)
     }
 
-    @Test("the same text from syslog, from stdout, from a native sender or without _TRANSPORT is not a crash", arguments: KernelLine.all)
+    @Test(
+        "the same text from syslog, from stdout, from a native sender or without _TRANSPORT is not a crash",
+        arguments: KernelLine.all)
     func kernelTextFromSenders(_ line: KernelLine) {
         let senders: [[String: String]] = [
             ["_TRANSPORT": "syslog", "_UID": "1000", "_GID": "1000", "_PID": "77", "SYSLOG_IDENTIFIER": "kernel"],
@@ -167,15 +173,20 @@ struct JournalRecordMapperTests {
     }
 
     /// The "Failed with result" entry of PID 1 (MESSAGE_ID d9b373ed…) for `result`.
-    func unitFailure(_ result: String, pid: String = "1", uid: String = "0", unit: String = "worker.service") -> JournalEntry {
+    func unitFailure(
+        _ result: String, pid: String = "1", uid: String = "0", unit: String = "worker.service"
+    ) -> JournalEntry {
         entry([
-            "MESSAGE": "\(unit): Failed with result '\(result)'.", "PRIORITY": "4", "_PID": pid, "_UID": uid, "_GID": uid,
-            "_COMM": "systemd", "_EXE": "/usr/lib/systemd/systemd", "_SYSTEMD_UNIT": "init.scope", "_TRANSPORT": "journal",
+            "MESSAGE": "\(unit): Failed with result '\(result)'.", "PRIORITY": "4", "_PID": pid, "_UID": uid,
+            "_GID": uid, "_COMM": "systemd", "_EXE": "/usr/lib/systemd/systemd", "_SYSTEMD_UNIT": "init.scope",
+            "_TRANSPORT": "journal",
             "MESSAGE_ID": "d9b373ed55a64feb8242e02dbe79a49c", "UNIT": unit, "UNIT_RESULT": result,
         ])
     }
 
-    @Test("PID 1's unit failures with result core-dump, signal or oom-kill are crash reports of the unit", arguments: ["core-dump", "signal", "oom-kill"])
+    @Test(
+        "PID 1's unit failures with result core-dump, signal or oom-kill are crash reports of the unit",
+        arguments: ["core-dump", "signal", "oom-kill"])
     func unitCrash(_ result: String) throws {
         let record = try #require(mapper.record(for: unitFailure(result)))
         #expect(record.priority == .crash && record.severity == .warning)
@@ -187,8 +198,12 @@ struct JournalRecordMapperTests {
     func unitFailureNotCrash() {
         #expect(mapper.record(for: unitFailure("exit-code"))?.priority == .warning)
         #expect(mapper.record(for: unitFailure("timeout"))?.priority == .warning)
-        #expect(mapper.record(for: unitFailure("core-dump", pid: "1234", uid: "1000"))?.priority == .warning, "a user's manager or anyone")
-        #expect(mapper.record(for: unitFailure("core-dump", pid: "1234", uid: "0"))?.priority == .warning, "root, but not PID 1")
+        #expect(
+            mapper.record(for: unitFailure("core-dump", pid: "1234", uid: "1000"))?.priority == .warning,
+            "a user's manager or anyone")
+        #expect(
+            mapper.record(for: unitFailure("core-dump", pid: "1234", uid: "0"))?.priority == .warning,
+            "root, but not PID 1")
     }
 
     @Test("units and exclude_units see a crash as the unit that crashed; min_priority never holds back a trusted crash")
@@ -197,9 +212,12 @@ struct JournalRecordMapperTests {
         selective.selection = .init(units: ["worker.service"], leastImportant: .error)
         #expect(selective.record(for: entry(Self.coredumpFields))?.priority == .crash)
         #expect(selective.record(for: unitFailure("signal"))?.priority == .crash, "UNIT, not init.scope")
-        let oom = "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/system.slice/worker.service,task=worker,pid=4244,uid=0"
+        let oom = "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,"
+            + "task_memcg=/system.slice/worker.service,task=worker,pid=4244,uid=0"
         #expect(selective.record(for: kernelEntry(oom))?.priority == .crash, "task_memcg's unit")
-        #expect(selective.record(for: kernelEntry(KernelLine.segfault.message)) == nil, "no unit in the text: none of the units")
+        #expect(
+            selective.record(for: kernelEntry(KernelLine.segfault.message)) == nil,
+            "no unit in the text: none of the units")
         #expect(selective.record(for: unitFailure("exit-code")) == nil, "not a crash: init.scope's, and a warning")
 
         var important = mapper
@@ -219,19 +237,26 @@ struct JournalRecordMapperTests {
     func fieldsToRead() {
         for isCoredump in [false, true] {
             let fields = Set(mapper.fieldsToRead(isCoredump: isCoredump))
-            #expect(fields.isSuperset(of: ["_TRANSPORT", "_EXE", "_UID", "_PID", "_COMM", "_SYSTEMD_UNIT", "UNIT", "UNIT_RESULT"]))
+            #expect(fields.isSuperset(
+                of: ["_TRANSPORT", "_EXE", "_UID", "_PID", "_COMM", "_SYSTEMD_UNIT", "UNIT", "UNIT_RESULT"]))
             #expect(!fields.contains("COREDUMP"))
         }
-        #expect(Set(mapper.fieldsToRead(isCoredump: true)).isSuperset(of: ["COREDUMP_UNIT", "COREDUMP_PID", "COREDUMP_COMM"]))
+        #expect(Set(mapper.fieldsToRead(isCoredump: true)).isSuperset(
+            of: ["COREDUMP_UNIT", "COREDUMP_PID", "COREDUMP_COMM"]))
     }
 
     @Test("a sender's own CRASH_* field (via journal.fields) is kept as sender_crash_*, never as the host's")
     func senderCrashFields() throws {
         var carrying = mapper
         carrying.extraFields = ["CRASH_REASON", "CRASH_UNIT"]
-        let ordinary = try #require(carrying.record(for: entry(["MESSAGE": "x", "CRASH_REASON": "segfault", "CRASH_UNIT": "sshd.service"])))
-        #expect(ordinary.priority == .info && ordinary.fields["crash_reason"] == nil && ordinary.fields["crash_unit"] == nil)
-        #expect(ordinary.fields["sender_crash_reason"] == "segfault" && ordinary.fields["sender_crash_unit"] == "sshd.service")
+        let ordinary = try #require(
+            carrying.record(for: entry(["MESSAGE": "x", "CRASH_REASON": "segfault", "CRASH_UNIT": "sshd.service"])))
+        #expect(
+            ordinary.priority == .info && ordinary.fields["crash_reason"] == nil
+                && ordinary.fields["crash_unit"] == nil)
+        #expect(
+            ordinary.fields["sender_crash_reason"] == "segfault"
+                && ordinary.fields["sender_crash_unit"] == "sshd.service")
         var fields = Self.coredumpFields
         fields["CRASH_UNIT"] = "sshd.service"
         let crash = try #require(carrying.record(for: entry(fields)))
@@ -296,59 +321,77 @@ struct KernelLine: Sendable, CustomTestStringConvertible {
     var testDescription: String { reason + ": " + String(message.prefix(50)) }
 
     static let segfault = KernelLine(
-        message: "worker[4243]: segfault at 0 ip 00005581a2b3c4d5 sp 00007ffd1e2f3a40 error 4 in worker[5581a2b3b000+1000] likely on CPU 1 (core 1, socket 0)",
+        message: "worker[4243]: segfault at 0 ip 00005581a2b3c4d5 sp 00007ffd1e2f3a40 error 4 "
+            + "in worker[5581a2b3b000+1000] likely on CPU 1 (core 1, socket 0)",
         reason: "segfault", pid: "4243", comm: "worker")
 
     static let all: [KernelLine] = [
         segfault,
         // A name may hold spaces, brackets and colons; the kernel cuts it at 15 bytes.
         KernelLine(
-            message: "my [w]: o[12][4243]: segfault at 7f0000001000 ip 00007f12 sp 00007ffd error 6 in libc.so.6[7f12+195000]",
+            message: "my [w]: o[12][4243]: segfault at 7f0000001000 ip 00007f12 sp 00007ffd error 6 "
+                + "in libc.so.6[7f12+195000]",
             reason: "segfault", pid: "4243", comm: "my [w]: o[12]"),
         KernelLine(
-            message: "traps: worker[4243] general protection fault ip:7f1e2d3c4b5a sp:7ffd1e2f3a40 error:0 in libc.so.6[7f1e2d300000+195000]",
+            message: "traps: worker[4243] general protection fault ip:7f1e2d3c4b5a sp:7ffd1e2f3a40 error:0 "
+                + "in libc.so.6[7f1e2d300000+195000]",
             reason: "general-protection", pid: "4243", comm: "worker"),
         // Kernels before 5.x said "general protection" without "fault".
         KernelLine(
-            message: "traps: worker[4243] general protection ip:7f1e2d3c4b5a sp:7ffd1e2f3a40 error:0 in libc-2.31.so[7f1e2d300000+178000]",
+            message: "traps: worker[4243] general protection ip:7f1e2d3c4b5a sp:7ffd1e2f3a40 error:0 "
+                + "in libc-2.31.so[7f1e2d300000+178000]",
             reason: "general-protection", pid: "4243", comm: "worker"),
         KernelLine(
-            message: "traps: worker[4243] trap divide error ip:5581a2b3c4d5 sp:7ffd1e2f3a40 error:0 in worker[5581a2b3b000+1000]",
+            message: "traps: worker[4243] trap divide error ip:5581a2b3c4d5 sp:7ffd1e2f3a40 error:0 "
+                + "in worker[5581a2b3b000+1000]",
             reason: "divide-error", pid: "4243", comm: "worker"),
         // Swift's and Rust's traps (ud2).
         KernelLine(
-            message: "traps: worker[4243] trap invalid opcode ip:5581a2b3c4d5 sp:7ffd1e2f3a40 error:0 in worker[5581a2b3b000+1000]",
+            message: "traps: worker[4243] trap invalid opcode ip:5581a2b3c4d5 sp:7ffd1e2f3a40 error:0 "
+                + "in worker[5581a2b3b000+1000]",
             reason: "invalid-opcode", pid: "4243", comm: "worker"),
         KernelLine(
-            message: "traps: worker[4243] trap int3 ip:5581a2b3c4d5 sp:7ffd1e2f3a40 error:0 in worker[5581a2b3b000+1000]",
+            message: "traps: worker[4243] trap int3 ip:5581a2b3c4d5 sp:7ffd1e2f3a40 error:0 "
+                + "in worker[5581a2b3b000+1000]",
             reason: "trap", pid: "4243", comm: "worker"),
         KernelLine(message: "Oops: 0002 [#1] PREEMPT SMP PTI", reason: "oops", priority: 4),
         KernelLine(
-            message: "Oops: general protection fault, probably for non-canonical address 0xdead000000000122: 0000 [#1] PREEMPT SMP NOPTI",
+            message: "Oops: general protection fault, probably for non-canonical address 0xdead000000000122: "
+                + "0000 [#1] PREEMPT SMP NOPTI",
             reason: "oops", priority: 4),
         KernelLine(message: "general protection fault: 0000 [#1] SMP PTI", reason: "oops", priority: 4),
         KernelLine(message: "invalid opcode: 0000 [#1] SMP NOPTI", reason: "oops", priority: 4),
         KernelLine(message: "Internal error: Oops: 0000000096000004 [#1] PREEMPT SMP", reason: "oops", priority: 0),
-        KernelLine(message: "BUG: unable to handle page fault for address: ffffffffc0a1b000", reason: "bug", priority: 1),
-        KernelLine(message: "BUG: unable to handle kernel NULL pointer dereference at 0000000000000008", reason: "bug", priority: 1),
-        KernelLine(message: "BUG: kernel NULL pointer dereference, address: 0000000000000000", reason: "bug", priority: 1),
+        KernelLine(
+            message: "BUG: unable to handle page fault for address: ffffffffc0a1b000", reason: "bug", priority: 1),
+        KernelLine(
+            message: "BUG: unable to handle kernel NULL pointer dereference at 0000000000000008", reason: "bug",
+            priority: 1),
+        KernelLine(
+            message: "BUG: kernel NULL pointer dereference, address: 0000000000000000", reason: "bug", priority: 1),
         KernelLine(message: "kernel BUG at mm/slub.c:305!", reason: "bug", priority: 4),
         KernelLine(message: "Kernel panic - not syncing: Fatal exception", reason: "panic", priority: 0),
         KernelLine(
-            message: "Out of memory: Killed process 4244 (hog) total-vm:8405876kB, anon-rss:7916520kB, file-rss:4kB, shmem-rss:0kB, UID:1000 pgtables:15544kB oom_score_adj:0",
+            message: "Out of memory: Killed process 4244 (hog) total-vm:8405876kB, anon-rss:7916520kB, "
+                + "file-rss:4kB, shmem-rss:0kB, UID:1000 pgtables:15544kB oom_score_adj:0",
             reason: "oom-kill", pid: "4244", comm: "hog", priority: 3),
         KernelLine(
-            message: "Memory cgroup out of memory: Killed process 4244 (hog (v2)) total-vm:8405876kB, anon-rss:7916520kB, file-rss:4kB, shmem-rss:0kB, UID:0 pgtables:15544kB oom_score_adj:0",
+            message: "Memory cgroup out of memory: Killed process 4244 (hog (v2)) total-vm:8405876kB, "
+                + "anon-rss:7916520kB, file-rss:4kB, shmem-rss:0kB, UID:0 pgtables:15544kB oom_score_adj:0",
             reason: "oom-kill", pid: "4244", comm: "hog (v2)", priority: 3),
         KernelLine(
             message: "Killed process 4244 (hog) total-vm:8405876kB, anon-rss:7916520kB, file-rss:4kB, shmem-rss:0kB",
             reason: "oom-kill", pid: "4244", comm: "hog", priority: 3),
         KernelLine(
-            message: "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/system.slice/hog.service,task=hog,pid=4244,uid=0",
+            message: "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,"
+                + "task_memcg=/system.slice/hog.service,task=hog,pid=4244,uid=0",
             reason: "oom-kill", pid: "4244", comm: "hog", unit: "hog.service"),
         // A delegated service's own sub-cgroup, and a name with commas: the unit is the first one below the slices.
         KernelLine(
-            message: "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/user.slice/user-1000.slice/user@1000.service,task_memcg=/user.slice/user-1000.slice/user@1000.service/app.slice/x.service,task=a,pid=9,pid=4244,uid=1000",
+            message: "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
+                + "oom_memcg=/user.slice/user-1000.slice/user@1000.service,"
+                + "task_memcg=/user.slice/user-1000.slice/user@1000.service/app.slice/x.service,"
+                + "task=a,pid=9,pid=4244,uid=1000",
             reason: "oom-kill", pid: "4244", comm: "a,pid=9", unit: "user@1000.service"),
     ]
 }

@@ -43,7 +43,9 @@ struct KernelCrashReportTests {
         #expect(
             KernelCrashReport(message: "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0")
                 == KernelCrashReport(reason: .oomKill))
-        #expect(KernelCrashReport(message: "Out of memory: Killed process 42") == KernelCrashReport(reason: .oomKill, pid: 42))
+        #expect(
+            KernelCrashReport(message: "Out of memory: Killed process 42")
+                == KernelCrashReport(reason: .oomKill, pid: 42))
     }
 
     @Test("a pid that is no pid is left out; the report stays")
@@ -51,7 +53,9 @@ struct KernelCrashReportTests {
         #expect(
             KernelCrashReport(message: "Out of memory: Killed process 99999999999 (hog) total-vm:1kB")
                 == KernelCrashReport(reason: .oomKill, comm: "hog"))
-        #expect(KernelCrashReport(message: "worker[0]: segfault at 0 ip 0") == nil, "pid 0 is the idle task, never a victim")
+        #expect(
+            KernelCrashReport(message: "worker[0]: segfault at 0 ip 0") == nil,
+            "pid 0 is the idle task, never a victim")
     }
 
     @Test("a cgroup path's unit is its first component below the slices, if that holds processes")
@@ -91,7 +95,10 @@ struct CrashEvidenceTests {
             ["_UID": "0", "_COMM": "systemd-coredum"],
             ["_UID": "0", "_EXE": "/usr/lib/systemd/systemd-coredump"],
             ["_UID": "998", "_COMM": "systemd-coredum", "_SYSTEMD_UNIT": "systemd-coredump@0-4712-0.service"],
-            ["_UID": "1000", "_EXE": "/lib/systemd/systemd-coredump", "_SYSTEMD_UNIT": "systemd-coredump@3-99-0.service"],
+            [
+                "_UID": "1000", "_EXE": "/lib/systemd/systemd-coredump",
+                "_SYSTEMD_UNIT": "systemd-coredump@3-99-0.service",
+            ],
         ]
         let untrusted: [[String: String]] = [
             [:],
@@ -107,7 +114,8 @@ struct CrashEvidenceTests {
         for sender in trusted {
             #expect(
                 CrashEvidence(entry(Self.coredump.merging(sender) { $1 }))
-                    == CrashEvidence(source: .coredump, reason: "core-dump", pid: 4711, comm: "worker", unit: "worker.service"),
+                    == CrashEvidence(
+                        source: .coredump, reason: "core-dump", pid: 4711, comm: "worker", unit: "worker.service"),
                 "\(sender)")
         }
         for sender in untrusted {

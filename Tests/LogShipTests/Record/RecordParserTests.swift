@@ -11,7 +11,8 @@ struct RecordParserTests {
     let arrival = Timestamp(rfc3339: "2026-11-21T10:00:00.123456Z")!
 
     func parse(_ text: String, truncated: Bool = false) -> LogRecord {
-        parser.parse(Frame(bytes: Array(text.utf8), truncated: truncated), source: .socket, peer: peer, receivedAt: arrival)
+        parser.parse(
+            Frame(bytes: Array(text.utf8), truncated: truncated), source: .socket, peer: peer, receivedAt: arrival)
     }
 
     @Test("plain text is an info record stamped with arrival time, host and the kernel's peer")
@@ -136,7 +137,8 @@ struct RecordParserTests {
     @Test("RFC 5424 with structured data, message id and BOM")
     func rfc5424() {
         let line =
-            "<11>1 2026-11-21T05:06:08.772391+01:00 vm mytag 1234 ID47 [timeQuality tzKnown=\"1\"][zoo@123 tiger=\"hungry \\\"cat\\\"\"] \u{FEFF}hello 5424"
+            "<11>1 2026-11-21T05:06:08.772391+01:00 vm mytag 1234 ID47 "
+                + "[timeQuality tzKnown=\"1\"][zoo@123 tiger=\"hungry \\\"cat\\\"\"] \u{FEFF}hello 5424"
         let record = parse(line)
         #expect(record.message == "hello 5424")
         #expect(record.severity == .error)
@@ -160,7 +162,8 @@ struct RecordParserTests {
     @Test("JSON lines set priority, severity, fields and timestamp")
     func jsonLine() {
         let record = parse(
-            #"{"priority":"crash","message":"segfault","timestamp":"2026-11-20T01:02:03.5Z","fields":{"worker":7,"ok":false},"service":"api"}"#)
+            #"{"priority":"crash","message":"segfault","timestamp":"2026-11-20T01:02:03.5Z","#
+                + #""fields":{"worker":7,"ok":false},"service":"api"}"#)
         #expect(record.priority == .crash)
         #expect(record.severity == .critical)
         #expect(record.message == "segfault")
@@ -206,7 +209,8 @@ struct RecordParserTests {
         #expect(lines.first == "many")
         let rest = try JSONDecoder().decode([String: Int].self, from: Data(try #require(lines.last).utf8))
         #expect(rest.count == 59_000)
-        #expect(rest["f1000"] == 1000 && rest["f29999"] == 29_999 && rest["f30000"] == 30_000 && rest["f59999"] == 59_999)
+        #expect(
+            rest["f1000"] == 1000 && rest["f29999"] == 29_999 && rest["f30000"] == 30_000 && rest["f59999"] == 59_999)
     }
 
     @Test("a JSON line within the field limit is read whole; a sender's fields_over_limit is kept under sender_")
@@ -228,7 +232,8 @@ struct RecordParserTests {
     @Test("a cut in the middle of a UTF-8 sequence drops the partial character")
     func truncatedUTF8() {
         let bytes = Array("abcé".utf8).dropLast()
-        let record = parser.parse(Frame(bytes: Array(bytes), truncated: true), source: .socket, peer: nil, receivedAt: arrival)
+        let record = parser.parse(
+            Frame(bytes: Array(bytes), truncated: true), source: .socket, peer: nil, receivedAt: arrival)
         #expect(record.message == "abc")
         #expect(record.truncated)
     }
@@ -290,7 +295,9 @@ struct RecordParserTests {
         "<14>Nov 22 10:00:00 web-17 app: a CRLF line with trailing NULs\r\n\0\0",
     ])
     func encodedRFC3164(_ line: String) throws {
-        let frames = [(Frame(bytes: Array(line.utf8)), Optional(peer)), (Frame(bytes: Array(line.utf8), truncated: true), nil)]
+        let frames = [
+            (Frame(bytes: Array(line.utf8)), Optional(peer)), (Frame(bytes: Array(line.utf8), truncated: true), nil),
+        ]
         for (frame, sender) in frames {
             let direct = try #require(
                 parser.encodeRFC3164(frame.content, of: frame, source: .socket, peer: sender, receivedAt: arrival),
@@ -337,15 +344,18 @@ struct RecordParserTests {
     @Test("a sender's crash_reason, crash_unit or demoted_from is kept under sender_, never taken for the daemon's")
     func fieldsOnlyTheDaemonSets() {
         let frame = Frame(bytes: Array(
-            #"{"message":"x","crash_reason":"segfault","fields":{"crash_unit":"sshd.service","demoted_from":"none","k":"v"}}"#.utf8))
+            (#"{"message":"x","crash_reason":"segfault","#
+                + #""fields":{"crash_unit":"sshd.service","demoted_from":"none","k":"v"}}"#).utf8))
         let record = RecordParser(hostname: "h").parse(
             frame, source: .socket, peer: nil, receivedAt: Timestamp(microsecondsSinceEpoch: 0))
         #expect(record.fields == [
-            "sender_crash_reason": "segfault", "sender_crash_unit": "sshd.service", "sender_demoted_from": "none", "k": "v",
+            "sender_crash_reason": "segfault", "sender_crash_unit": "sshd.service", "sender_demoted_from": "none",
+            "k": "v",
         ])
         let submitted = SubmissionReader(hostname: "h", maximumRecordBytes: 1024).record(
             from: Submission(message: "x", fields: ["crash_pid": "1", "crash_comm": "init"]),
-            peer: PeerCredentials(pid: 7, uid: 1000, gid: 1000, comm: "c"), receivedAt: Timestamp(microsecondsSinceEpoch: 0))
+            peer: PeerCredentials(pid: 7, uid: 1000, gid: 1000, comm: "c"),
+            receivedAt: Timestamp(microsecondsSinceEpoch: 0))
         #expect((try? submitted.get())?.fields == ["sender_crash_pid": "1", "sender_crash_comm": "init"])
     }
 }

@@ -68,7 +68,9 @@ struct BatchDeliveryTests {
         let lines = (0..<16).map { $0 == 5 || $0 == 6 ? "bad \($0)" : "good \($0)" }
         let spool = try await spool(lines)
         let uploader = ScriptedUploader { lines in
-            if lines.contains(where: { $0.hasPrefix("bad") }) { throw UploadError.status(409, responseExcerpt: "conflict") }
+            if lines.contains(where: { $0.hasPrefix("bad") }) {
+                throw UploadError.status(409, responseExcerpt: "conflict")
+            }
         }
         let run = try await run(delivery(uploader, spool: spool))
         #expect(run.counts.delivered == 14 && run.counts.deadLettered == 2 && !run.refusedEveryPart)
@@ -87,7 +89,8 @@ struct BatchDeliveryTests {
         #expect(uploader.requests == 3, "the batch, then its two halves")
         #expect(run.counts.failedRequests == 3 && run.counts.retriedRequests == 3, "none was the records' fault")
         let statistics = await spool.statistics()
-        #expect(statistics.claimed == 0 && statistics.pending[.info] == 100, "everything is back, waiting out the pause")
+        #expect(
+            statistics.claimed == 0 && statistics.pending[.info] == 100, "everything is back, waiting out the pause")
     }
 
     @Test("two refused records at the front of a batch are isolated, not mistaken for a refusing remote")
@@ -151,7 +154,8 @@ struct BatchDeliveryTests {
         let badRequest = try await spool(["one"])
         let refused = ScriptedUploader { _ in throw UploadError.status(400, responseExcerpt: "bad") }
         let deadLettered = try await run(delivery(refused, spool: badRequest)).counts
-        #expect(deadLettered.deadLettered == 1 && deadLettered.rejectedRequests == 1 && deadLettered.retriedRequests == 0)
+        #expect(
+            deadLettered.deadLettered == 1 && deadLettered.rejectedRequests == 1 && deadLettered.retriedRequests == 0)
 
         let conflict = try await spool(["one"])
         let unclear = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }
@@ -185,7 +189,8 @@ struct BatchDeliveryTests {
         }
         let statistics = await spool.statistics()
         #expect(statistics.claimed == 0 && statistics.pending[.info] == 10)
-        guard case .batch(let batch, _) = try await spool.claim(.info, limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20))
+        guard case .batch(let batch, _) = try await spool.claim(
+            .info, limits: BatchLimits(maxRecords: 100, maxBytes: 1 << 20))
         else { Issue.record("the batch is not ready again"); return }
         #expect(batch.records.count == 10)
     }

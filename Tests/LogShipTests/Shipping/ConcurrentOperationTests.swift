@@ -118,7 +118,9 @@ struct ConcurrentOperationTests {
         try await log.waitFor(2)
         try await waitUntil { queue.operationCount == 0 }
         #expect(!waiting.started.withLock { $0 }, "a cancelled operation's work never starts")
-        #expect(log.results.withLock { $0.contains { if case .failure(is CancellationError) = $0 { true } else { false } } })
+        #expect(log.results.withLock {
+            $0.contains { if case .failure(is CancellationError) = $0 { true } else { false } }
+        })
     }
 
     @Test("cancelling a running operation stops its work, which still finishes once")

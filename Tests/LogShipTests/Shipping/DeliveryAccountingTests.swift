@@ -12,7 +12,9 @@ struct DeliveryAccountingTests {
     func lastErrorFollowsTheLatestRequest() async throws {
         let reserved = try PortReservation()  // bound, never listening: the remote is down
         let stand = try await TestReceiver()  // never posted to: the daemon is pointed at the reserved port
-        let daemon = try await TestDaemon.start(receiver: stand) { $0.upload.url = "http://127.0.0.1:\(reserved.port)/ingest" }
+        let daemon = try await TestDaemon.start(receiver: stand) {
+            $0.upload.url = "http://127.0.0.1:\(reserved.port)/ingest"
+        }
         #expect(try await daemon.send([Submission(message: "poison", priority: "info")]).ok)
         try await eventually { try await daemon.status().failedRequests >= 1 }
         let down = try await daemon.status()
@@ -26,7 +28,9 @@ struct DeliveryAccountingTests {
         reserved.release()
         try await eventually { try await daemon.status().deadLettered == 1 }
         let refused = try await daemon.status()
-        #expect(refused.lastError?.hasPrefix("HTTP 400") == true, "a dead-lettered 400 is the latest failure: \(refused.lastError ?? "")")
+        #expect(
+            refused.lastError?.hasPrefix("HTTP 400") == true,
+            "a dead-lettered 400 is the latest failure: \(refused.lastError ?? "")")
         #expect(try #require(refused.lastErrorAt) > down.lastErrorAt ?? "")
         #expect(!refused.lastErrorPast, "no request was accepted after it")
         #expect(refused.pausedUntil == nil && refused.lastFailure == nil, "the remote is not failing: nothing waits")
@@ -35,7 +39,8 @@ struct DeliveryAccountingTests {
         try await receiver.waitFor(records: 2)
         try await eventually { try await daemon.status().delivered == 1 }
         let recovered = try await daemon.status()
-        #expect(recovered.lastError == refused.lastError && recovered.lastErrorAt == refused.lastErrorAt, "kept in sight")
+        #expect(
+            recovered.lastError == refused.lastError && recovered.lastErrorAt == refused.lastErrorAt, "kept in sight")
         #expect(recovered.lastErrorPast)
         #expect(try #require(recovered.lastAcceptedAt) > refused.lastErrorAt ?? "")
         let table = try await run(Binaries.logctl, ["status", "--socket", daemon.controlPath]).standardOutput
@@ -68,7 +73,8 @@ struct DeliveryAccountingTests {
 
         let table = try await run(Binaries.logctl, ["status", "--socket", daemon.controlPath]).standardOutput
         #expect(table.contains("delivered     8 record(s) in 8 request(s)\n"), "\(table)")
-        #expect(table.contains("failed        6 request(s): 1 retried whole, 5 rejected for their records\n"), "\(table)")
+        #expect(
+            table.contains("failed        6 request(s): 1 retried whole, 5 rejected for their records\n"), "\(table)")
         #expect(table.contains("dead letters  2 record(s) held, 2 dead-lettered since start\n"), "\(table)")
         try await daemon.stop()
     }

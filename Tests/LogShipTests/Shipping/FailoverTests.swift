@@ -47,7 +47,10 @@ struct FailoverTests {
         let crashPlace = try #require(taken.firstIndex { $0.records.contains { $0.message == "segfault 0" } })
         #expect(
             crashPlace <= arrivedBeforeCrash + slots,
-            "only requests arrived or in flight go before the crash record: \(crashPlace) did, \(arrivedBeforeCrash) arrived")
+            """
+            only requests arrived or in flight go before the crash record: \(crashPlace) did, \
+            \(arrivedBeforeCrash) arrived
+            """)
         try await eventually { try await daemon.status().delivered == 1101 }
         let movedAway = try await daemon.status()
         #expect(movedAway.endpoints.map(\.url) == [primary.url, secondary.url])

@@ -76,7 +76,8 @@ struct HostileRemoteTests {
             let answered = requests.dropFirst().flatMap(\.records).map(\.message)
             return answered.contains("crash while stalled") && answered.count { $0.hasPrefix("stalled") } == 10
         }
-        let retry = try #require(receiver.requests.dropFirst().first { $0.records.contains { $0.message == "stalled 0" } })
+        let retry = try #require(
+            receiver.requests.dropFirst().first { $0.records.contains { $0.message == "stalled 0" } })
         #expect(retry.arrivedAt - sentAt >= .seconds(2), "abandoned at the timeout, not before")
         let status = try await daemon.status()
         #expect(status.failedRequests >= 1)
@@ -87,7 +88,8 @@ struct HostileRemoteTests {
     func stalledRefusal() async throws {
         let gate = Gate()
         defer { gate.open() }
-        let receiver = try await TestReceiver(behavior: .init(decide: { _, _ in 401 }, holdBody: { _ in await gate.wait() }))
+        let receiver = try await TestReceiver(
+            behavior: .init(decide: { _, _ in 401 }, holdBody: { _ in await gate.wait() }))
         let uploader = try HTTPUploader(
             // Long enough for the 401 head to arrive on a loaded machine; the body never does, so the call ends here.
             configuration: .init(url: receiver.url, timeout: .seconds(10)),
@@ -139,11 +141,15 @@ struct HostileRemoteTests {
 
     @Test("a settling write that fails puts the batch back to pending; it is delivered once the spool works again",
           arguments: [
-              SettleFault(name: "acknowledge of a whole chunk (DELETE) fails after a 200", statement: "DELETE", table: "chunk", answer: 200),
+              SettleFault(
+                  name: "acknowledge of a whole chunk (DELETE) fails after a 200", statement: "DELETE", table: "chunk",
+                  answer: 200),
               SettleFault(
                   name: "acknowledge of part of a chunk (its settled run) fails after a 200", statement: "INSERT",
                   table: "chunk_settled", answer: 200, maxRecords: 5),
-              SettleFault(name: "dead letter (INSERT) fails after a 400", statement: "INSERT", table: "dead_letter", answer: 400),
+              SettleFault(
+                  name: "dead letter (INSERT) fails after a 400", statement: "INSERT", table: "dead_letter",
+                  answer: 400),
           ])
     func failedSettle(fault: SettleFault) async throws {
         let directory = try TemporaryDirectory.make()

@@ -6,7 +6,8 @@ import Testing
 /// The retry policy alone: what each failure means for the link.
 @Suite("Retry policy")
 struct RetryPolicyTests {
-    static let bounds = RetryPolicy.Bounds(initial: .milliseconds(100), maximum: .seconds(2), retryAfterMaximum: .seconds(5))
+    static let bounds = RetryPolicy.Bounds(
+        initial: .milliseconds(100), maximum: .seconds(2), retryAfterMaximum: .seconds(5))
 
     @Test("random 503s at 5% and 20% are sent again at once: never a pause, never a lower rate")
     func noise() {
@@ -34,8 +35,9 @@ struct RetryPolicyTests {
         let failed = UploadError.status(502, responseExcerpt: "")
         #expect(fresh.failed(failed, jitter: 1) == .retry)
         #expect(fresh.failed(failed, jitter: 1) == .retry)
-        #expect(fresh.failed(failed, jitter: 1) == .pause(.milliseconds(400), .remoteUnavailable, isAskedByRemote: false),
-                "three of three answers")
+        #expect(
+            fresh.failed(failed, jitter: 1) == .pause(.milliseconds(400), .remoteUnavailable, isAskedByRemote: false),
+            "three of three answers")
 
         // After a long healthy run, seven in a row; the first pause as long as after three from the start.
         var answering = RetryPolicy(bounds: Self.bounds)
@@ -44,8 +46,10 @@ struct RetryPolicyTests {
         for _ in 0..<7 { reactions.append(answering.failed(failed, jitter: 1)) }
         #expect(reactions.dropLast().allSatisfy { $0 == .retry }, "six in a row after twenty taken: chance")
         #expect(reactions.last == .pause(.milliseconds(400), .remoteUnavailable, isAskedByRemote: false))
-        #expect(answering.failed(failed, jitter: 1) == .pause(.milliseconds(800), .remoteUnavailable, isAskedByRemote: false),
-                "the pause doubles from there")
+        #expect(
+            answering.failed(failed, jitter: 1)
+                == .pause(.milliseconds(800), .remoteUnavailable, isAskedByRemote: false),
+            "the pause doubles from there")
     }
 
     @Test("503s that are most of the last answers ask for less; a 429 always does")
@@ -66,12 +70,17 @@ struct RetryPolicyTests {
     func outage() {
         var policy = RetryPolicy(bounds: Self.bounds)
         let refused = UploadError.transport("cannot connect to 127.0.0.1:8514: connection refused")
-        #expect(policy.failed(refused, jitter: 1) == .pause(.milliseconds(100), .remoteUnavailable, isAskedByRemote: false))
-        #expect(policy.failed(refused, jitter: 1) == .pause(.milliseconds(200), .remoteUnavailable, isAskedByRemote: false))
-        #expect(policy.failed(refused, jitter: 0) == .pause(.milliseconds(200), .remoteUnavailable, isAskedByRemote: false),
-                "half the ceiling at least")
+        #expect(
+            policy.failed(refused, jitter: 1) == .pause(.milliseconds(100), .remoteUnavailable, isAskedByRemote: false))
+        #expect(
+            policy.failed(refused, jitter: 1) == .pause(.milliseconds(200), .remoteUnavailable, isAskedByRemote: false))
+        #expect(
+            policy.failed(refused, jitter: 0) == .pause(.milliseconds(200), .remoteUnavailable, isAskedByRemote: false),
+            "half the ceiling at least")
         policy.answered()
-        #expect(policy.failed(.timeout("timed out"), jitter: 1) == .pause(.milliseconds(100), .remoteUnavailable, isAskedByRemote: false))
+        #expect(
+            policy.failed(.timeout("timed out"), jitter: 1)
+                == .pause(.milliseconds(100), .remoteUnavailable, isAskedByRemote: false))
     }
 
     @Test("Retry-After is obeyed up to upload.retry_after_max, never below the backoff")
@@ -83,14 +92,19 @@ struct RetryPolicyTests {
             == .pause(.seconds(5), .remoteUnavailable, isAskedByRemote: true))
         var zero = RetryPolicy(bounds: Self.bounds)
         #expect(zero.failed(.status(503, responseExcerpt: "", retryAfter: 0), jitter: 1)
-            == .pause(.milliseconds(100), .remoteUnavailable, isAskedByRemote: false), "a Retry-After of 0 is no licence to hammer")
+            == .pause(.milliseconds(100), .remoteUnavailable, isAskedByRemote: false),
+            "a Retry-After of 0 is no licence to hammer")
     }
 
     @Test("a refused endpoint or credentials, or every part refused, pauses with the endpoint's cause")
     func endpoint() {
         var policy = RetryPolicy(bounds: Self.bounds)
-        #expect(policy.failed(.status(401, responseExcerpt: ""), jitter: 1) == .pause(.milliseconds(100), .endpointRefused, isAskedByRemote: false))
-        #expect(policy.failed(.status(409, responseExcerpt: ""), jitter: 1) == .pause(.milliseconds(200), .endpointRefused, isAskedByRemote: false))
+        #expect(
+            policy.failed(.status(401, responseExcerpt: ""), jitter: 1)
+                == .pause(.milliseconds(100), .endpointRefused, isAskedByRemote: false))
+        #expect(
+            policy.failed(.status(409, responseExcerpt: ""), jitter: 1)
+                == .pause(.milliseconds(200), .endpointRefused, isAskedByRemote: false))
     }
 
     @Test("the backoff grows exponentially to its cap; the longest configurable delays do not overflow it")

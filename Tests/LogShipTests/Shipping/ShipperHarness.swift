@@ -104,7 +104,8 @@ struct ShipperHarness {
     }
 
     mutating func claimed(_ operation: Operation, spoolBytes: Int = 100, moreLeft: Bool) {
-        apply(machine.operationClaimed(operation.id, BatchDelivery.Claim(spoolBytes: spoolBytes, moreLeft: moreLeft), now: now))
+        apply(machine.operationClaimed(
+            operation.id, BatchDelivery.Claim(spoolBytes: spoolBytes, moreLeft: moreLeft), now: now))
     }
 
     mutating func claimedNothing(_ operation: Operation) {
@@ -162,7 +163,9 @@ struct ShipperHarness {
 
 /// Reports as `BatchDelivery` makes them.
 enum Reports {
-    static func accepted(_ records: Int = 10, spoolBytes: Int = 1_000, at sentAt: ContinuousClock.Instant) -> OperationReport {
+    static func accepted(
+        _ records: Int = 10, spoolBytes: Int = 1_000, at sentAt: ContinuousClock.Instant
+    ) -> OperationReport {
         var report = RequestReport(outcome: .accepted, sentAt: sentAt)
         report.counts.requests = 1
         report.counts.delivered = records
@@ -173,7 +176,9 @@ enum Reports {
     }
 
     /// A request the link failed: the records went back to the spool.
-    static func failed(_ error: UploadError, spoolBytes: Int = 1_000, at sentAt: ContinuousClock.Instant) -> OperationReport {
+    static func failed(
+        _ error: UploadError, spoolBytes: Int = 1_000, at sentAt: ContinuousClock.Instant
+    ) -> OperationReport {
         var report = RequestReport(outcome: .failed(error), sentAt: sentAt)
         report.counts.requests = 1
         report.counts.failedRequests = 1

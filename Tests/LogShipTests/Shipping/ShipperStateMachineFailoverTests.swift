@@ -30,7 +30,8 @@ struct ShipperStateMachineFailoverTests {
         #expect(shown.endpoints[1].rest == nil)
         #expect(shown.endpoints[0].totals.failedRequests == 1 && shown.endpoints[1].totals.requests == 0)
         let reason = Reports.refusedConnection.description
-        #expect(harness.notices.contains(.movedEndpoint(from: Self.endpoints[0], to: Self.endpoints[1], reason: reason)))
+        #expect(harness.notices.contains(
+            .movedEndpoint(from: Self.endpoints[0], to: Self.endpoints[1], reason: reason)))
     }
 
     @Test("a resting preferred endpoint is probed by one request once its rest is over: the next record's, or, when records wait, a timer's at its end; a failed probe makes it rest longer; an answered one brings delivery back")
@@ -41,7 +42,8 @@ struct ShipperStateMachineFailoverTests {
         #expect(harness.timers[.probeEndpoint(0)] == nil)
 
         harness.recordsAvailable([.info])
-        #expect(harness.waiting.count { $0.endpoint == 0 && !$0.isCancelled } == 1, "its rest is over: the record probes")
+        #expect(
+            harness.waiting.count { $0.endpoint == 0 && !$0.isCancelled } == 1, "its rest is over: the record probes")
         #expect(harness.waiting.count { $0.endpoint == 1 && !$0.isCancelled } == 0)
         let probe = try harness.start(endpoint: 0)
         harness.claimed(probe, moreLeft: true)
@@ -60,7 +62,8 @@ struct ShipperStateMachineFailoverTests {
         let shown = Self.statistics(harness)
         #expect(shown.activeEndpoint == 0 && shown.endpoints[0].rest == nil && shown.endpoints[1].rest == nil)
         #expect(shown.endpoints[0].totals.delivered == 10)
-        #expect(harness.waiting.filter { !$0.isCancelled }.allSatisfy { $0.endpoint == 0 }, "what waits goes to the first")
+        #expect(
+            harness.waiting.filter { !$0.isCancelled }.allSatisfy { $0.endpoint == 0 }, "what waits goes to the first")
         #expect(!harness.waiting.filter { !$0.isCancelled }.isEmpty)
         #expect(harness.notices.last == .movedEndpoint(from: Self.endpoints[1], to: Self.endpoints[0], reason: nil))
         #expect(harness.timers[.probeEndpoint(0)] == nil && harness.timers[.probeEndpoint(1)] == nil)

@@ -273,7 +273,9 @@ struct ShipperStateMachineTests {
         harness.finish(operation, .spoolFailed(reason: "disk I/O error"))
         #expect(harness.waitingClasses.isEmpty)
         let end = try #require(harness.timers[.endWait(.warning)])
-        #expect(harness.machine.statistics(at: harness.now, wallClock: Date()).lastError?.reason.contains("disk I/O") == true)
+        #expect(
+            harness.machine.statistics(at: harness.now, wallClock: Date()).lastError?.reason.contains("disk I/O")
+                == true)
         harness.advance(to: end)
         #expect(harness.waitingClasses == [.warning])
 

@@ -52,7 +52,9 @@ struct ThrottleIntegrationTests {
         let status = try await daemon.status()
         #expect(status.rateBudget == budget && status.rateEffective == budget)
         // Waited at all: how long depends on the machine (a slow one sends later, and waits less for tokens).
-        #expect((status.throttledSeconds["info"] ?? 0) > 0, "the backlog waited for the budget: \(status.throttledSeconds)")
+        #expect(
+            (status.throttledSeconds["info"] ?? 0) > 0,
+            "the backlog waited for the budget: \(status.throttledSeconds)")
         try await daemon.stop()
     }
 
@@ -77,7 +79,10 @@ struct ThrottleIntegrationTests {
         let inFlight = 2 * (daemon.receiver.requests.map(\.recordCount).max() ?? 0)
         #expect(
             Double(infoSince) <= Double(inFlight) + Double(max(pendingAtAcceptance - inFlight, 0)) * 0.1,
-            "\(infoSince) backlog records arrived between the crash's acceptance and its arrival, of \(pendingAtAcceptance) pending")
+            """
+            \(infoSince) backlog records arrived between the crash's acceptance and its arrival, \
+            of \(pendingAtAcceptance) pending
+            """)
         #expect(try await daemon.status().throttledSeconds["crash"] == nil, "the crash class never waited")
         try await daemon.stop()
     }
@@ -104,7 +109,8 @@ struct ThrottleIntegrationTests {
         let shown = try await run(Binaries.logctl, ["status", "--socket", daemon.controlPath]).standardOutput
         let remote = shown.split(separator: "\n").first { $0.hasPrefix("remote ") }.map(String.init) ?? ""
         if try await daemon.status().rateHeldDownByReceiver {
-            #expect(remote.hasSuffix("accepting, slowed down: it answered 429/503 to more (see upload rate)"), "\(shown)")
+            #expect(
+                remote.hasSuffix("accepting, slowed down: it answered 429/503 to more (see upload rate)"), "\(shown)")
         }
 
         // The recovery, followed until the rate is the budget again. Nothing was accepted before the 429s, so

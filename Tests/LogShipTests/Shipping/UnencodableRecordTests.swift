@@ -15,7 +15,8 @@ struct UnencodableRecordTests {
         let path = "\(directory)/spool.db"
         // Spooled before the daemon starts, as records left from an earlier run are.
         let damaged = #"{"message": not a record"#
-        let spool = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 1 << 20, logger: .test)
+        let spool = try await SQLiteSpool.open(
+            path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 1 << 20, logger: .test)
         let lines = (0..<12).map { $0 == 5 ? Array(damaged.utf8) : UploadClientTests.line("good \($0)") }
         _ = try await spool.append(lines.map { SpoolEntry(priority: .info, line: $0) })
         await spool.close()
@@ -41,7 +42,8 @@ struct UnencodableRecordTests {
         #expect(status.failedRequests == 0 && status.rejectedRequests == 0)
         try await daemon.stop(keepDirectory: true)
 
-        let reopened = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 1 << 20, logger: .test)
+        let reopened = try await SQLiteSpool.open(
+            path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 1 << 20, logger: .test)
         let deadLetters = try await reopened.deadLetters(limit: 10)
         await reopened.close()
         try? FileManager.default.removeItem(atPath: directory)

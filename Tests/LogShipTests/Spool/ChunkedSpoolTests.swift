@@ -10,7 +10,8 @@ import LogShipTestKit
 @Suite("SQLite spool chunks")
 struct ChunkedSpoolTests {
     func open(
-        _ path: String, cacheBudget: SpoolLedger.CacheBudget = .init(bytes: SQLiteSpool.defaultCacheBytes), maximumBytes: Int = 1 << 30
+        _ path: String, cacheBudget: SpoolLedger.CacheBudget = .init(bytes: SQLiteSpool.defaultCacheBytes),
+        maximumBytes: Int = 1 << 30
     ) async throws -> SQLiteSpool {
         try await SQLiteSpool.open(
             path: path, maximumBytes: maximumBytes, minimumFreeDiskBytes: 0, cacheBudget: cacheBudget, logger: .test)
@@ -52,7 +53,8 @@ struct ChunkedSpoolTests {
         _ = try await first.append((1...5).map { entry(.warning, "w\($0)") })
         try await first.acknowledge(try await claimBatch(first, .warning, maxRecords: 2))
         try await first.settle(
-            try await claimBatch(first, .warning, maxRecords: 1), .deadLetter(DeliveryFailure(status: 400, reason: "bad")))
+            try await claimBatch(first, .warning, maxRecords: 1),
+            .deadLetter(DeliveryFailure(status: 400, reason: "bad")))
         _ = try await claimBatch(first, .warning, maxRecords: 1)  // claimed when the process ends
         #expect(try await rows(path) == (chunks: 1, settledRuns: 1), "one run: w1 to w3")
         await first.close()
@@ -80,7 +82,9 @@ struct ChunkedSpoolTests {
         }
         #expect(spool.cachedLineBytes < 6 * 100 * 2010, "lines of \(spool.cachedLineBytes) bytes kept")
         var claimed: [String] = []
-        while case .batch(let batch, _) = try await spool.claim(.info, limits: BatchLimits(maxRecords: 150, maxBytes: 1 << 30)) {
+        while case .batch(let batch, _) = try await spool.claim(
+            .info, limits: BatchLimits(maxRecords: 150, maxBytes: 1 << 30)
+        ) {
             claimed += messages(batch)
             try await spool.acknowledge(batch)
         }
@@ -140,7 +144,8 @@ struct ChunkedSpoolTests {
         ledger.setMarks(.settled, of: 0..<1, chunkAt: 0, .debug, from: .pending)  // touched: d0 was delivered
 
         let newcomer = SpoolAppend(entries: [entry(.error, "e0", padding: 1000)])
-        guard case .plan(let budgetShort) = ledger.planAppend([newcomer], maximumBytes: ledger.bytes + 500, disk: .init(bytes: 1 << 30))
+        guard case .plan(let budgetShort) = ledger.planAppend(
+            [newcomer], maximumBytes: ledger.bytes + 500, disk: .init(bytes: 1 << 30))
         else { Issue.record("planned no append"); return }
         #expect(budgetShort.receipts == [AppendReceipt(accepted: 1, evicted: 1)], "the budget: one record makes room")
         ledger.revert(budgetShort.changes)
@@ -198,7 +203,9 @@ struct ChunkedSpoolTests {
         let second = try await open(path, cacheBudget: .init(delivering: 0, stalled: 0))
         #expect(await second.statistics().pending[.info] == texts.count)
         var claimed: [String] = []
-        while case .batch(let batch, _) = try await second.claim(.info, limits: BatchLimits(maxRecords: 300, maxBytes: 1 << 30)) {
+        while case .batch(let batch, _) = try await second.claim(
+            .info, limits: BatchLimits(maxRecords: 300, maxBytes: 1 << 30)
+        ) {
             claimed += messages(batch)
             try await second.acknowledge(batch)
         }
@@ -216,7 +223,9 @@ struct ChunkedSpoolTests {
         let lines = Array(String(repeating: "{\"message\":\"disk full\"}\n", count: 200).utf8)
         let compressed = ChunkCompression.stored(lines)
         #expect(compressed.compression == .zstd && compressed.blob.count < lines.count)
-        #expect(try compressed.blob.withUnsafeBytes { try ChunkCompression.zstd.lines(fromBlob: $0, size: lines.count) } == lines)
+        #expect(
+            try compressed.blob.withUnsafeBytes { try ChunkCompression.zstd.lines(fromBlob: $0, size: lines.count) }
+                == lines)
     }
 
     @Test("a damaged compressed chunk is refused with a clear error, not read as lines")
@@ -266,7 +275,8 @@ struct ChunkedSpoolTests {
             try Row.fetchAll(db, sql: "SELECT sender FROM chunk ORDER BY id").map { $0[0] as Int64? }
         }
         #expect(senders == [nil, 1000])
-        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SQLiteSpool.schemaVersion)
+        #expect(
+            try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SQLiteSpool.schemaVersion)
         try file.close()
     }
 
@@ -300,7 +310,8 @@ struct ChunkedSpoolTests {
         #expect(messages(try await claimBatch(spool, .info)) == ["i1", "i2", "i3", "i4"])
         await spool.close()
         let file = try DatabaseQueue(path: path)
-        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SQLiteSpool.schemaVersion)
+        #expect(
+            try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SQLiteSpool.schemaVersion)
         try file.close()
     }
 
@@ -333,14 +344,17 @@ struct ChunkedSpoolTests {
         let spool = try await open(path)
         let statistics = await spool.statistics()
         #expect(statistics.pending == [.debug: 0, .info: 3, .warning: 0, .error: 1, .crash: 1])
-        #expect(statistics.deadLetters == 1 && statistics.bytes == 6 * (2 + SpoolEntry.overhead), "five records, a letter")
+        #expect(
+            statistics.deadLetters == 1 && statistics.bytes == 6 * (2 + SpoolEntry.overhead), "five records, a letter")
         #expect(try await spool.savedPosition(of: "journal") == "s=1;i=9")
         #expect(try await spool.requeueDeadLetters(.all) == 1)
-        #expect(messages(try await claimBatch(spool, .info)) == ["i0", "i1", "i2", "i3"], "the old dead letter goes first")
+        #expect(
+            messages(try await claimBatch(spool, .info)) == ["i0", "i1", "i2", "i3"], "the old dead letter goes first")
         #expect(messages(try await claimBatch(spool, .crash)) == ["c1"])
         await spool.close()
         let file = try DatabaseQueue(path: path)
-        #expect(try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SQLiteSpool.schemaVersion)
+        #expect(
+            try await file.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == SQLiteSpool.schemaVersion)
         try file.close()
     }
 }

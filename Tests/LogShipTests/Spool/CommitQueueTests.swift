@@ -29,7 +29,9 @@ struct CommitQueueTests {
             self.failing = failing
         }
 
-        func queue(capacity: Int = 100, weight: @escaping @Sendable (Int) -> Int = { _ in 1 }) -> CommitQueue<Int, Int> {
+        func queue(
+            capacity: Int = 100, weight: @escaping @Sendable (Int) -> Int = { _ in 1 }
+        ) -> CommitQueue<Int, Int> {
             CommitQueue(
                 capacity: capacity, weight: weight,
                 commitAll: { items in
@@ -170,7 +172,8 @@ struct CommitQueueTests {
         await queue.close()
         let history = committer.commits.withLock { $0 }
         #expect(history.last == [5, 7], "\(history)")
-        #expect(history.allSatisfy { !$0.contains(0) || $0.firstIndex(of: 5) ?? 0 < $0.firstIndex(of: 0)! }, "\(history)")
+        #expect(
+            history.allSatisfy { !$0.contains(0) || $0.firstIndex(of: 5) ?? 0 < $0.firstIndex(of: 0)! }, "\(history)")
         #expect(committer.abandoned.withLock { $0 }.isEmpty)
     }
 

@@ -153,11 +153,13 @@ struct DurabilityTests {
         let realID = try #require(entries.first?.split(separator: " ").first.map(String.init))
         let mixed = try await run(
             Binaries.logctl, ["dead-letters", "--purge", realID, "999999", "--socket", daemon.controlPath])
-        #expect(mixed.status == 1 && mixed.standardError.contains("no dead letter has id 999999"), "\(mixed.standardError)")
+        #expect(
+            mixed.status == 1 && mixed.standardError.contains("no dead letter has id 999999"), "\(mixed.standardError)")
         #expect(try await daemon.status().deadLetters == 7)
 
         accepting.withLock { $0 = true }
-        let requeued = try await run(Binaries.logctl, ["dead-letters", "--requeue", "--all", "--socket", daemon.controlPath])
+        let requeued = try await run(
+            Binaries.logctl, ["dead-letters", "--requeue", "--all", "--socket", daemon.controlPath])
         #expect(requeued.standardOutput == "requeued 7 dead letter(s)\n", "\(requeued.standardError)")
         try await receiver.waitUntil(within: .seconds(180)) { requests in
             requests.filter { $0.status == 200 }.reduce(0) { $0 + $1.records.count } == 1000
@@ -177,7 +179,9 @@ struct DurabilityTests {
         }
         let padding = String(repeating: "x", count: 200)
         for chunk in stride(from: 0, to: 20_000, by: 1000) {
-            let submissions = (chunk..<chunk + 1000).map { Submission(message: "debug \($0) \(padding)", priority: "debug") }
+            let submissions = (chunk..<chunk + 1000).map {
+                Submission(message: "debug \($0) \(padding)", priority: "debug")
+            }
             #expect(try await daemon.send(submissions).ok)
         }
         #expect(try await daemon.send([Submission(message: "the crash", priority: "crash")]).ok)

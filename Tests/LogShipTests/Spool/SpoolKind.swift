@@ -11,7 +11,9 @@ enum SpoolKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     var testDescription: String { rawValue }
 
-    func make(maximumBytes: Int = 1 << 30, path: String? = nil, minimumFreeDisk: Int = 1 << 20) async throws -> any Spool & DeadLetterStore {
+    func make(
+        maximumBytes: Int = 1 << 30, path: String? = nil, minimumFreeDisk: Int = 1 << 20
+    ) async throws -> any Spool & DeadLetterStore {
         switch self {
         case .memory:
             return MemorySpool(maximumBytes: maximumBytes, logger: .test)
@@ -34,7 +36,8 @@ func messages(_ batch: Batch) -> [String] {
 func claimBatch(_ spool: any Spool, _ priority: PriorityClass, maxRecords: Int = 100, maxBytes: Int = 1 << 20)
     async throws -> Batch
 {
-    guard case .batch(let batch, _) = try await spool.claim(priority, limits: BatchLimits(maxRecords: maxRecords, maxBytes: maxBytes))
+    guard case .batch(let batch, _) = try await spool.claim(
+        priority, limits: BatchLimits(maxRecords: maxRecords, maxBytes: maxBytes))
     else {
         throw WaitTimeout(description: "no batch of \(priority)")
     }

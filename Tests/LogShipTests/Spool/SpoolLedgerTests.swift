@@ -33,7 +33,8 @@ struct SpoolLedgerTests {
         var ledger = SpoolLedger.inMemory()
         let budget = 5 * Self.recordSize
         try ledger.store([Self.record(.debug, "quiet", sender: 1)], maximumBytes: budget)
-        try ledger.store([Self.record(.debug, "noisy1", sender: 2), Self.record(.debug, "noisy2", sender: 2)], maximumBytes: budget)
+        try ledger.store(
+            [Self.record(.debug, "noisy1", sender: 2), Self.record(.debug, "noisy2", sender: 2)], maximumBytes: budget)
         try ledger.store([Self.record(.info, "info", sender: 3), Self.record(.crash, "crash")], maximumBytes: budget)
 
         let receipt = try ledger.store([Self.record(.warning, "w", sender: 4)], maximumBytes: budget)
@@ -63,7 +64,9 @@ struct SpoolLedgerTests {
         try ledger.store([Self.record(.error, "e1"), Self.record(.error, "e2")])
         let disk = SpoolLedger.DiskRoom(bytes: Self.recordSize / 2, free: 1_000, keptFree: 2_000)
         func plan(_ group: SpoolAppend) -> SpoolLedger.AppendPlan? {
-            guard case .plan(let plan) = ledger.planAppend([group], maximumBytes: 1 << 30, disk: disk) else { return nil }
+            guard case .plan(let plan) = ledger.planAppend([group], maximumBytes: 1 << 30, disk: disk) else {
+                return nil
+            }
             return plan
         }
 
@@ -72,7 +75,8 @@ struct SpoolLedgerTests {
         #expect(info.room.refused == [.disk(free: 1_000, keptFree: 2_000): 1] && info.waiting.isEmpty)
         #expect("\(SpoolRefusal.disk(free: 1_000, keptFree: 2_000))".hasPrefix("the disk holding the spool has"))
 
-        let roomForOne = SpoolLedger.DiskRoom(bytes: Self.recordSize + Self.recordSize / 2, free: 1_000, keptFree: 2_000)
+        let roomForOne = SpoolLedger.DiskRoom(
+            bytes: Self.recordSize + Self.recordSize / 2, free: 1_000, keptFree: 2_000)
         let socket = SpoolAppend(entries: [Self.record(.info, "i1"), Self.record(.info, "i2")], waitsForRoom: true)
         guard case .plan(let waiting) = ledger.planAppend([socket], maximumBytes: 1 << 30, disk: roomForOne)
         else { Issue.record("planned no append"); return }

@@ -48,7 +48,8 @@ struct SpoolTests {
         #expect(try await spool.savedPosition(of: "journal") == "c1")
         #expect(await spool.statistics().pending[.debug] == 2, "nothing was evicted for them")
 
-        let filtered = try await spool.append([], position: InputPosition(input: "journal", cursor: "c4"), evicting: false)
+        let filtered = try await spool.append(
+            [], position: InputPosition(input: "journal", cursor: "c4"), evicting: false)
         #expect(filtered == AppendReceipt(), "an empty group moves the position")
         #expect(try await spool.savedPosition(of: "journal") == "c4")
         await spool.close()
@@ -58,7 +59,8 @@ struct SpoolTests {
     func positionSurvives() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"
         let spool = try await SpoolKind.sqlite.make(path: path)
-        _ = try await spool.append([entry(.info, "j")], position: InputPosition(input: "journal", cursor: "c9"), evicting: false)
+        _ = try await spool.append(
+            [entry(.info, "j")], position: InputPosition(input: "journal", cursor: "c9"), evicting: false)
         await spool.close()
         let reopened = try await SpoolKind.sqlite.make(path: path)
         #expect(try await reopened.savedPosition(of: "journal") == "c9")
@@ -80,12 +82,16 @@ struct SpoolTests {
     func limitsAndMoreReady(_ kind: SpoolKind) async throws {
         let spool = try await kind.make()
         _ = try await spool.append((0..<5).map { entry(.info, "r\($0)", padding: 98) })
-        guard case .batch(let first, let more) = try await spool.claim(.info, limits: BatchLimits(maxRecords: 3, maxBytes: 1 << 20)) else {
+        guard case .batch(let first, let more) = try await spool.claim(
+            .info, limits: BatchLimits(maxRecords: 3, maxBytes: 1 << 20))
+        else {
             Issue.record("expected a batch")
             return
         }
         #expect(first.records.count == 3 && more)
-        guard case .batch(let second, let moreAfter) = try await spool.claim(.info, limits: BatchLimits(maxRecords: 10, maxBytes: 150)) else {
+        guard case .batch(let second, let moreAfter) = try await spool.claim(
+            .info, limits: BatchLimits(maxRecords: 10, maxBytes: 150))
+        else {
             Issue.record("expected a batch")
             return
         }
@@ -151,7 +157,9 @@ struct SpoolTests {
         #expect(try await spool.claim(.debug, limits: limits) == .empty)
 
         let lower = try await spool.append([entry(.debug, "d3", padding: 98)])
-        #expect(lower == AppendReceipt(refused: 1, refusal: .full(budget: 4 * recordSize)), "a debug record never pushes out an error")
+        #expect(
+            lower == AppendReceipt(refused: 1, refusal: .full(budget: 4 * recordSize)),
+            "a debug record never pushes out an error")
         #expect(await spool.statistics().evicted == 2)
         await spool.close()
     }
@@ -175,7 +183,8 @@ struct SpoolTests {
         #expect(quietNewcomer == AppendReceipt(accepted: 1, evicted: 1))
         let kept = messages(try await claimBatch(spool, .info))
         #expect(kept.filter { $0.hasPrefix("q") } == ["q01", "q02", "q03"], "\(kept)")
-        #expect(kept.filter { $0.hasPrefix("n") } == (14...20).map { numbered("n", $0) }, "the noisy user's newest stay")
+        #expect(
+            kept.filter { $0.hasPrefix("n") } == (14...20).map { numbered("n", $0) }, "the noisy user's newest stay")
         #expect(await spool.statistics().evicted == 13)
         await spool.close()
 
@@ -201,7 +210,9 @@ struct SpoolTests {
     func chunksBySender() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"
         let spool = try await SpoolKind.sqlite.make(path: path)
-        let interleaved = (0..<6).map { SpoolEntry(priority: .info, line: Array("r\($0)".utf8), sender: UInt32(1000 + $0 % 2)) }
+        let interleaved = (0..<6).map {
+            SpoolEntry(priority: .info, line: Array("r\($0)".utf8), sender: UInt32(1000 + $0 % 2))
+        }
         _ = try await spool.append(interleaved)
         let claimed = messages(try await claimBatch(spool, .info))
         #expect(claimed.filter { ["r0", "r2", "r4"].contains($0) } == ["r0", "r2", "r4"])
@@ -234,12 +245,15 @@ struct SpoolTests {
         let spool = try await kind.make(maximumBytes: 8 * recordSize)
         _ = try await spool.append((1...3).map { entry(.debug, "x\($0)", padding: 98) })
         for _ in 0..<3 {
-            try await spool.settle(try await claimBatch(spool, .debug, maxRecords: 1), .deadLetter(DeliveryFailure(status: 400, reason: "bad")))
+            try await spool.settle(
+                try await claimBatch(spool, .debug, maxRecords: 1),
+                .deadLetter(DeliveryFailure(status: 400, reason: "bad")))
         }
         var statistics = await spool.statistics()
         #expect(statistics.deadLetters == 2 && statistics.evicted == 1, "a quarter of 8 records holds 2 dead letters")
         #expect(statistics.bytes == 2 * recordSize && statistics.deadLetterBytes == 2 * recordSize)
-        #expect(try await spool.deadLetters(limit: 10).map { $0.line.trimmingCharacters(in: .whitespaces) } == ["x2", "x3"])
+        #expect(
+            try await spool.deadLetters(limit: 10).map { $0.line.trimmingCharacters(in: .whitespaces) } == ["x2", "x3"])
 
         // Six records fill the budget beside them; the next evicts a record, never a dead letter.
         _ = try await spool.append((1...6).map { entry(.debug, "d\($0)", padding: 98) })
@@ -282,7 +296,8 @@ struct SpoolTests {
         await spool.close()
     }
 
-    @Test("dead letters keep the reason, and requeue puts records back at their old place", arguments: SpoolKind.allCases)
+    @Test(
+        "dead letters keep the reason, and requeue puts records back at their old place", arguments: SpoolKind.allCases)
     func deadLetters(_ kind: SpoolKind) async throws {
         let spool = try await kind.make()
         _ = try await spool.append((1...3).map { entry(.info, "i\($0)") })
@@ -292,7 +307,9 @@ struct SpoolTests {
         try await spool.settle(bad, .deadLetter(DeliveryFailure(status: 400, reason: "HTTP 400: bad field")))
         let letters = try await spool.deadLetters(limit: 10)
         #expect(letters.count == 1)
-        #expect(letters.first?.line == "i2" && letters.first?.status == 400 && letters.first?.reason == "HTTP 400: bad field")
+        #expect(
+            letters.first?.line == "i2" && letters.first?.status == 400
+                && letters.first?.reason == "HTTP 400: bad field")
         #expect(letters.first?.priority == "info")
         #expect(await spool.statistics().deadLetters == 1)
 
@@ -324,7 +341,9 @@ struct SpoolTests {
         await spool.close()
     }
 
-    @Test("each commit is announced with its classes once committed, until the spool closes", arguments: SpoolKind.allCases)
+    @Test(
+        "each commit is announced with its classes once committed, until the spool closes",
+        arguments: SpoolKind.allCases)
     func availability(_ kind: SpoolKind) async throws {
         let spool = try await kind.make()
         _ = try await spool.append([entry(.debug, "before anyone listens")])
@@ -386,14 +405,16 @@ struct SQLiteSpoolTests {
     @Test("records, retry times and dead letters survive a restart; claims do not")
     func restart() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"
-        let first = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
+        let first = try await SQLiteSpool.open(
+            path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
         _ = try await first.append([entry(.crash, "c1"), entry(.info, "i1"), entry(.info, "i2"), entry(.debug, "d1")])
         _ = try await claimBatch(first, .info)  // claimed, never settled: as if killed mid-request
         let debug = try await claimBatch(first, .debug)
         try await first.settle(debug, .deadLetter(DeliveryFailure(status: 400, reason: "bad")))
         await first.close()
 
-        let second = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
+        let second = try await SQLiteSpool.open(
+            path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
         #expect(await second.pendingClasses() == [.crash, .info])
         let statistics = await second.statistics()
         #expect(statistics.pending[.info] == 2 && statistics.claimed == 0 && statistics.deadLetters == 1)
@@ -405,12 +426,14 @@ struct SQLiteSpoolTests {
     @Test("a second process cannot open a spool in use")
     func exclusive() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"
-        let first = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
+        let first = try await SQLiteSpool.open(
+            path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
         await #expect(throws: SpoolError.inUse(path)) {
             _ = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
         }
         await first.close()
-        let reopened = try await SQLiteSpool.open(path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
+        let reopened = try await SQLiteSpool.open(
+            path: path, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
         await reopened.close()
     }
 
@@ -438,7 +461,9 @@ struct SQLiteSpoolTests {
             path: "\(try TemporaryDirectory.make())/spool.db", maximumBytes: 1 << 30, minimumFreeDiskBytes: 0,
             logger: .test)
         // SQLite's levels: 1 NORMAL (a WAL commit reaches the page cache only), 2 FULL (the WAL is synced).
-        let writerLevel = { try await store.database.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") } }
+        let writerLevel = {
+            try await store.database.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
+        }
         #expect(try await writerLevel() == 2)
         try await store.settlingWrite { _ in }
         #expect(try await writerLevel() == 2, "a settling write commits with NORMAL and goes back to FULL")
@@ -461,7 +486,8 @@ struct SQLiteSpoolTests {
         let spool = try await SpoolKind.sqlite.make(path: older)
         _ = try await spool.append([entry(.info, "kept")])
         await spool.close()
-        let reopened = try await SQLiteSpool.open(path: older, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
+        let reopened = try await SQLiteSpool.open(
+            path: older, maximumBytes: 1 << 30, minimumFreeDiskBytes: 0, logger: .test)
         #expect(reopened.pageSize == 4096)
         #expect(await reopened.statistics().pending[.info] == 1)
         await reopened.close()
@@ -473,7 +499,8 @@ struct SQLiteSpoolTests {
         let stored: [(Int64, Data?)] = try await queue.write { db in
             try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, tag TEXT, b BLOB)")
             let insert = try db.makeStatement(sql: "INSERT INTO t (id, b, tag) VALUES (?, ?, ?)")
-            try insert.execute([1, nil, "large"], blob: Array((0..<300_000).map { UInt8(truncatingIfNeeded: $0) }), at: 2)
+            try insert.execute(
+                [1, nil, "large"], blob: Array((0..<300_000).map { UInt8(truncatingIfNeeded: $0) }), at: 2)
             try insert.execute([2, nil, "empty"], blob: [], at: 2)
             // GRDB's own binding still works on the same statement.
             try insert.execute(arguments: [3, Data([7, 8]), "plain"])
@@ -526,7 +553,8 @@ struct SQLiteSpoolTests {
         let spool = try await SpoolKind.sqlite.make(path: "\(mountPoint)/spool.db", minimumFreeDisk: 64 << 20)
         var accepted = 0
         for index in 0..<100 {
-            accepted += try await spool.append([entry(index % 2 == 0 ? .info : .error, "r\(index)", padding: 98)]).accepted
+            accepted += try await spool.append(
+                [entry(index % 2 == 0 ? .info : .error, "r\(index)", padding: 98)]).accepted
         }
         #expect(accepted == 100)
         #expect(await spool.statistics().pendingTotal == 100)

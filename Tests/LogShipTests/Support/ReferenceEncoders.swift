@@ -33,8 +33,12 @@ enum ReferenceEncoders {
         }
         let request = ExportLogsServiceRequest(resourceLogs: order.map { resource in
             ResourceLogs(
-                resource: .init(attributes: [.string("host.name", resource.host), .string("service.name", resource.service)]),
-                scopeLogs: [ScopeLogs(scope: .init(name: "logshipd", version: LogShipVersion.current), logRecords: groups[resource]!)])
+                resource: .init(
+                    attributes: [.string("host.name", resource.host), .string("service.name", resource.service)]),
+                scopeLogs: [
+                    ScopeLogs(
+                        scope: .init(name: "logshipd", version: LogShipVersion.current), logRecords: groups[resource]!),
+                ])
         })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -95,7 +99,10 @@ enum ReferenceEncoders {
                 .int("syslog.severity", Int64(record.severity.rawValue)),
             ]
             if let peer = record.peer {
-                attributes += [.int("process.pid", Int64(peer.pid)), .int("user.id", Int64(peer.uid)), .int("group.id", Int64(peer.gid))]
+                attributes += [
+                    .int("process.pid", Int64(peer.pid)), .int("user.id", Int64(peer.uid)),
+                    .int("group.id", Int64(peer.gid)),
+                ]
                 if let comm = peer.comm { attributes.append(.string("process.executable.name", comm)) }
             }
             if let unit = vouchedUnit(record) { attributes.append(.string("systemd.unit", unit)) }
@@ -111,9 +118,15 @@ enum ReferenceEncoders {
         var key: String
         var value: AnyValue
 
-        static func string(_ key: String, _ value: String) -> KeyValue { KeyValue(key: key, value: AnyValue(stringValue: value)) }
-        static func int(_ key: String, _ value: Int64) -> KeyValue { KeyValue(key: key, value: AnyValue(intValue: String(value))) }
-        static func bool(_ key: String, _ value: Bool) -> KeyValue { KeyValue(key: key, value: AnyValue(boolValue: value)) }
+        static func string(_ key: String, _ value: String) -> KeyValue {
+            KeyValue(key: key, value: AnyValue(stringValue: value))
+        }
+        static func int(_ key: String, _ value: Int64) -> KeyValue {
+            KeyValue(key: key, value: AnyValue(intValue: String(value)))
+        }
+        static func bool(_ key: String, _ value: Bool) -> KeyValue {
+            KeyValue(key: key, value: AnyValue(boolValue: value))
+        }
     }
 
     private struct AnyValue: Encodable {

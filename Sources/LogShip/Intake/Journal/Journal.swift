@@ -33,7 +33,8 @@ final class Journal: @unchecked Sendable {
             result = sd_journal_open(&handle, Int32(SD_JOURNAL_LOCAL_ONLY))
         }
         guard result >= 0, let handle else {
-            throw JournalError(call: directory.map { "open journal directory \($0)" } ?? "open the local journal", result)
+            throw JournalError(
+                call: directory.map { "open journal directory \($0)" } ?? "open the local journal", result)
         }
         self.handle = handle
     }

@@ -118,7 +118,10 @@ public final class JournalIngestServer: Service, Sendable {
         case .cursorLost(let realtime):
             let resumed = realtime.map { "after \(Timestamp(microsecondsSinceEpoch: Int64(clamping: $0)).rfc3339)" }
             logger.warning(
-                "journal: the saved cursor's entry is gone (vacuumed, another machine's journal, or corrupt); resuming \(resumed ?? "at journal.start_at")",
+                """
+                journal: the saved cursor's entry is gone (vacuumed, another machine's journal, or corrupt); \
+                resuming \(resumed ?? "at journal.start_at")
+                """,
                 metadata: ["logship.journal.cursor": "\(saved ?? "")"])
         }
         setState("following")

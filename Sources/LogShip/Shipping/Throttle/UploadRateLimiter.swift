@@ -87,7 +87,9 @@ struct UploadRateLimiter: Sendable {
     /// told to wait has had its turn; then it may claim everything the tokens allow, at least one record. Under
     /// a limit set only by the receiver's overload, it waits until the tokens are no longer owed, and claims a
     /// whole batch.
-    mutating func admit(_ priorityClass: PriorityClass, within limits: BatchLimits, now: ContinuousClock.Instant) -> Admission {
+    mutating func admit(
+        _ priorityClass: PriorityClass, within limits: BatchLimits, now: ContinuousClock.Instant
+    ) -> Admission {
         refresh(now: now)
         guard !budget.exempt.contains(priorityClass) else { return .go(Grant(limits: limits)) }
         var wait = Duration.zero
@@ -163,7 +165,11 @@ struct UploadRateLimiter: Sendable {
         let owed = spent - grant.reservedBytes
         if owed >= 0 { bytes?.debit(owed, now: now) } else { bytes?.credit(-owed, now: now) }
         let owedRequests = Double(spending.requests) - grant.reservedRequests
-        if owedRequests >= 0 { requests?.debit(owedRequests, now: now) } else { requests?.credit(-owedRequests, now: now) }
+        if owedRequests >= 0 {
+            requests?.debit(owedRequests, now: now)
+        } else {
+            requests?.credit(-owedRequests, now: now)
+        }
     }
 
     // MARK: The receiver's overload
@@ -213,7 +219,9 @@ struct UploadRateLimiter: Sendable {
         guard let rate, rate > 0 else { return nil }
         let capacity = max(1, rate * burstSeconds)
         guard var bucket else { return TokenBucket(rate: rate, capacity: capacity, now: now) }
-        if bucket.rate != rate || bucket.capacity != capacity { bucket.change(rate: rate, capacity: capacity, now: now) }
+        if bucket.rate != rate || bucket.capacity != capacity {
+            bucket.change(rate: rate, capacity: capacity, now: now)
+        }
         return bucket
     }
 }

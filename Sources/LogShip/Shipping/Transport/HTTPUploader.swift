@@ -29,9 +29,11 @@ public final class HTTPUploader: Uploader {
         public var connectHost: String?
 
         public init(
-            url: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10), format: UploadFormat = .ndjson,
-            compression: UploadCompression = .none, bearerTokenFile: String? = nil, basicAuthentication: (user: String, passwordFile: String)? = nil,
-            tls: TLSConfiguration? = nil, trustDescription: String = "the system trust store", connectHost: String? = nil
+            url: String, headers: [(String, String)] = [], timeout: Duration = .seconds(10),
+            format: UploadFormat = .ndjson, compression: UploadCompression = .none, bearerTokenFile: String? = nil,
+            basicAuthentication: (user: String, passwordFile: String)? = nil,
+            tls: TLSConfiguration? = nil, trustDescription: String = "the system trust store",
+            connectHost: String? = nil
         ) {
             self.connectHost = connectHost
             self.url = url

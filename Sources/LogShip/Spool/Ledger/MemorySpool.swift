@@ -47,7 +47,9 @@ public final class MemorySpool: Spool, DeadLetterStore {
         reports = SpoolRoomReports(logger: logger)
     }
 
-    public func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt {
+    public func append(
+        _ entries: [SpoolEntry], position: InputPosition?, evicting: Bool
+    ) async throws -> AppendReceipt {
         try store(SpoolAppend(entries: entries, position: position, evicting: evicting)).receipt
     }
 
@@ -195,7 +197,9 @@ public final class MemorySpool: Spool, DeadLetterStore {
 
     public func oldestTimestamps() async throws -> [PriorityClass: Timestamp] {
         try withOpenState { state in
-            state.ledger.oldestRecords().compactMapValues { oldest in oldest.line.flatMap(SpoolEntry.timestamp(ofLine:)) }
+            state.ledger.oldestRecords().compactMapValues { oldest in
+                oldest.line.flatMap(SpoolEntry.timestamp(ofLine:))
+            }
         }
     }
 
@@ -207,7 +211,8 @@ public final class MemorySpool: Spool, DeadLetterStore {
 
     public func requeueDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
         let classes = try state.withLock { state -> [PriorityClass] in
-            let requeued = try Self.selectedIDs(selection, in: state).compactMap { state.deadLetters.removeValue(forKey: $0) }
+            let requeued = try Self.selectedIDs(selection, in: state)
+                .compactMap { state.deadLetters.removeValue(forKey: $0) }
                 .sorted { $0.sequence < $1.sequence }
             guard !requeued.isEmpty else { return [] }
             let letters = requeued.map {
@@ -224,7 +229,8 @@ public final class MemorySpool: Spool, DeadLetterStore {
 
     public func purgeDeadLetters(_ selection: DeadLetterSelection) async throws -> Int {
         let purged = try state.withLock { state in
-            let purged = try Self.selectedIDs(selection, in: state).compactMap { state.deadLetters.removeValue(forKey: $0) }
+            let purged = try Self.selectedIDs(selection, in: state)
+                .compactMap { state.deadLetters.removeValue(forKey: $0) }
             state.ledger.removeDeadLetters(count: purged.count, lineBytes: purged.reduce(0) { $0 + $1.line.count })
             return purged.count
         }

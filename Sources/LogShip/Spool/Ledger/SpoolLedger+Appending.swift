@@ -170,7 +170,8 @@ extension SpoolLedger {
     /// The class's newest chunk, if it is small and of the first sender, takes the first entries; the rest go in
     /// new chunks.
     private func planChunks(
-        for entries: ArraySlice<SpoolEntry>, of priority: PriorityClass, nextID: inout Int64, into writes: inout ChunkWrites
+        for entries: ArraySlice<SpoolEntry>, of priority: PriorityClass, nextID: inout Int64,
+        into writes: inout ChunkWrites
     ) {
         let queue = queues[priority.rawValue]
         var sequence = queue.nextSequence
@@ -287,7 +288,8 @@ extension SpoolLedger {
             var from: [UInt32?: Int] = [:]
             while let sender = Self.heaviest(held) {
                 var position = from[sender, default: chunks.startIndex]
-                while position < chunks.endIndex, chunks[position].sender != sender || chunks[position].pendingCount == 0 {
+                while position < chunks.endIndex,
+                    chunks[position].sender != sender || chunks[position].pendingCount == 0 {
                     position += 1
                 }
                 guard position < chunks.endIndex else {

@@ -28,7 +28,8 @@ extension SpoolLedger {
         for (position, run) in Self.runs(picks) {
             { chunk in
                 for index in run {
-                    records.append(SpooledRecord(sequence: chunk.firstSequence + Int64(index), line: chunk.lines!.line(index)))
+                    records.append(
+                        SpooledRecord(sequence: chunk.firstSequence + Int64(index), line: chunk.lines!.line(index)))
                 }
             }(queues[priority.rawValue].chunks[position])
             setMarks(.claimed, of: run, chunkAt: position, priority, from: .pending)
@@ -52,7 +53,8 @@ extension SpoolLedger {
             let chunk = chunks[position]
             for index in (chunk.marks?.firstPending ?? 0)..<chunk.count where chunk.mark(index) == .pending {
                 guard let lines = chunk.lines else {
-                    return stoppingAtMissingLines && !picks.isEmpty ? .picked(picks) : .step(.needsLines(chunkID: chunk.id))
+                    return stoppingAtMissingLines && !picks.isEmpty
+                        ? .picked(picks) : .step(.needsLines(chunkID: chunk.id))
                 }
                 let size = lines.lineLength(index) + 1
                 if picks.count == limits.maxRecords || (!picks.isEmpty && bytes + size > limits.maxBytes) {
@@ -67,7 +69,9 @@ extension SpoolLedger {
 
     /// Puts claimed records back at their place, ready at once. Records no longer claimed are left as they are.
     mutating func unclaim(_ batch: Batch) {
-        let claimed = locate(batch).filter { queues[batch.priority.rawValue].chunks[$0.chunk].mark($0.record) == .claimed }
+        let claimed = locate(batch).filter {
+            queues[batch.priority.rawValue].chunks[$0.chunk].mark($0.record) == .claimed
+        }
         for (position, run) in Self.runs(claimed.lazy.map { ($0.chunk, $0.record) }) {
             setMarks(.pending, of: run, chunkAt: position, batch.priority, from: .claimed)
         }

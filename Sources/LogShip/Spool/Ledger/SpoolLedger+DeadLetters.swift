@@ -65,7 +65,8 @@ extension SpoolLedger {
             }
             let index = plan.queues[letter.priority.rawValue].chunks[position].index(of: sequence)
             guard plan.queues[letter.priority.rawValue].chunks[position].mark(index) == .settled else { continue }
-            let change = plan.setMarks(.pending, of: index..<(index + 1), chunkAt: position, letter.priority, from: .settled)
+            let change = plan.setMarks(
+                .pending, of: index..<(index + 1), chunkAt: position, letter.priority, from: .settled)
             changes.append(change)
             touched[letter.priority, default: []].insert(change.chunkID)
         }

@@ -10,7 +10,9 @@ extension SpoolLedger {
         var settled: [SpooledRecord] = []
         var touched: [PriorityClass: Set<Int64>] = [:]
         for batch in batches {
-            let claimed = locate(batch).filter { queues[batch.priority.rawValue].chunks[$0.chunk].mark($0.record) == .claimed }
+            let claimed = locate(batch).filter {
+                queues[batch.priority.rawValue].chunks[$0.chunk].mark($0.record) == .claimed
+            }
             settled += claimed.map { batch.records[$0.item] }
             for (position, run) in Self.runs(claimed.lazy.map { ($0.chunk, $0.record) }) {
                 let change = setMarks(.settled, of: run, chunkAt: position, batch.priority, from: .claimed)

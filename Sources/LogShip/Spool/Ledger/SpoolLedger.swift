@@ -100,7 +100,8 @@ struct SpoolLedger: Sendable {
         from previous: RecordMarks.Mark
     ) -> Change {
         let p = priority.rawValue
-        let change = Change(priority: priority, chunkID: queues[p].chunks[position].id, records: records, mark: previous)
+        let change = Change(
+            priority: priority, chunkID: queues[p].chunks[position].id, records: records, mark: previous)
         guard previous != mark else { return change }
         let bytes = previous == .settled || mark == .settled
             ? { chunk in records.reduce(0) { $0 + chunk.accountedBytes(of: $1) } }(queues[p].chunks[position]) : 0
@@ -216,7 +217,8 @@ struct SpoolLedger: Sendable {
             queues[priority].chunks[position].extend(to: extended.lines)
             queues[priority].pending += extended.added
             queues[priority].changeBytes(by: extended.addedBytes, of: queues[priority].chunks[position].sender)
-            queues[priority].nextSequence = max(queues[priority].nextSequence, queues[priority].chunks[position].endSequence)
+            queues[priority].nextSequence = max(
+                queues[priority].nextSequence, queues[priority].chunks[position].endSequence)
         }
         for (id, priority, _) in writes.deletions {
             guard let removed = queues[priority.rawValue].remove(chunkID: id) else { continue }
@@ -253,7 +255,9 @@ struct SpoolLedger: Sendable {
         guard cachedBytes > budget else { return }
         for priority in PriorityClass.allCases {
             // Positions only: a copy of the queue held while a chunk changes would copy the whole queue.
-            let head = { chunks in chunks.firstIndex(where: \.isUntouched).map { $0 + Self.keptHeadChunks } ?? chunks.endIndex }(
+            let head = { chunks in
+                chunks.firstIndex(where: \.isUntouched).map { $0 + Self.keptHeadChunks } ?? chunks.endIndex
+            }(
                 queues[priority.rawValue].chunks)
             var position = queues[priority.rawValue].chunks.endIndex - 1
             while position > head, cachedBytes > budget {

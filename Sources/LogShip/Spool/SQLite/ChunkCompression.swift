@@ -121,7 +121,8 @@ enum ChunkCompression: Int, Sendable {
             var succeeded = false
             let frame = [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
                 let written = bytes.withUnsafeBytes { source in
-                    ZSTD_compressCCtx(context, buffer.baseAddress, bound, source.baseAddress, source.count, ChunkCompression.level)
+                    ZSTD_compressCCtx(
+                        context, buffer.baseAddress, bound, source.baseAddress, source.count, ChunkCompression.level)
                 }
                 guard ZSTD_isError(written) == 0 else { return }
                 count = written

@@ -17,7 +17,9 @@ extension SQLiteSpool {
         var room = SpoolRoomReports.Tally()
     }
 
-    public func append(_ entries: [SpoolEntry], position: InputPosition?, evicting: Bool) async throws -> AppendReceipt {
+    public func append(
+        _ entries: [SpoolEntry], position: InputPosition?, evicting: Bool
+    ) async throws -> AppendReceipt {
         try await commits.append(SpoolAppend(entries: entries, position: position, evicting: evicting))
     }
 

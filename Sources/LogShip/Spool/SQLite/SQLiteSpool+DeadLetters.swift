@@ -91,7 +91,8 @@ extension SQLiteSpool {
             try Self.requireKnown(selection, db)
             let filter = Self.filter(selection)
             let lineBytes = try Int.fetchOne(
-                db, sql: "SELECT coalesce(sum(length(CAST(line AS BLOB))), 0) FROM dead_letter \(filter.sql)", arguments: filter.arguments
+                db, sql: "SELECT coalesce(sum(length(CAST(line AS BLOB))), 0) FROM dead_letter \(filter.sql)",
+                arguments: filter.arguments
             ) ?? 0
             try db.execute(sql: "DELETE FROM dead_letter \(filter.sql)", arguments: filter.arguments)
             return (db.changesCount, lineBytes)

@@ -101,7 +101,9 @@ extension SQLiteSpool {
     /// chunks, numbered after every old id, so that a dead letter requeued later goes before them.
     private static func moveRecordsIntoChunks(_ db: Database) throws {
         let base = try Int64.fetchOne(
-            db, sql: "SELECT max(coalesce((SELECT max(id) FROM record), 0), coalesce((SELECT max(record_id) FROM dead_letter), 0))"
+            db,
+            sql: "SELECT max(coalesce((SELECT max(id) FROM record), 0), "
+                + "coalesce((SELECT max(record_id) FROM dead_letter), 0))"
         ) ?? 0
         guard (0..<SpoolChunk.sequenceLimit / 2).contains(base) else {
             throw SpoolFileDamage(reason: "its records are numbered up to \(base), beyond any spool")
@@ -148,7 +150,8 @@ extension SQLiteSpool {
         var chunks: [(priority: PriorityClass, chunk: SpoolChunk)] = []
         let rows = try Row.fetchCursor(
             db,
-            sql: "SELECT id, priority, first_sequence, count, size, sender FROM chunk ORDER BY priority, first_sequence")
+            sql: "SELECT id, priority, first_sequence, count, size, sender FROM chunk "
+                + "ORDER BY priority, first_sequence")
         while let row = try rows.next() {
             // The rowid: always an integer.
             guard let id = row.integer(atIndex: 0) else { continue }
@@ -312,8 +315,12 @@ extension SQLiteSpool {
     /// Counts the dead letters, and keeps each class's next sequence beyond theirs; letters numbered out of range
     /// are counted and left for a requeue to place at the end of their class.
     private static func loadDeadLetters(_ db: Database, into ledger: inout SpoolLedger, logger: Logger) throws {
-        if let row = try Row.fetchOne(db, sql: "SELECT count(*), coalesce(sum(length(CAST(line AS BLOB))), 0) FROM dead_letter") {
-            ledger.addDeadLetters(count: row.integer(atIndex: 0).map(Int.init) ?? 0, lineBytes: row.integer(atIndex: 1).map(Int.init) ?? 0)
+        if let row = try Row.fetchOne(
+            db, sql: "SELECT count(*), coalesce(sum(length(CAST(line AS BLOB))), 0) FROM dead_letter"
+        ) {
+            ledger.addDeadLetters(
+                count: row.integer(atIndex: 0).map(Int.init) ?? 0,
+                lineBytes: row.integer(atIndex: 1).map(Int.init) ?? 0)
         }
         let inRange = "typeof(record_id) = 'integer' AND record_id BETWEEN 0 AND \(SpoolChunk.sequenceLimit - 1)"
         for row in try Row.fetchAll(

@@ -116,7 +116,10 @@ public final class SQLiteSpool: Spool, DeadLetterStore {
                 try? owner.spool().acknowledgementsFailed(batches)
                 availability.announceFailedAcknowledgements(Set(batches.map(\.priority)), reason: "\(error)")
                 logger.error(
-                    "delivered records could not be deleted from the spool; they are pending again and will be sent again",
+                    """
+                    delivered records could not be deleted from the spool; \
+                    they are pending again and will be sent again
+                    """,
                     metadata: [
                         "logship.error": "\(error)",
                         "logship.batch.records": "\(batches.reduce(0) { $0 + $1.records.count })",

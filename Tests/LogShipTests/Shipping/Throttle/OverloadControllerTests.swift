@@ -42,7 +42,8 @@ extension UploadRateLimiterTests {
                         requests: 1, sentBytes: requestBytes, sentSpoolBytes: requestBytes), now: answered)
                 } else {
                     run.refused.append((now - start).seconds)
-                    limiter.charge(grant, UploadRateLimiter.Spending(requests: 1, failedSpoolBytes: requestBytes), now: answered)
+                    limiter.charge(
+                        grant, UploadRateLimiter.Spending(requests: 1, failedSpoolBytes: requestBytes), now: answered)
                     if !limiter.overloaded(sentAt: now, now: answered) { run.pauses += 1 }
                 }
                 slotFree[slot] = answered

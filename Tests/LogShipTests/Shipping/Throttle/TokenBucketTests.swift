@@ -30,7 +30,8 @@ struct TokenBucketTests {
         let bucket = TokenBucket(rate: 1000, capacity: 1000, now: at(0))
         #expect(bucket.waitUntilHolding(250, now: at(0)) == .milliseconds(250))
         #expect(bucket.waitUntilHolding(250, now: at(0.3)) == .zero)
-        #expect(bucket.waitUntilHolding(5000, now: at(0)) == .seconds(1), "more than the capacity waits for the capacity")
+        #expect(
+            bucket.waitUntilHolding(5000, now: at(0)) == .seconds(1), "more than the capacity waits for the capacity")
     }
 
     @Test("a credit gives back up to the capacity; a rate change keeps the level, cut to the new capacity")

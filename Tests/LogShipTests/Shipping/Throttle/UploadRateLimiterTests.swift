@@ -35,7 +35,8 @@ struct UploadRateLimiterTests {
         let granted = try #require(grant(admission))
         #expect(granted.limits.maxBytes == 600)
         #expect(granted.limits.maxRecords == limits.maxRecords)
-        limiter.charge(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 600, sentSpoolBytes: 600), now: at(0.6))
+        limiter.charge(
+            granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 600, sentSpoolBytes: 600), now: at(0.6))
         admission = limiter.admit(.info, within: limits, now: at(0.6))
         #expect(wait(admission) == .milliseconds(250))
     }
@@ -54,7 +55,8 @@ struct UploadRateLimiterTests {
         var admission = limiter.admit(.info, within: limits, now: at(1))
         let first = try #require(grant(admission))
         // The body weighed twice the spooled bytes (a JSON format, say): owed is the difference.
-        limiter.charge(first, UploadRateLimiter.Spending(requests: 1, sentBytes: 2000, sentSpoolBytes: 1000), now: at(1))
+        limiter.charge(
+            first, UploadRateLimiter.Spending(requests: 1, sentBytes: 2000, sentSpoolBytes: 1000), now: at(1))
         #expect(abs(limiter.wireBytesPerSpoolByte - 1.3) < 1e-9)
         admission = limiter.admit(.info, within: limits, now: at(1))
         #expect(wait(admission) == .milliseconds(1250), "the extra 1000 is a debt")
@@ -69,7 +71,8 @@ struct UploadRateLimiterTests {
         var admission = limiter.admit(.crash, within: limits, now: at(0))
         let crash = try #require(grant(admission))
         #expect(crash.limits == limits)
-        limiter.charge(crash, UploadRateLimiter.Spending(requests: 1, sentBytes: 3000, sentSpoolBytes: 3000), now: at(0))
+        limiter.charge(
+            crash, UploadRateLimiter.Spending(requests: 1, sentBytes: 3000, sentSpoolBytes: 3000), now: at(0))
         admission = limiter.admit(.info, within: limits, now: at(0))
         #expect(wait(admission) == .milliseconds(3250))
         admission = limiter.admit(.crash, within: limits, now: at(0))
@@ -108,25 +111,29 @@ struct UploadRateLimiterTests {
         #expect(wait(admission) == .milliseconds(250))
         admission = limiter.admit(.info, within: limits, now: at(0.25))
         let granted = try #require(grant(admission))
-        limiter.charge(granted, UploadRateLimiter.Spending(requests: 3, sentBytes: 10, sentSpoolBytes: 10), now: at(0.25))
+        limiter.charge(
+            granted, UploadRateLimiter.Spending(requests: 3, sentBytes: 10, sentSpoolBytes: 10), now: at(0.25))
         admission = limiter.admit(.info, within: limits, now: at(0.25))
         #expect(wait(admission) == .milliseconds(750), "isolation requests count too")
     }
 
     @Test("logctl throttle off lifts the request budget too, until a reload; a byte budget set by an operator keeps it")
     func offLiftsRequestBudget() throws {
-        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, requestsPerSecond: 1), now: at(0))
+        var limiter = UploadRateLimiter(
+            budget: UploadRateBudget(bytesPerSecond: 100_000, requestsPerSecond: 1), now: at(0))
         limiter.setOverride(.bytesPerSecond(200_000), now: at(0))
         #expect(limiter.requestsPerSecond == 1)
         limiter.setOverride(.off, now: at(0))
         #expect(limiter.requestsPerSecond == nil)
         for _ in 0..<3 {
             let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(0))), "no request budget")
-            limiter.charge(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 100, sentSpoolBytes: 100), now: at(0))
+            limiter.charge(
+                granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 100, sentSpoolBytes: 100), now: at(0))
         }
         limiter.update(UploadRateBudget(requestsPerSecond: 1), now: at(1))
         #expect(limiter.requestsPerSecond == 1)
-        #expect(wait(limiter.admit(.info, within: limits, now: at(1))) != nil, "the reloaded request budget starts empty")
+        #expect(
+            wait(limiter.admit(.info, within: limits, now: at(1))) != nil, "the reloaded request budget starts empty")
     }
 
     @Test("a grant keeps only what its claim took; the rest is free for the other slot at once")
@@ -142,9 +149,11 @@ struct UploadRateLimiterTests {
 
     @Test("an overload empties the bucket: the next request waits for the lower rate, not one per round trip")
     func overloadEmptiesTheBucket() throws {
-        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
+        var limiter = UploadRateLimiter(
+            budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
         let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(1.5))))
-        limiter.charge(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 80_000, sentSpoolBytes: 80_000), now: at(1.5))
+        limiter.charge(
+            granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 80_000, sentSpoolBytes: 80_000), now: at(1.5))
         let handled = limiter.overloaded(sentAt: at(2), now: at(2.05))
         #expect(handled)
         #expect(limiter.effectiveBytesPerSecond(at: at(2.05)) == 68_000, "0.85 of the 80 000 B/s accepted")
@@ -154,7 +163,8 @@ struct UploadRateLimiterTests {
 
     @Test("an operator's budget below the floor is the floor: it is not lowered below itself, and a 429 pauses")
     func floorFollowsAnOverride() {
-        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 16_384), now: at(0))
+        var limiter = UploadRateLimiter(
+            budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 16_384), now: at(0))
         limiter.setOverride(.bytesPerSecond(12_000), now: at(0))
         let handled = limiter.overloaded(sentAt: at(0), now: at(0.1))
         #expect(!handled)
@@ -177,9 +187,11 @@ struct UploadRateLimiterTests {
 
     @Test("an overload lowers the rate in force to a little under what was accepted, or halves it with nothing to measure; it grows back to the budget, or without one to what was sent, and lets go")
     func overload() throws {
-        var limiter = UploadRateLimiter(budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
+        var limiter = UploadRateLimiter(
+            budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
         let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(1))))
-        limiter.charge(granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 60_000, sentSpoolBytes: 60_000), now: at(1))
+        limiter.charge(
+            granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 60_000, sentSpoolBytes: 60_000), now: at(1))
         let lowered = limiter.overloaded(sentAt: at(1), now: at(1.1))
         #expect(lowered)
         #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 51_000)
@@ -189,7 +201,8 @@ struct UploadRateLimiterTests {
 
         var open = UploadRateLimiter(budget: UploadRateBudget(minimumBytesPerSecond: 1000), now: at(0))
         let all = try #require(grant(open.admit(.info, within: limits, now: at(0))))
-        open.charge(all, UploadRateLimiter.Spending(requests: 1, sentBytes: 39_000, sentSpoolBytes: 39_000), now: at(0.5))
+        open.charge(
+            all, UploadRateLimiter.Spending(requests: 1, sentBytes: 39_000, sentSpoolBytes: 39_000), now: at(0.5))
         open.charge(all, UploadRateLimiter.Spending(requests: 1, failedSpoolBytes: 40_000), now: at(0.6))
         let openLowered = open.overloaded(sentAt: at(0.6), now: at(0.7))
         #expect(openLowered)
@@ -231,7 +244,9 @@ struct UploadRateLimiterTests {
                 // Records of 200 bytes: the claim holds whole records, at least one.
                 let bytes = max(200, grant.limits.maxBytes / 200 * 200)
                 sent.append(((now - start).seconds, bytes))
-                limiter.charge(grant, UploadRateLimiter.Spending(requests: 1, sentBytes: bytes, sentSpoolBytes: bytes), now: now + latency)
+                limiter.charge(
+                    grant, UploadRateLimiter.Spending(requests: 1, sentBytes: bytes, sentSpoolBytes: bytes),
+                    now: now + latency)
                 slotFree[slot] = now + latency
             }
         }
@@ -250,8 +265,10 @@ struct UploadRateLimiterTests {
         for budget in [10_000, 1_000_000, 50_000_000] {
             let sent = drain(budget: budget, seconds: 30)
             for (length, tolerance) in [(2.0, 0.2), (10.0, 0.05)] {
-                let worst = windows(sent, length: length, until: 30).map { abs($0 / (Double(budget) * length) - 1) }.max()
-                #expect((worst ?? 1) <= tolerance, "budget \(budget) B/s, \(length) s windows: worst off by \(worst ?? 1)")
+                let worst = windows(sent, length: length, until: 30)
+                    .map { abs($0 / (Double(budget) * length) - 1) }.max()
+                #expect(
+                    (worst ?? 1) <= tolerance, "budget \(budget) B/s, \(length) s windows: worst off by \(worst ?? 1)")
             }
         }
     }

@@ -39,7 +39,9 @@ struct TLSTests {
         let refused = try await Self.failures(2, since: 0, directory)
         #expect(receiver.requests.isEmpty, "no request gets past the handshake")
         // A further attempt may hold the records claimed by now: held is pending plus claimed.
-        #expect(refused.delivered == 0 && refused.deadLettered == 0 && (refused.pending["info"] ?? 0) + refused.claimed == 5)
+        #expect(
+            refused.delivered == 0 && refused.deadLettered == 0
+                && (refused.pending["info"] ?? 0) + refused.claimed == 5)
         let remote = "127.0.0.1:\(try #require(receiver.receiver.address.port))"
         let words = "TLS certificate of \(remote) not trusted by tls.ca_file \(trusted.certificate) "
             + "(issued by another CA, or expired)"
@@ -49,7 +51,8 @@ struct TLSTests {
         #expect(table.contains("last error    \(words)\n"), "\(table)")
         #expect(table.contains("; no request accepted since"), "\(table)")
         #expect(daemon.standardErrorSoFar.contains(words), "the failure is logged in words")
-        #expect(!daemon.standardErrorSoFar.contains("CERTIFICATE_VERIFY_FAILED"), "BoringSSL's words only at debug level")
+        #expect(
+            !daemon.standardErrorSoFar.contains("CERTIFICATE_VERIFY_FAILED"), "BoringSSL's words only at debug level")
 
         try LogshipdProcess.configure(
             directory: directory, url: receiver.url,
@@ -127,7 +130,9 @@ struct TLSTests {
 
         try LogshipdProcess.configure(
             directory: directory, url: receiver.url,
-            sections: ["auth": ["basic_user: shipper", "basic_password_file: \(directory)/password"], "log": ["level: trace"]])
+            sections: [
+                "auth": ["basic_user: shipper", "basic_password_file: \(directory)/password"], "log": ["level: trace"],
+            ])
         daemon.signal(SIGHUP)
         try await waitUntil { daemon.standardErrorSoFar.contains("configuration reloaded") }
         try await Self.send(["with a password"], directory)
@@ -183,7 +188,9 @@ struct TLSTests {
         try await eventually { try await strict.status().failedRequests >= 1 }
         let refused = try await strict.status()
         #expect(oldReceiver.requests.isEmpty && refused.deadLettered == 0)
-        #expect(refused.lastError?.hasSuffix("have no TLS version in common (tls.min_version is 1.3)") == true, "\(refused.lastError ?? "")")
+        #expect(
+            refused.lastError?.hasSuffix("have no TLS version in common (tls.min_version is 1.3)") == true,
+            "\(refused.lastError ?? "")")
         try await strict.stop()
 
         let anything = try await TestDaemon.start(receiver: oldReceiver) { $0.tls.insecureSkipVerify = true }

@@ -38,7 +38,8 @@ struct UploadClientTests {
         let client = try client(receiver)
         for index in 0..<3 {
             let response = try await post(client, "m\(index)")
-            #expect(response.status == 200 && String(decoding: response.excerpt, as: UTF8.self).hasPrefix("logctl receive"))
+            #expect(
+                response.status == 200 && String(decoding: response.excerpt, as: UTF8.self).hasPrefix("logctl receive"))
         }
         #expect(receiver.records.map(\.message) == ["m0", "m1", "m2"])
         #expect(receiver.receiver.statistics.connections == 1, "one connection for three requests")

@@ -15,7 +15,9 @@ struct UploadEndpointTests {
         #expect(secure.port == 443 && secure.usesTLS && secure.hostHeader == "logs.example" && secure.target == "/")
 
         let moved = try #require(UploadEndpoint(url: "https://logs.internal/ingest", connectHost: "10.0.0.2"))
-        #expect(moved.connectHost == "10.0.0.2" && moved.serverName == "logs.internal" && moved.hostHeader == "logs.internal")
+        #expect(
+            moved.connectHost == "10.0.0.2" && moved.serverName == "logs.internal"
+                && moved.hostHeader == "logs.internal")
     }
 
     @Test("an IPv4 or IPv6 literal connects as an address, is checked as an address, and is bracketed only in the Host header")
@@ -42,7 +44,9 @@ struct UploadEndpointTests {
         }
     }
 
-    @Test("anything but an http(s) URL with a host is refused", arguments: ["ftp://x/", "http:///path", "logs.example", ""])
+    @Test(
+        "anything but an http(s) URL with a host is refused",
+        arguments: ["ftp://x/", "http:///path", "logs.example", ""])
     func refused(url: String) {
         #expect(UploadEndpoint(url: url) == nil)
     }

@@ -50,7 +50,9 @@ struct UploadFailureWordsTests {
         // Long enough to connect and send on a loaded machine (1 s was not, beside two CPU hogs); the answer never
         // comes, so the timeout is what ends the call.
         let error = try await Self.failure(receiver.url, timeout: .seconds(5))
-        #expect(error.description == "timed out after 5s waiting for \(try Self.remote(receiver)) to answer (upload.timeout)")
+        #expect(
+            error.description
+                == "timed out after 5s waiting for \(try Self.remote(receiver)) to answer (upload.timeout)")
         #expect(error.fault == .remoteUnavailable)
     }
 
@@ -96,20 +98,23 @@ struct UploadFailureWordsTests {
         func receiver(_ issued: TestCertificateAuthority.Issued, clientCA: String? = nil, tls12: Bool = false)
             async throws -> TestReceiver
         {
-            var tls = try LogReceiver.serverTLS(certificateFile: issued.certificate, keyFile: issued.key, clientCAFile: clientCA)
+            var tls = try LogReceiver.serverTLS(
+                certificateFile: issued.certificate, keyFile: issued.key, clientCAFile: clientCA)
             if tls12 { tls.maximumTLSVersion = .tlsv12 }
             return try await TestReceiver(tls: tls)
         }
 
         let untrusted = try await receiver(try await unknown.issue("untrusted", for: .server))
         let notTrusted = try await Self.failure(untrusted.url, tls: client)
-        #expect(notTrusted.description == "TLS certificate of \(try Self.remote(untrusted)) not trusted by tls.ca_file ca.pem "
-            + "(issued by another CA, or expired)")
+        #expect(notTrusted.description
+            == "TLS certificate of \(try Self.remote(untrusted)) not trusted by tls.ca_file ca.pem "
+                + "(issued by another CA, or expired)")
         #expect(notTrusted.detail?.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(notTrusted.detail ?? "")")
 
         let named = try await receiver(try await trusted.issue("named", for: .serverNamed("logs.example.internal")))
         #expect(try await Self.failure(named.url, tls: client).description
-            == "TLS certificate of \(try Self.remote(named)) is not for 127.0.0.1 (tls.server_name sets the name to check)")
+            == "TLS certificate of \(try Self.remote(named)) is not for 127.0.0.1 "
+                + "(tls.server_name sets the name to check)")
 
         let mutual = try await receiver(try await trusted.issue("server", for: .server), clientCA: trusted.certificate)
         #expect(try await Self.failure(mutual.url, tls: client).description
@@ -119,20 +124,24 @@ struct UploadFailureWordsTests {
         withRogue.certificateChain = try NIOSSLCertificate.fromPEMFile(rogue.certificate).map { .certificate($0) }
         withRogue.privateKey = .privateKey(try NIOSSLPrivateKey(file: rogue.key, format: .pem))
         #expect(try await Self.failure(mutual.url, tls: withRogue).description
-            == "\(try Self.remote(mutual)) refused logshipd's client certificate (tls.client_cert): its CA is unknown there")
+            == "\(try Self.remote(mutual)) refused logshipd's client certificate (tls.client_cert): "
+                + "its CA is unknown there")
 
         let old = try await receiver(try await trusted.issue("old", for: .server), tls12: true)
         var strict = client
         strict.minimumTLSVersion = .tlsv13
         #expect(try await Self.failure(old.url, tls: strict).description
-            == "TLS handshake failed: \(try Self.remote(old)) and logshipd have no TLS version in common (tls.min_version is 1.3)")
+            == "TLS handshake failed: \(try Self.remote(old)) and logshipd have no TLS version in common "
+                + "(tls.min_version is 1.3)")
 
         let plain = try await TestReceiver()
         let https = plain.url.replacingOccurrences(of: "http://", with: "https://")
         #expect(try await Self.failure(https, tls: client).description
-            == "TLS handshake failed: \(try Self.remote(plain)) does not speak TLS (is the URL's https:// meant to be http://?)")
+            == "TLS handshake failed: \(try Self.remote(plain)) does not speak TLS "
+                + "(is the URL's https:// meant to be http://?)")
         let http = mutual.url.replacingOccurrences(of: "https://", with: "http://")
-        #expect(try await Self.failure(http).description == "\(try Self.remote(mutual)) closed the connection before answering")
+        #expect(try await Self.failure(http).description
+            == "\(try Self.remote(mutual)) closed the connection before answering")
     }
 
     @Test("a remote that closes in the middle of its answer's head: closed the connection before the response ended")
@@ -149,7 +158,8 @@ struct UploadFailureWordsTests {
     @Test("a redirect names its Location and the key to change; it is not followed")
     func redirect() async throws {
         let server = try AnsweringServer(
-            answer: "HTTP/1.1 307 Temporary Redirect\r\nLocation: https://logs.example/v2/ingest\r\nContent-Length: 5\r\n\r\nmoved")
+            answer: "HTTP/1.1 307 Temporary Redirect\r\nLocation: https://logs.example/v2/ingest\r\n"
+                + "Content-Length: 5\r\n\r\nmoved")
         let error = try await Self.failure("http://127.0.0.1:\(server.port)/ingest")
         #expect(error.description
             == "HTTP 307 to https://logs.example/v2/ingest (redirects are not followed: set upload.url): moved")
