@@ -578,11 +578,15 @@ struct ShipperStateMachine: Sendable {
         }
     }
 
-    /// Cancels the operations waiting to go to `endpoint` (every one, when `nil`): they would go out into a pause,
-    /// to an endpoint delivery moved away from, or after shutdown began.
-    private mutating func cancelWaiting(to endpoint: Int?, _ actions: inout [Action]) {
+    /// Cancels the operations waiting to go to `endpoint` (every one, when `nil`) that `isIncluded` picks: they
+    /// would go out into a pause, to an endpoint delivery moved away from, after shutdown began, or at a rate an
+    /// overload has lowered since.
+    private mutating func cancelWaiting(
+        to endpoint: Int?, _ actions: inout [Action], where isIncluded: (TrackedOperation) -> Bool = { _ in true }
+    ) {
         let waiting = operations.filter { _, operation in
             operation.state == .waiting && (endpoint ?? operation.endpoint) == operation.endpoint
+                && isIncluded(operation)
         }.keys.sorted()
         guard !waiting.isEmpty else { return }
         for id in waiting { operations[id]?.state = .cancelled }
@@ -716,6 +720,10 @@ struct ShipperStateMachine: Sendable {
                   wasProbe: wasProbe, now: now, &actions)
             return
         }
+        // What waits was let through at the rate before: it would go out at once, and its refusals would count
+        // as news. Claimed again, it waits for the lower rate.
+        let exempt = budget.budget.exempt
+        cancelWaiting(to: active, &actions) { !exempt.contains($0.work.priorityClass) }
         let isRepeated = lastNoticed == error.description
         lastNoticed = error.description
         let rate = budget.effectiveBytesPerSecond(at: now).map { Int($0.rounded()) }

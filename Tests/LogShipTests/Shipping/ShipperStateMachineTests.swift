@@ -151,7 +151,7 @@ struct ShipperStateMachineTests {
         #expect(!recovering.isPaused, "an accepted request starts the count again")
     }
 
-    @Test("a 429 lowers the rate and delivery goes on; the next request waits for the lower rate")
+    @Test("a 429 lowers the rate and delivery goes on; what waited at the rate before is cancelled, and the next request waits for the lower rate")
     func tooManyRequests() throws {
         var harness = Harness()
         harness.recordsAvailable([.info])
@@ -163,8 +163,12 @@ struct ShipperStateMachineTests {
         }
         let refused = try harness.start()
         harness.claimed(refused, spoolBytes: 10_000, moreLeft: true)
+        #expect(harness.waitingClasses == [.info, .info], "a claim per slot waits, let through with no limit")
         harness.finish(refused, Reports.failed(Reports.tooMany, spoolBytes: 10_000, at: harness.now))
         #expect(!harness.isPaused)
+        #expect(harness.waitingClasses.isEmpty, "the claim let through before the 429 was cancelled")
+        let endWait = try #require(harness.timers[.endWait(.info)], "the class waits for the lower rate")
+        #expect(endWait > harness.now)
         let status = harness.machine.rateStatus(at: harness.now)
         #expect(status.isHeldDownByReceiver)
         // 100 kB/s were accepted over the last two seconds: the limit is a little under that.

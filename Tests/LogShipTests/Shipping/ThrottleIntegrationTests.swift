@@ -1,5 +1,5 @@
 import Foundation
-import LogShip
+@testable import LogShip
 import LogShipTestKit
 import Synchronization
 import Testing
@@ -114,11 +114,21 @@ struct ThrottleIntegrationTests {
         }
 
         // The recovery, followed until the rate is the budget again. Nothing was accepted before the 429s, so
-        // there was no capacity to measure: three halvings leave an eighth of the budget, and each second since
-        // then gives a twentieth of it back. The last halving came after the first 429 reached the receiver and
-        // before the first accepted request did, which bounds the rate from above and below, whatever the
-        // machine's speed: on a loaded machine seconds may pass between the overloads too, and a halving then
-        // takes half of what they gave back, never more than they did.
+        // there was no capacity to measure: each decrease takes half the rate in force as the receiver's estimate,
+        // starts at 0.8 of it and grows back along OverloadController's cubic. Three decreases from the budget
+        // leave an estimate of at least 0.08 of it, and the last came before the first accepted request was sent,
+        // which bounds the rate from below. From above: the estimate is at most half of what the curve before it
+        // reached by the time the next 429 came, which is no later than the first accepted request, and the curve
+        // runs from the first overload at the earliest. Both hold whatever the machine's speed.
+        /// The limit `seconds` after a decrease to `estimate`, at most the budget.
+        func curve(_ estimate: Double, after seconds: Duration) -> Double {
+            let fromPlateau = max(0, seconds / OverloadController.plateau) - 1
+            let span = estimate * (1 - OverloadController.decreaseFactor)
+            return min(Double(budget), estimate + span * fromPlateau * fromPlateau * fromPlateau)
+        }
+        let overloaded = firstAccepted - firstOverload
+        let highestEstimate = curve(curve(Double(budget) / 2, after: overloaded) / 2, after: overloaded) / 2
+        let lowestEstimate = Double(budget) * 0.08
         // Each look at the rate, with the clock read just before and just after it.
         let samples = Mutex<[(before: ContinuousClock.Instant, effective: Int?, after: ContinuousClock.Instant)]>([])
         try await eventually(within: .seconds(180)) {
@@ -127,14 +137,10 @@ struct ThrottleIntegrationTests {
             samples.withLock { $0.append((before, status.rateEffective, .now)) }
             return !status.rateHeldDownByReceiver
         }
-        /// The rate after three halvings and `seconds` of recovery, at most the budget.
-        func recovered(after seconds: Duration) -> Double {
-            min(Double(budget), Double(budget) / 8 + Double(budget) / 20 * seconds.seconds)
-        }
         for (index, sample) in samples.withLock({ $0 }).enumerated() {
             let effective = Double(try #require(sample.effective))
-            let least = recovered(after: sample.before - firstAccepted)
-            let most = recovered(after: sample.after - firstOverload)
+            let least = curve(lowestEstimate, after: sample.before - firstAccepted)
+            let most = curve(highestEstimate, after: sample.after - firstOverload)
             guard effective >= least - 1 && effective <= most + 1 else {
                 Issue.record("\(Int(effective)) B/s, expected \(Int(least))...\(Int(most)) (sample \(index + 1))")
                 break

@@ -1,35 +1,43 @@
 /// How fast a receiver that says it is overloaded lets the link send.
 ///
-/// A decrease brings the limit a little under what the receiver *accepted* over the last seconds, not under what
-/// was sent: a receiver that takes 20 000 lines a second and refuses the rest gets a limit just under 20 000 at
-/// its first refusal, where halving what was sent takes several refusals to get there and then undershoots (the
-/// delivery-rate estimate of BBR, and the SRE book's "accepts" in place of requests). Only when nothing was
-/// accepted lately, so that there is nothing to measure, is the limit halved. Only a refusal of a request sent
-/// after the last decrease decreases again, so two requests in flight refused together count once (TCP's one
-/// decrease per round trip).
+/// A refusal tells what the receiver can take: the rate it *accepted* over the last seconds (the delivery-rate
+/// estimate of BBR, the SRE book's "accepts"), or, when nothing was accepted lately to measure, half of what was
+/// being sent. The limit goes a little under that estimate, then grows back along a cubic, as TCP CUBIC's window
+/// does (RFC 9438): quickly at first, flattening as it nears the estimate, which it reaches after ``plateau``, then
+/// faster and faster beyond it, probing for room. A fleet of hosts sharing one receiver so spends most of its time
+/// near its shares; growing at a steady pace instead, a host with a small share is refused every few requests.
+/// And room that hosts leave when their backlogs are done is found within seconds, not minutes. Only a refusal of
+/// a request sent after the last decrease decreases again, so two requests in flight refused together count once
+/// (TCP's one decrease per round trip).
 ///
-/// The limit then grows back linearly: from a measured capacity by a twentieth of that capacity a second, probing
-/// gently near where the receiver gave way; from a halving by a twentieth of the limit's ceiling a second. It is
-/// lifted once it reaches the budget, or without one the rate that was being sent when the first refusal came.
-///
-/// What counts as an overload is not this type's to say: the retry policy tells a refusal that asks for less
-/// from a failure here and there (``RetryPolicy``). It holds no clock: every call says what time it is.
+/// The limit is lifted once it reaches the budget, or without one the rate that was being sent when the first
+/// refusal came. What counts as an overload is not this type's to say: the retry policy tells a refusal that asks
+/// for less from a failure here and there (``RetryPolicy``). It holds no clock: every call says what time it is.
 struct OverloadController: Hashable, Sendable {
-    /// The share of the accepted rate a decrease goes to.
-    static let decreaseFactor = 0.85
-    /// The share of its base (the capacity measured, or the ceiling) the limit gains each second after a decrease.
-    static let growthPerSecond = 0.05
+    /// The share of the estimate a decrease goes to.
+    static let decreaseFactor = 0.8
+    /// How long after a decrease the limit is back at the estimate, and how long it stays near it.
+    static let plateau = Duration.seconds(6)
     /// How far back the accepted and sent rates are measured.
     static let measuringWindow = Duration.seconds(4)
 
     private struct Limit: Hashable, Sendable {
-        /// Bytes per second at `since`.
-        var rate: Double
+        /// Bytes per second the receiver was taken to accept at the last decrease.
+        var estimate: Double
+        /// When the limit was last decreased: the cubic's origin.
         var since: ContinuousClock.Instant
-        /// Bytes per second the limit gains each second.
-        var growth: Double
         /// Where the limit is lifted when there is no budget: the rate sent when the first refusal came.
         var liftAt: Double
+        /// The least rate, as configured at the decrease.
+        var floor: Double
+
+        /// The cubic through `decreaseFactor · estimate` at `since` and flat at `estimate` a plateau later, never
+        /// under the floor.
+        func rate(at now: ContinuousClock.Instant) -> Double {
+            let fromPlateau = max(0, (now - since).seconds) / plateau.seconds - 1
+            let span = estimate * (1 - decreaseFactor)
+            return max(floor, estimate + span * fromPlateau * fromPlateau * fromPlateau)
+        }
     }
 
     private var limit: Limit?
@@ -45,9 +53,8 @@ struct OverloadController: Hashable, Sendable {
     /// The rate the receiver allows at `now`, in bytes per second, never above `budget`; `nil` when it allows any.
     func limit(at now: ContinuousClock.Instant, budget: Double?) -> Double? {
         guard let limit else { return budget }
-        let top = budget ?? limit.liftAt
-        let grown = limit.rate + limit.growth * max(0, (now - limit.since).seconds)
-        return grown >= top ? budget : grown
+        let grown = limit.rate(at: now)
+        return grown >= budget ?? limit.liftAt ? budget : grown
     }
 
     /// Forgets a decrease the limit has grown out of (a no-op otherwise).
@@ -75,17 +82,9 @@ struct OverloadController: Hashable, Sendable {
         }
         let measured = accepted.rate(at: now)
         let sending = current ?? sent.rate(at: now)
-        let decreased: Double
-        let growth: Double
+        let estimate = measured > 0 ? min(sending, measured) : sending / 2
         let liftAt = limit?.liftAt ?? max(sent.rate(at: now), floor)
-        if measured > 0 {
-            decreased = max(floor, Self.decreaseFactor * min(sending, measured))
-            growth = Self.growthPerSecond * decreased / Self.decreaseFactor
-        } else {
-            decreased = max(floor, sending / 2)
-            growth = Self.growthPerSecond * (budget ?? max(liftAt, decreased))
-        }
-        limit = Limit(rate: decreased, since: now, growth: growth, liftAt: liftAt)
+        limit = Limit(estimate: max(floor, estimate), since: now, liftAt: liftAt, floor: floor)
         return true
     }
 }

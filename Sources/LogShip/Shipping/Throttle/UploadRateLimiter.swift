@@ -2,9 +2,11 @@
 /// may claim now and how much, what the requests spent, how fast an overloaded receiver lets us go. The shipper's
 /// machine holds it and tells it the time.
 ///
-/// The budget sizes claims: a class waits for a request's worth of it and claims what the tokens allow. A limit
-/// that only the receiver's overload sets spaces requests instead: a class waits until what the last requests
-/// spent is paid back, and claims a whole batch (no budget asked for smaller ones).
+/// The rate in force sizes claims, whether the budget sets it or a receiver's overload holds it lower: a class
+/// waits for a request's worth of it and claims what the tokens allow. Under a receiver's limit that keeps
+/// requests small enough for the receiver to be heard often: a host whose share is 400 lines a second, sending
+/// batches of 1 000, would hear from it every two and a half seconds, and each refusal would be a large part of
+/// what it sent. Noise sets no limit (``RetryPolicy``), so it never makes batches smaller.
 ///
 /// Spending is counted in request body bytes as sent, but a claim is sized in the spool's bytes; the two are
 /// related by the ratio of the last requests (``wireBytesPerSpoolByte``: above 1 for OTLP's JSON, far below for
@@ -82,11 +84,10 @@ struct UploadRateLimiter: Sendable {
 
     /// Whether `priorityClass` may claim at `now`, and within which limits.
     ///
-    /// An exempt class always may. Another waits until the budget holds a request's worth (the least of the
-    /// burst, ``requestShare`` of the rate, and a full batch) and a request, and until every more urgent class
-    /// told to wait has had its turn; then it may claim everything the tokens allow, at least one record. Under
-    /// a limit set only by the receiver's overload, it waits until the tokens are no longer owed, and claims a
-    /// whole batch.
+    /// An exempt class always may. Another waits until the rate in force holds a request's worth (the least of
+    /// the burst, ``requestShare`` of the rate, and a full batch) and the request budget a request, and until
+    /// every more urgent class told to wait has had its turn; then it may claim everything the tokens allow, at
+    /// least one record.
     mutating func admit(
         _ priorityClass: PriorityClass, within limits: BatchLimits, now: ContinuousClock.Instant
     ) -> Admission {
@@ -100,12 +101,9 @@ struct UploadRateLimiter: Sendable {
                 wait = max(wait, due + Self.urgentGrace - now)
             }
         }
-        let isBudgeted = bytesPerSecond != nil
         if let bytes {
-            let quantum = isBudgeted
-                ? max(1, min(bytes.capacity, bytes.rate * Self.requestShare.seconds,
-                             Double(limits.maxBytes) * wireBytesPerSpoolByte))
-                : 0
+            let quantum = max(1, min(bytes.capacity, bytes.rate * Self.requestShare.seconds,
+                                     Double(limits.maxBytes) * wireBytesPerSpoolByte))
             wait = max(wait, bytes.waitUntilHolding(quantum, now: now))
         }
         if let requests {
@@ -117,7 +115,7 @@ struct UploadRateLimiter: Sendable {
         }
         waiting[priorityClass] = nil
         var grant = Grant(limits: limits)
-        if var bucket = bytes, isBudgeted {
+        if var bucket = bytes {
             let allowed = min(bucket.tokens(at: now), bucket.capacity)
             grant.limits.maxBytes = min(limits.maxBytes, max(1, Int(allowed / wireBytesPerSpoolByte)))
             grant.reservedBytes = allowed
@@ -160,8 +158,12 @@ struct UploadRateLimiter: Sendable {
                 + 0.3 * Double(spending.sentBytes) / Double(spending.sentSpoolBytes)
         }
         let refused = Double(spending.failedSpoolBytes) * wireBytesPerSpoolByte
-        let spent = Double(spending.sentBytes) + refused
         overload.answered(acceptedBytes: Double(spending.sentBytes), refusedBytes: refused, at: now)
+        // The receiver's limit counts what it took: there a failed request spends what its grant set aside and no
+        // more (a refusal lowers the limit instead, and a whole batch refused after a decrease would otherwise
+        // hold the next request back for seconds of the lower rate). A budget counts every byte that left.
+        let spent = Double(spending.sentBytes)
+            + (isHeldDownByReceiver(at: now) ? min(refused, grant.reservedBytes) : refused)
         let owed = spent - grant.reservedBytes
         if owed >= 0 { bytes?.debit(owed, now: now) } else { bytes?.credit(-owed, now: now) }
         let owedRequests = Double(spending.requests) - grant.reservedRequests

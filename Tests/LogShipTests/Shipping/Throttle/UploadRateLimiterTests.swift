@@ -156,7 +156,7 @@ struct UploadRateLimiterTests {
             granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 80_000, sentSpoolBytes: 80_000), now: at(1.5))
         let handled = limiter.overloaded(sentAt: at(2), now: at(2.05))
         #expect(handled)
-        #expect(limiter.effectiveBytesPerSecond(at: at(2.05)) == 68_000, "0.85 of the 80 000 B/s accepted")
+        #expect(limiter.effectiveBytesPerSecond(at: at(2.05)) == 64_000, "0.8 of the 80 000 B/s accepted")
         let admission = limiter.admit(.info, within: limits, now: at(2.05))
         #expect(wait(admission) == .milliseconds(250), "a quarter second of the lower rate")
     }
@@ -172,7 +172,9 @@ struct UploadRateLimiterTests {
         limiter.setOverride(.bytesPerSecond(40_000), now: at(1))
         let lowered = limiter.overloaded(sentAt: at(1), now: at(1.1))
         #expect(lowered)
-        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 20_000, "nothing accepted to measure: halved")
+        #expect(
+            limiter.effectiveBytesPerSecond(at: at(1.1)) == 16_384,
+            "nothing accepted to measure: 0.8 of half, held at the floor")
     }
 
     @Test("an unused grant gives its tokens back")
@@ -185,7 +187,7 @@ struct UploadRateLimiterTests {
         #expect(grant(admission)?.limits.maxBytes == 1000)
     }
 
-    @Test("an overload lowers the rate in force to a little under what was accepted, or halves it with nothing to measure; it grows back to the budget, or without one to what was sent, and lets go")
+    @Test("an overload lowers the rate in force to a little under what was accepted; it grows back to it, stays near it, then grows on to the budget, or without one to what was sent, and lets go")
     func overload() throws {
         var limiter = UploadRateLimiter(
             budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))
@@ -194,10 +196,14 @@ struct UploadRateLimiterTests {
             granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 60_000, sentSpoolBytes: 60_000), now: at(1))
         let lowered = limiter.overloaded(sentAt: at(1), now: at(1.1))
         #expect(lowered)
-        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 51_000)
+        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 48_000)
         #expect(limiter.isHeldDownByReceiver(at: at(1.1)))
-        #expect(limiter.isHeldDownByReceiver(at: at(16)), "3 000 B/s a second, a twentieth of what was accepted")
-        #expect(!limiter.isHeldDownByReceiver(at: at(18)), "back at the budget")
+        let plateau = try #require(limiter.effectiveBytesPerSecond(at: at(7.1)))
+        #expect(abs(plateau - 60_000) < 1, "back at what was accepted after six seconds")
+        let nearIt = try #require(limiter.effectiveBytesPerSecond(at: at(9.1)))
+        #expect(nearIt < 60_500, "and near it for a while: \(nearIt) B/s")
+        #expect(limiter.isHeldDownByReceiver(at: at(16)))
+        #expect(!limiter.isHeldDownByReceiver(at: at(16.1)), "back at the budget")
 
         var open = UploadRateLimiter(budget: UploadRateBudget(minimumBytesPerSecond: 1000), now: at(0))
         let all = try #require(grant(open.admit(.info, within: limits, now: at(0))))
@@ -206,11 +212,12 @@ struct UploadRateLimiterTests {
         open.charge(all, UploadRateLimiter.Spending(requests: 1, failedSpoolBytes: 40_000), now: at(0.6))
         let openLowered = open.overloaded(sentAt: at(0.6), now: at(0.7))
         #expect(openLowered)
-        #expect(open.effectiveBytesPerSecond(at: at(0.7)) == 33_150, "0.85 of 39 000 B/s accepted")
-        #expect(open.effectiveBytesPerSecond(at: at(23)) != nil)
-        #expect(open.effectiveBytesPerSecond(at: at(25)) == nil, "79 000 B/s were sent: lifted once it grew there")
-        let whole = try #require(grant(open.admit(.info, within: limits, now: at(0.7))))
-        #expect(whole.limits == limits, "no budget asked for smaller batches: a whole one goes")
+        #expect(open.effectiveBytesPerSecond(at: at(0.7)) == 31_200, "0.8 of 39 000 B/s accepted")
+        #expect(wait(open.admit(.info, within: limits, now: at(0.7))) != nil, "the bucket was emptied")
+        let sized = try #require(grant(open.admit(.info, within: limits, now: at(1))))
+        #expect(abs(sized.limits.maxBytes - 9_360) <= 1, "what 0.3 s of the lower rate allows, not a whole batch")
+        #expect(open.effectiveBytesPerSecond(at: at(17)) != nil)
+        #expect(open.effectiveBytesPerSecond(at: at(17.1)) == nil, "79 000 B/s were sent: lifted once it grew there")
     }
 
     @Test("logctl throttle overrides the budget until a reload, which also takes a new budget at once")
