@@ -59,6 +59,7 @@ enum LinkBench {
         try await receiver.waitFor(backlogLines: records, within: .seconds(600))
         let requests = receiver.requests
         let last = requests.filter(\.accepted).map(\.arrivedAt).max() ?? .now
+        receiver.dump("link-capacity.csv", from: started)
         try await daemon.stop()
         await receiver.shutdown()
         return CapacityRun(

@@ -260,8 +260,10 @@ struct ShipperStateMachine: Sendable {
             return actions
         }
         if let claim {
-            budget.shrink(&grant, toSpoolBytes: claim.spoolBytes, now: now)
+            let gaveBack = budget.shrink(&grant, toSpoolBytes: claim.spoolBytes, now: now)
             operations[id]?.work = .claim(priorityClass, grant)
+            // A class waiting for the budget waits for tokens this claim held: with them back, it may go sooner.
+            if gaveBack { actions += letBudgetWaitsGo(now: now) }
         }
         let moreLeft = claim?.moreLeft ?? false
         classes[priorityClass, default: ClassState()].isBacklogged = moreLeft
@@ -424,7 +426,7 @@ struct ShipperStateMachine: Sendable {
         if let first = changed.first, first <= active || isPaused, phase != .draining {
             moveAfterReload(from: activeName, now: now, &actions)
         }
-        actions += budgetChanged(now: now)
+        actions += letBudgetWaitsGo(now: now)
         armProbesIfNeeded(now: now, &actions)
         return actions
     }
@@ -432,7 +434,7 @@ struct ShipperStateMachine: Sendable {
     /// `logctl throttle`: a byte budget in place of the configured one, or none at all, until the next reload.
     mutating func setThrottleOverride(_ override: ThrottleOverride?, now: Instant) -> [Action] {
         budget.setOverride(override, now: now)
-        return budgetChanged(now: now)
+        return letBudgetWaitsGo(now: now)
     }
 
     /// Shutdown begins: nothing new is created, timers are dropped, waiting operations are cancelled (the queue
@@ -610,8 +612,9 @@ struct ShipperStateMachine: Sendable {
         classes[priorityClass]?.wait = nil
     }
 
-    /// Classes waiting for the old budget are let go at once, to be measured against the new one.
-    private mutating func budgetChanged(now: Instant) -> [Action] {
+    /// Classes waiting for the budget are let go at once, to be measured again: against a new budget, or with
+    /// tokens a claim did not need.
+    private mutating func letBudgetWaitsGo(now: Instant) -> [Action] {
         var actions: [Action] = []
         guard phase != .draining else { return actions }
         for priorityClass in PriorityClass.mostUrgentFirst {

@@ -330,6 +330,23 @@ struct ShipperStateMachineTests {
         #expect(changed.waitingClasses == [.info] && changed.timers[.endWait(.info)] == nil)
     }
 
+    @Test("a claim that takes less than its grant set aside lets the class waiting for the rest go sooner")
+    func smallClaimGivesBack() throws {
+        var harness = Harness(budget: UploadRateBudget(bytesPerSecond: 1_000_000, burstSeconds: 1))
+        harness.recordsAvailable([.info])
+        harness.advance(to: try #require(harness.timers[.endWait(.info)]))
+        let first = try harness.start()
+        harness.claimed(first, spoolBytes: 250_000, moreLeft: true)
+        // A backlog: each slot's claim waits for a quarter second of the budget.
+        harness.advance(to: try #require(harness.timers[.endWait(.info)]))
+        let second = try harness.start()
+        let slow = try #require(harness.timers[.endWait(.info)], "the next claim waits for the next quarter second")
+        #expect(slow >= harness.now + .milliseconds(240))
+        harness.claimed(second, spoolBytes: 10_000, moreLeft: true)
+        let sooner = try #require(harness.timers[.endWait(.info)])
+        #expect(sooner <= harness.now + .milliseconds(20), "240 kB came back: it waits for the last 10 kB only")
+    }
+
     @Test("crash records are exempt from the budget: they never wait for it")
     func crashExempt() {
         var harness = Harness(budget: UploadRateBudget(bytesPerSecond: 10_000))

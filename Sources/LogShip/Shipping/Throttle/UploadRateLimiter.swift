@@ -130,12 +130,15 @@ struct UploadRateLimiter: Sendable {
     }
 
     /// Gives back what a grant set aside beyond what its claim took, `spoolBytes` of the spool, so that the
-    /// other slot and the other classes need not wait for the request to end to use it.
-    mutating func shrink(_ grant: inout Grant, toSpoolBytes spoolBytes: Int, now: ContinuousClock.Instant) {
+    /// other slot and the other classes need not wait for the request to end to use it. Returns whether it gave
+    /// anything back.
+    @discardableResult
+    mutating func shrink(_ grant: inout Grant, toSpoolBytes spoolBytes: Int, now: ContinuousClock.Instant) -> Bool {
         let needed = Double(spoolBytes) * wireBytesPerSpoolByte
-        guard grant.reservedBytes > needed else { return }
+        guard grant.reservedBytes > needed else { return false }
         bytes?.credit(grant.reservedBytes - needed, now: now)
         grant.reservedBytes = needed
+        return true
     }
 
     /// What one claimed batch's requests spent.
