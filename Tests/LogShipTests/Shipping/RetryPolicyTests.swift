@@ -52,18 +52,35 @@ struct RetryPolicyTests {
             "the pause doubles from there")
     }
 
-    @Test("503s that are most of the last answers ask for less; a 429 always does")
+    @Test("503s that are most of the last answers, twenty at least, ask for less; a 429 always does")
     func sustainedOverload() {
         var policy = RetryPolicy(bounds: Self.bounds)
-        var reactions: [RetryPolicy.Reaction] = []
-        for index in 0..<20 {
-            if index % 3 == 0 { policy.answered() } else {
-                reactions.append(policy.failed(.status(503, responseExcerpt: ""), jitter: 0.5))
+        var slowedDownAt: [Int] = []
+        for index in 0..<30 {
+            if index % 3 == 0 { policy.answered() } else if policy.failed(
+                .status(503, responseExcerpt: ""), jitter: 0.5) == .slowDown
+            {
+                slowedDownAt.append(index + 1)
             }
         }
-        #expect(reactions.contains(.slowDown), "two thirds refused: sustained")
+        #expect(slowedDownAt.first == 20, "two thirds refused: sustained, once twenty answers are in")
         var fresh = RetryPolicy(bounds: Self.bounds)
         #expect(fresh.failed(.status(429, responseExcerpt: ""), jitter: 0.5) == .slowDown)
+    }
+
+    @Test("503s now and then never ask for less, even when they come first")
+    func busyNoise() {
+        // One answer in five refused, but three of the first five: most of those five, never of twenty or more.
+        var policy = RetryPolicy(bounds: Self.bounds)
+        let first: [Bool] = [false, true, true, true, false]
+        for index in 0..<200 {
+            let isRefused = index < first.count ? first[index] : index % 5 == 0
+            if isRefused {
+                #expect(policy.failed(.status(503, responseExcerpt: ""), jitter: 0.5) != .slowDown, "answer \(index)")
+            } else {
+                policy.answered()
+            }
+        }
     }
 
     @Test("no answer is an outage: a pause at once, as long as the backoff, which grows with failures in a row")
