@@ -63,7 +63,7 @@ enum ThrottlingReport {
             Written by `logshipd-bench fleet` (release build; `make bench` runs it too) on \(machine).
 
             \(setup.senders) release logshipd daemons, each with its own SQLite spool and sockets in a directory of its own,
-            no byte budget (the receiver's 429s set each one's rate: AIMD from unlimited), `upload.retry_max:
+            no byte budget (the receiver's 429s set each one's rate, from unlimited), `upload.retry_max:
             \(setup.retryMax)s` (a fleet's choice: with equal jitter each host's first request after the return comes within
             that long, inside the issue's ten seconds of convergence; the packaged 30 s spreads them over 30 s and
             `logshipd-bench fleet --retry-max 30` shows it), batches of up to 1 000 records, two requests in flight. Each is written \(grouped(setup.backlog)) records
