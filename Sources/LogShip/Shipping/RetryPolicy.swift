@@ -15,9 +15,7 @@
 ///   backoff if longer, so a remote answering `Retry-After: 0` cannot be hammered.
 /// - 429 is the receiver asking this client to slow down; 503 may be that or a backend down behind a balancer,
 ///   so it asks for less only while 503s are more than half of the last 50 answers, 20 at least (the SRE book's
-///   client-side throttling with K = 2: a refusal share that noise does not reach). At 20% random 503s that
-///   comes by chance in about one run of 300 requests in 700; weighing the last 20 answers, 5 at least, it came
-///   in one run of eleven, and lowered the rate for a receiver that was not overloaded.
+///   client-side throttling with K = 2: a refusal share that noise does not reach; README says how rarely).
 /// - A refused endpoint or credentials (or every part of a batch refused with an unclear 4xx): pause, and no
 ///   crash record probes it, since it does not come back by itself.
 ///
@@ -59,8 +57,9 @@ struct RetryPolicy: Sendable {
     static let pauseAfterFailuresAlways = 7
     /// The last answers looked at to tell failures that are most of what the remote answers from noise.
     static let answersWeighed = 20
-    /// The last answers looked at to tell a sustained 503 from noise, and the least of them that must be in.
+    /// The last answers looked at to tell a sustained 503 from noise.
     static let busyAnswersWeighed = 50
+    /// The least of those answers that must be in before 503s ask for less.
     static let leastBusyAnswersWeighed = 20
 
     var bounds: Bounds
@@ -100,14 +99,16 @@ struct RetryPolicy: Sendable {
         }
         guard let status = error.status else { return .pause(backoff, .remoteUnavailable, isAskedByRemote: false) }
         recentAnswers.append(status == 503 ? .busy : .failed)
-        if status == 429 || status == 503 && recentAnswers.isMostly(
-            [.busy], ofLast: Self.busyAnswersWeighed, atLeast: Self.leastBusyAnswersWeighed)
+        if status == 429
+            || (status == 503
+                && recentAnswers.isMostly(
+                    [.busy], ofLast: Self.busyAnswersWeighed, atLeast: Self.leastBusyAnswersWeighed))
         {
             return .slowDown
         }
         if failuresInARow >= Self.pauseAfterFailuresAlways
-            || failuresInARow >= Self.pauseAfterFailures
-                && recentAnswers.isMostly([.busy, .failed], ofLast: Self.answersWeighed, atLeast: 1)
+            || (failuresInARow >= Self.pauseAfterFailures
+                && recentAnswers.isMostly([.busy, .failed], ofLast: Self.answersWeighed, atLeast: 1))
         {
             return .pause(backoff, .remoteUnavailable, isAskedByRemote: false)
         }

@@ -259,11 +259,10 @@ struct ShipperStateMachine: Sendable {
         guard let operation = operations[id], case .claim(let priorityClass, var grant) = operation.work else {
             return actions
         }
+        var gaveBack = false
         if let claim {
-            let gaveBack = budget.shrink(&grant, toSpoolBytes: claim.spoolBytes, now: now)
+            gaveBack = budget.shrink(&grant, toSpoolBytes: claim.spoolBytes, now: now)
             operations[id]?.work = .claim(priorityClass, grant)
-            // A class waiting for the budget waits for tokens this claim held: with them back, it may go sooner.
-            if gaveBack { actions += letBudgetWaitsGo(now: now) }
         }
         let moreLeft = claim?.moreLeft ?? false
         classes[priorityClass, default: ClassState()].isBacklogged = moreLeft
@@ -272,6 +271,8 @@ struct ShipperStateMachine: Sendable {
         } else if classes[priorityClass]?.announcements == operation.announcementsAtCreation {
             classes[priorityClass]?.hasRecords = false
         }
+        // A class waiting for the budget waits for tokens this claim held: with them back, it may go sooner.
+        if gaveBack { actions += letBudgetWaitsGo(now: now) }
         fill(priorityClass, now: now, &actions)
         return actions
     }
@@ -584,11 +585,10 @@ struct ShipperStateMachine: Sendable {
     /// would go out into a pause, to an endpoint delivery moved away from, after shutdown began, or at a rate an
     /// overload has lowered since.
     private mutating func cancelWaiting(
-        to endpoint: Int?, _ actions: inout [Action], where isIncluded: (TrackedOperation) -> Bool = { _ in true }
+        to endpoint: Int?, _ actions: inout [Action], where isIncluded: (OperationID) -> Bool = { _ in true }
     ) {
-        let waiting = operations.filter { _, operation in
-            operation.state == .waiting && (endpoint ?? operation.endpoint) == operation.endpoint
-                && isIncluded(operation)
+        let waiting = operations.filter { id, operation in
+            operation.state == .waiting && (endpoint ?? operation.endpoint) == operation.endpoint && isIncluded(id)
         }.keys.sorted()
         guard !waiting.isEmpty else { return }
         for id in waiting { operations[id]?.state = .cancelled }
@@ -717,20 +717,35 @@ struct ShipperStateMachine: Sendable {
     private mutating func slowDown(
         for error: UploadError, sentAt: Instant, wasProbe: Bool, now: Instant, _ actions: inout [Action]
     ) {
-        guard budget.overloaded(sentAt: sentAt, now: now) else {
+        let answer = budget.overloaded(sentAt: sentAt, now: now)
+        if answer == .atFloor {
             let delay = endpoints[active].retry.failedElsewhere(jitter: jitter.next())
             begin(DeliveryPause(until: now + delay, cause: .remoteUnavailable, reason: error.description),
                   wasProbe: wasProbe, now: now, &actions)
             return
         }
-        // What waits was let through at the rate before: it would go out at once, and its refusals would count
-        // as news. Claimed again, it waits for the lower rate.
-        let exempt = budget.budget.exempt
-        cancelWaiting(to: active, &actions) { !exempt.contains($0.work.priorityClass) }
+        if answer == .decreased { cancelClaimsLetThroughBefore(now: now, &actions) }
         let isRepeated = lastNoticed == error.description
         lastNoticed = error.description
         let rate = budget.effectiveBytesPerSecond(at: now).map { Int($0.rounded()) }
         actions.append(.log(.slowedDown(reason: error.description, bytesPerSecond: rate, isRepeated: isRepeated)))
+    }
+
+    /// The rate came down: claims waiting were let through at the rate before, and would go out at once, their
+    /// refusals counted as news. Cancelled, their classes claim again at the lower rate. What they set aside was
+    /// the old rate's, which the decrease spent, so none of it comes back.
+    private mutating func cancelClaimsLetThroughBefore(now: Instant, _ actions: inout [Action]) {
+        let exempt = budget.budget.exempt
+        var letThrough: Set<OperationID> = []
+        for (id, operation) in operations where operation.state == .waiting && operation.endpoint == active {
+            guard case .claim(let priorityClass, var grant) = operation.work, !exempt.contains(priorityClass) else {
+                continue
+            }
+            grant.reservedBytes = 0
+            operations[id]?.work = .claim(priorityClass, grant)
+            letThrough.insert(id)
+        }
+        cancelWaiting(to: active, &actions) { letThrough.contains($0) }
     }
 
     /// The active endpoint pauses: delivery moves to the most preferred endpoint not resting, if there is one, and

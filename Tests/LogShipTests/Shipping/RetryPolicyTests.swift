@@ -68,6 +68,20 @@ struct RetryPolicyTests {
         #expect(fresh.failed(.status(429, responseExcerpt: ""), jitter: 0.5) == .slowDown)
     }
 
+    @Test("after fifty answers taken, 503s ask for less at the 26th: the most of the last fifty")
+    func sustainedAfterAHealthyRun() {
+        var policy = RetryPolicy(bounds: Self.bounds)
+        for _ in 0..<60 { policy.answered() }
+        let reactions = (1...30).map { _ in policy.failed(.status(503, responseExcerpt: ""), jitter: 0.5) }
+        #expect(reactions.firstIndex(of: .slowDown).map { $0 + 1 } == 26)
+        let seventh = reactions[6]
+        #expect(reactions.prefix(6).allSatisfy { $0 == .retry }, "six in a row after a healthy run: chance")
+        guard case .pause = seventh else {
+            Issue.record("the seventh in a row pauses, as any failure does: \(seventh)")
+            return
+        }
+    }
+
     @Test("503s now and then never ask for less, even when they come first")
     func busyNoise() {
         // One answer in five refused, but three of the first five: most of those five, never of twenty or more.

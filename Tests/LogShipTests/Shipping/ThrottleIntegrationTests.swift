@@ -102,24 +102,13 @@ struct ThrottleIntegrationTests {
         #expect(overloads.count == 3)
         let firstOverload = try #require(overloads.min())
         let firstAccepted = try #require(receiver.requests.filter { $0.status == 200 }.map(\.arrivedAt).min())
-        let status = try await daemon.status()
-        // Back to the budget no sooner than 17.5 seconds after the first overload (see below).
-        #expect(status.rateHeldDownByReceiver || ContinuousClock.now - firstOverload >= .seconds(17.5), "\(status)")
-        #expect(status.pausedUntil == nil && status.lastFailure == nil, "no pause: \(status.pausedUntil ?? "")")
-        let shown = try await run(Binaries.logctl, ["status", "--socket", daemon.controlPath]).standardOutput
-        let remote = shown.split(separator: "\n").first { $0.hasPrefix("remote ") }.map(String.init) ?? ""
-        if try await daemon.status().rateHeldDownByReceiver {
-            #expect(
-                remote.hasSuffix("accepting, slowed down: it answered 429/503 to more (see upload rate)"), "\(shown)")
-        }
-
-        // The recovery, followed until the rate is the budget again. Nothing was accepted before the 429s, so
-        // there was no capacity to measure: each decrease takes half the rate in force as the receiver's estimate,
-        // starts at 0.8 of it and grows back along OverloadController's cubic. Three decreases from the budget
-        // leave an estimate of at least 0.08 of it, and the last came before the first accepted request was sent,
-        // which bounds the rate from below. From above: the estimate is at most half of what the curve before it
-        // reached by the time the next 429 came, which is no later than the first accepted request, and the curve
-        // runs from the first overload at the earliest. Both hold whatever the machine's speed.
+        // The recovery. Nothing was accepted before the 429s, so there was no capacity to measure: each decrease
+        // takes half the rate in force as the receiver's estimate, starts at 0.8 of it and grows back along
+        // OverloadController's cubic. Three decreases from the budget leave an estimate of at least 0.08 of it,
+        // and the last came before the first accepted request was sent, which bounds the rate from below. From
+        // above: the estimate is at most half of what the curve before it reached by the time the next 429 came,
+        // which is no later than the first accepted request, and the curve runs from the first overload at the
+        // earliest. Both hold whatever the machine's speed.
         /// The limit `seconds` after a decrease to `estimate`, at most the budget.
         func curve(_ estimate: Double, after seconds: Duration) -> Double {
             let fromPlateau = max(0, seconds / OverloadController.plateau) - 1
@@ -129,7 +118,21 @@ struct ThrottleIntegrationTests {
         let overloaded = firstAccepted - firstOverload
         let highestEstimate = curve(curve(Double(budget) / 2, after: overloaded) / 2, after: overloaded) / 2
         let lowestEstimate = Double(budget) * 0.08
-        // Each look at the rate, with the clock read just before and just after it.
+        // Back at the budget no sooner than the highest curve gets there, from the first overload.
+        let lost = 1 - OverloadController.decreaseFactor
+        let earliest = OverloadController.plateau * (1 + cbrt((Double(budget) / highestEstimate - 1) / lost))
+        let status = try await daemon.status()
+        #expect(status.rateHeldDownByReceiver || ContinuousClock.now - firstOverload >= earliest, "\(status)")
+        #expect(status.pausedUntil == nil && status.lastFailure == nil, "no pause: \(status.pausedUntil ?? "")")
+        let shown = try await run(Binaries.logctl, ["status", "--socket", daemon.controlPath]).standardOutput
+        let remote = shown.split(separator: "\n").first { $0.hasPrefix("remote ") }.map(String.init) ?? ""
+        if try await daemon.status().rateHeldDownByReceiver {
+            #expect(
+                remote.hasSuffix("accepting, slowed down: it answered 429/503 to more (see upload rate)"), "\(shown)")
+        }
+
+        // The recovery, followed until the rate is the budget again: each look at the rate, with the clock read
+        // just before and just after it.
         let samples = Mutex<[(before: ContinuousClock.Instant, effective: Int?, after: ContinuousClock.Instant)]>([])
         try await eventually(within: .seconds(180)) {
             let before = ContinuousClock.now

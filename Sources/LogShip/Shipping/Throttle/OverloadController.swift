@@ -40,6 +40,16 @@ struct OverloadController: Hashable, Sendable {
         }
     }
 
+    /// What a refusal did to the limit.
+    enum Answer: Hashable, Sendable {
+        /// The limit came down.
+        case decreased
+        /// The request was sent before the last decrease, which answered it already.
+        case answeredAlready
+        /// The limit is at the floor: the caller pauses instead.
+        case atFloor
+    }
+
     private var limit: Limit?
     private var accepted = RecentSpending(window: measuringWindow)
     private var sent = RecentSpending(window: measuringWindow)
@@ -54,7 +64,8 @@ struct OverloadController: Hashable, Sendable {
     func limit(at now: ContinuousClock.Instant, budget: Double?) -> Double? {
         guard let limit else { return budget }
         let grown = limit.rate(at: now)
-        return grown >= budget ?? limit.liftAt ? budget : grown
+        let top = budget ?? limit.liftAt
+        return grown >= top ? budget : grown
     }
 
     /// Forgets a decrease the limit has grown out of (a no-op otherwise).
@@ -68,23 +79,21 @@ struct OverloadController: Hashable, Sendable {
     /// - Parameters:
     ///   - budget: The configured rate, if any: the limit never goes above it.
     ///   - floor: The least rate (`upload.rate.min_bytes_per_second`).
-    /// - Returns: Whether the limit answers the refusal: `true` when it decreased, or already had for this round
-    ///   trip; `false` when it is at the floor already, and the caller should pause instead.
     mutating func overloaded(
         sentAt: ContinuousClock.Instant, now: ContinuousClock.Instant, budget: Double?, floor: Double
-    ) -> Bool {
-        if let limit, sentAt < limit.since { return true }
+    ) -> Answer {
+        if let limit, sentAt < limit.since { return .answeredAlready }
         let current = limit(at: now, budget: budget)
         if let current, current <= floor {
             // Refused at the floor: the caller pauses, and the limit grows again only from now.
             limit?.since = now
-            return false
+            return .atFloor
         }
         let measured = accepted.rate(at: now)
         let sending = current ?? sent.rate(at: now)
         let estimate = measured > 0 ? min(sending, measured) : sending / 2
         let liftAt = limit?.liftAt ?? max(sent.rate(at: now), floor)
         limit = Limit(estimate: max(floor, estimate), since: now, liftAt: liftAt, floor: floor)
-        return true
+        return .decreased
     }
 }

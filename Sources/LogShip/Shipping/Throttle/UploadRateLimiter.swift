@@ -166,7 +166,8 @@ struct UploadRateLimiter: Sendable {
         // more (a refusal lowers the limit instead, and a whole batch refused after a decrease would otherwise
         // hold the next request back for seconds of the lower rate). A budget counts every byte that left.
         let spent = Double(spending.sentBytes)
-            + (isHeldDownByReceiver(at: now) ? min(refused, grant.reservedBytes) : refused)
+            + (isHeldDownByReceiver(at: now) ? min(refused, max(0, grant.reservedBytes - Double(spending.sentBytes)))
+                : refused)
         let owed = spent - grant.reservedBytes
         if owed >= 0 { bytes?.debit(owed, now: now) } else { bytes?.credit(-owed, now: now) }
         let owedRequests = Double(spending.requests) - grant.reservedRequests
@@ -180,18 +181,21 @@ struct UploadRateLimiter: Sendable {
     // MARK: The receiver's overload
 
     /// The receiver refused a request sent at `sentAt` as overloaded (``RetryPolicy`` says which refusals are).
-    /// Returns whether the limit answers it (lowered now, or already for this round trip); `false` at the floor,
-    /// where the caller pauses instead.
-    mutating func overloaded(sentAt: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Bool {
+    /// At `.atFloor` the caller pauses instead.
+    mutating func overloaded(
+        sentAt: ContinuousClock.Instant, now: ContinuousClock.Instant
+    ) -> OverloadController.Answer {
         refresh(now: now)
         // The floor is never above the budget in force, an operator's lower one included.
         let floor = Double(min(budget.minimumBytesPerSecond, bytesPerSecond ?? .max))
-        let handled = overload.overloaded(
+        let answer = overload.overloaded(
             sentAt: sentAt, now: now, budget: bytesPerSecond.map(Double.init), floor: floor)
         refresh(now: now)
-        // What the bucket held was filled at the old rate: the next request waits for the new one.
-        bytes?.empty(now: now)
-        return handled
+        if answer == .decreased {
+            // What the bucket held was filled at the old rate: the next request waits for the new one.
+            bytes?.empty(now: now)
+        }
+        return answer
     }
 
     // MARK: Changes

@@ -60,7 +60,7 @@ extension UploadRateLimiterTests {
                     run.refused.append((now - start).seconds)
                     limiters[host].charge(
                         grant, UploadRateLimiter.Spending(requests: 1, failedSpoolBytes: bytes), now: answered)
-                    if !limiters[host].overloaded(sentAt: now, now: answered) { run.pauses += 1 }
+                    if limiters[host].overloaded(sentAt: now, now: answered) == .atFloor { run.pauses += 1 }
                 }
                 slotFree[slot] = answered
             }

@@ -17,6 +17,11 @@ struct UploadRateLimiterTests {
         if case .wait(let wait) = admission { wait } else { nil }
     }
 
+    /// Whether a rate is `expected` bytes a second, within a hundredth of a byte.
+    func near(_ rate: Double?, _ expected: Double) -> Bool {
+        rate.map { abs($0 - expected) < 0.01 } ?? false
+    }
+
     @Test("without a budget every claim goes at once with the batch limits")
     func unlimited() {
         var limiter = UploadRateLimiter(budget: UploadRateBudget(), now: at(0))
@@ -154,11 +159,13 @@ struct UploadRateLimiterTests {
         let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(1.5))))
         limiter.charge(
             granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 80_000, sentSpoolBytes: 80_000), now: at(1.5))
-        let handled = limiter.overloaded(sentAt: at(2), now: at(2.05))
-        #expect(handled)
-        #expect(limiter.effectiveBytesPerSecond(at: at(2.05)) == 64_000, "0.8 of the 80 000 B/s accepted")
+        #expect(limiter.overloaded(sentAt: at(2), now: at(2.05)) == .decreased)
+        #expect(near(limiter.effectiveBytesPerSecond(at: at(2.05)), 64_000), "0.8 of the 80 000 B/s accepted")
         let admission = limiter.admit(.info, within: limits, now: at(2.05))
         #expect(wait(admission) == .milliseconds(250), "a quarter second of the lower rate")
+        #expect(limiter.overloaded(sentAt: at(2), now: at(2.2)) == .answeredAlready, "sent before the decrease")
+        let again = try #require(wait(limiter.admit(.info, within: limits, now: at(2.2))))
+        #expect(again < .milliseconds(150), "the bucket was not emptied again: \(again)")
     }
 
     @Test("an operator's budget below the floor is the floor: it is not lowered below itself, and a 429 pauses")
@@ -166,12 +173,10 @@ struct UploadRateLimiterTests {
         var limiter = UploadRateLimiter(
             budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 16_384), now: at(0))
         limiter.setOverride(.bytesPerSecond(12_000), now: at(0))
-        let handled = limiter.overloaded(sentAt: at(0), now: at(0.1))
-        #expect(!handled)
+        #expect(limiter.overloaded(sentAt: at(0), now: at(0.1)) == .atFloor)
         #expect(limiter.effectiveBytesPerSecond(at: at(0.1)) == 12_000)
         limiter.setOverride(.bytesPerSecond(40_000), now: at(1))
-        let lowered = limiter.overloaded(sentAt: at(1), now: at(1.1))
-        #expect(lowered)
+        #expect(limiter.overloaded(sentAt: at(1), now: at(1.1)) == .decreased)
         #expect(
             limiter.effectiveBytesPerSecond(at: at(1.1)) == 16_384,
             "nothing accepted to measure: 0.8 of half, held at the floor")
@@ -194,9 +199,8 @@ struct UploadRateLimiterTests {
         let granted = try #require(grant(limiter.admit(.info, within: limits, now: at(1))))
         limiter.charge(
             granted, UploadRateLimiter.Spending(requests: 1, sentBytes: 60_000, sentSpoolBytes: 60_000), now: at(1))
-        let lowered = limiter.overloaded(sentAt: at(1), now: at(1.1))
-        #expect(lowered)
-        #expect(limiter.effectiveBytesPerSecond(at: at(1.1)) == 48_000)
+        #expect(limiter.overloaded(sentAt: at(1), now: at(1.1)) == .decreased)
+        #expect(near(limiter.effectiveBytesPerSecond(at: at(1.1)), 48_000))
         #expect(limiter.isHeldDownByReceiver(at: at(1.1)))
         let plateau = try #require(limiter.effectiveBytesPerSecond(at: at(7.1)))
         #expect(abs(plateau - 60_000) < 1, "back at what was accepted after six seconds")
@@ -210,10 +214,8 @@ struct UploadRateLimiterTests {
         open.charge(
             all, UploadRateLimiter.Spending(requests: 1, sentBytes: 39_000, sentSpoolBytes: 39_000), now: at(0.5))
         open.charge(all, UploadRateLimiter.Spending(requests: 1, failedSpoolBytes: 40_000), now: at(0.6))
-        let openLowered = open.overloaded(sentAt: at(0.6), now: at(0.7))
-        #expect(openLowered)
-        #expect(open.effectiveBytesPerSecond(at: at(0.7)) == 31_200, "0.8 of 39 000 B/s accepted")
-        #expect(wait(open.admit(.info, within: limits, now: at(0.7))) != nil, "the bucket was emptied")
+        #expect(open.overloaded(sentAt: at(0.6), now: at(0.7)) == .decreased)
+        #expect(near(open.effectiveBytesPerSecond(at: at(0.7)), 31_200), "0.8 of 39 000 B/s accepted")
         let sized = try #require(grant(open.admit(.info, within: limits, now: at(1))))
         #expect(abs(sized.limits.maxBytes - 9_360) <= 1, "what 0.3 s of the lower rate allows, not a whole batch")
         #expect(open.effectiveBytesPerSecond(at: at(17)) != nil)
