@@ -1,3 +1,5 @@
+import DequeModule
+
 /// What a failed request means for the link: send again at once, slow down, or pause everything, and for how long.
 ///
 /// The one place the retry policy lives: delivery reports what happened (the status, `Retry-After`, whether the
@@ -149,9 +151,8 @@ private struct RecentAnswers: Sendable {
         case failed
     }
 
-    /// The answers, oldest first until the buffer is full; then `next` is the oldest.
-    private var answers: [Answer] = []
-    private var next = 0
+    /// The answers, oldest first.
+    private var answers: Deque<Answer> = []
     private let capacity: Int
 
     init(capacity: Int) {
@@ -159,20 +160,13 @@ private struct RecentAnswers: Sendable {
     }
 
     mutating func append(_ answer: Answer) {
-        if answers.count < capacity {
-            answers.append(answer)
-        } else {
-            answers[next] = answer
-            next = (next + 1) % capacity
-        }
+        answers.append(answer)
+        if answers.count > capacity { answers.removeFirst() }
     }
 
     /// Whether more than half of the last `count` answers, at least `least` of them, were of `kinds`.
     func isMostly(_ kinds: Set<Answer>, ofLast count: Int, atLeast least: Int) -> Bool {
-        let weighed = min(count, answers.count)
-        guard weighed >= least else { return false }
-        let newest = answers.count < capacity ? answers.count - 1 : (next + capacity - 1) % capacity
-        let matching = (0..<weighed).count { kinds.contains(answers[(newest - $0 + capacity) % capacity]) }
-        return matching * 2 > weighed
+        let weighed = answers.suffix(count)
+        return weighed.count >= least && weighed.count { kinds.contains($0) } * 2 > weighed.count
     }
 }

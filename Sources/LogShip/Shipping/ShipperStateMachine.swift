@@ -581,18 +581,19 @@ struct ShipperStateMachine: Sendable {
         }
     }
 
-    /// Cancels the operations waiting to go to `endpoint` (every one, when `nil`) that `isIncluded` picks: they
-    /// would go out into a pause, to an endpoint delivery moved away from, after shutdown began, or at a rate an
-    /// overload has lowered since.
-    private mutating func cancelWaiting(
-        to endpoint: Int?, _ actions: inout [Action], where isIncluded: (OperationID) -> Bool = { _ in true }
-    ) {
-        let waiting = operations.filter { id, operation in
-            operation.state == .waiting && (endpoint ?? operation.endpoint) == operation.endpoint && isIncluded(id)
-        }.keys.sorted()
-        guard !waiting.isEmpty else { return }
-        for id in waiting { operations[id]?.state = .cancelled }
-        actions.append(.cancel(waiting))
+    /// Cancels the operations waiting to go to `endpoint` (every one, when `nil`): they would go out into a pause,
+    /// to an endpoint delivery moved away from, or after shutdown began.
+    private mutating func cancelWaiting(to endpoint: Int?, _ actions: inout [Action]) {
+        cancel(operations.filter { _, operation in
+            operation.state == .waiting && (endpoint ?? operation.endpoint) == operation.endpoint
+        }.keys.sorted(), &actions)
+    }
+
+    /// Cancels waiting operations `ids`.
+    private mutating func cancel(_ ids: [OperationID], _ actions: inout [Action]) {
+        guard !ids.isEmpty else { return }
+        for id in ids { operations[id]?.state = .cancelled }
+        actions.append(.cancel(ids))
     }
 
     private mutating func wait(_ priorityClass: PriorityClass, _ wait: Wait, _ actions: inout [Action]) {
@@ -736,16 +737,16 @@ struct ShipperStateMachine: Sendable {
     /// the old rate's, which the decrease spent, so none of it comes back.
     private mutating func cancelClaimsLetThroughBefore(now: Instant, _ actions: inout [Action]) {
         let exempt = budget.budget.exempt
-        var letThrough: Set<OperationID> = []
+        var letThrough: [OperationID] = []
         for (id, operation) in operations where operation.state == .waiting && operation.endpoint == active {
             guard case .claim(let priorityClass, var grant) = operation.work, !exempt.contains(priorityClass) else {
                 continue
             }
             grant.reservedBytes = 0
             operations[id]?.work = .claim(priorityClass, grant)
-            letThrough.insert(id)
+            letThrough.append(id)
         }
-        cancelWaiting(to: active, &actions) { letThrough.contains($0) }
+        cancel(letThrough.sorted(), &actions)
     }
 
     /// The active endpoint pauses: delivery moves to the most preferred endpoint not resting, if there is one, and

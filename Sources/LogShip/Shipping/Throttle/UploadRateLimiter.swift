@@ -160,14 +160,13 @@ struct UploadRateLimiter: Sendable {
             wireBytesPerSpoolByte = 0.7 * wireBytesPerSpoolByte
                 + 0.3 * Double(spending.sentBytes) / Double(spending.sentSpoolBytes)
         }
+        let sent = Double(spending.sentBytes)
         let refused = Double(spending.failedSpoolBytes) * wireBytesPerSpoolByte
-        overload.answered(acceptedBytes: Double(spending.sentBytes), refusedBytes: refused, at: now)
+        overload.answered(acceptedBytes: sent, refusedBytes: refused, at: now)
         // The receiver's limit counts what it took: there a failed request spends what its grant set aside and no
         // more (a refusal lowers the limit instead, and a whole batch refused after a decrease would otherwise
         // hold the next request back for seconds of the lower rate). A budget counts every byte that left.
-        let spent = Double(spending.sentBytes)
-            + (isHeldDownByReceiver(at: now) ? min(refused, max(0, grant.reservedBytes - Double(spending.sentBytes)))
-                : refused)
+        let spent = sent + (isHeldDownByReceiver(at: now) ? min(refused, max(0, grant.reservedBytes - sent)) : refused)
         let owed = spent - grant.reservedBytes
         if owed >= 0 { bytes?.debit(owed, now: now) } else { bytes?.credit(-owed, now: now) }
         let owedRequests = Double(spending.requests) - grant.reservedRequests
