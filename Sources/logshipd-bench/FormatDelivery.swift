@@ -59,19 +59,17 @@ enum FormatDelivery {
         let process = try PeerComparison.startLogshipd(
             directory: directory, url: receiver.url, batch: batch, format: format)
         try await waitUntil(within: .seconds(60)) { (try? UnixClient(path: stream, type: .stream)) != nil }
-        let cpuBefore = try PeerComparison.cpuSeconds(process.pid)
+        let before = try ProcessSpending(pid: process.pid)
         let sampler = MemorySampler(pid: process.pid)
         let start = ContinuousClock.now
         try await PeerComparison.generate(lines: lines, to: stream)
         try await receiver.waitFor(lines: lines, within: .seconds(600))
         let elapsed = ContinuousClock.now - start
-        let cpu = try PeerComparison.cpuSeconds(process.pid) - cpuBefore
+        let spent = try ProcessSpending(pid: process.pid) - before
         let peak = sampler.stop()
         process.signal(SIGTERM)
         _ = try await process.wait(within: .seconds(60))
         await receiver.shutdown()
-        return PeerComparison.Run(
-            linesPerSecond: Double(lines) / elapsed.seconds,
-            cpuMicrosecondsPerLine: cpu / Double(lines) * 1_000_000, memory: peak)
+        return PeerComparison.Run(lines: lines, in: elapsed, spent: spent, memory: peak)
     }
 }

@@ -8,15 +8,16 @@ extension PeerComparison {
 
         var rate: Double { median(runs.map(\.linesPerSecond)) }
         var cpu: Double { median(runs.map(\.cpuMicrosecondsPerLine)) }
+        var sleeps: Double { median(runs.map(\.sleepsPerLine)) }
         var anonymous: Double { median(runs.map(\.memory.anonymous)) }
         var proportional: Double { median(runs.map(\.memory.proportional)) }
         var resident: Double { median(runs.map(\.memory.resident)) }
     }
 
     static let tableHead = [
-        "| scenario | shipper | lines/s | logshipd ÷ it | µs CPU/line | logshipd ÷ it | peak RssAnon MiB "
-            + "| logshipd ÷ it | PSS at that peak MiB | peak RSS MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| scenario | shipper | lines/s | logshipd ÷ it | µs CPU/line | logshipd ÷ it | sleeps/line "
+            + "| peak RssAnon MiB | logshipd ÷ it | PSS at that peak MiB | peak RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     /// A table row: `shipper`'s medians (min–max), and for a peer logshipd's figures divided by its; the scenario's
@@ -32,7 +33,8 @@ extension PeerComparison {
         let cells = [
             first ? scenario.title : "", shipper.shipper.rawValue, summary(shipper.runs.map(\.linesPerSecond)),
             ratios[0], summary(shipper.runs.map(\.cpuMicrosecondsPerLine), decimals: 1), ratios[1],
-            String(format: "%.1f", shipper.anonymous), ratios[2], String(format: "%.1f", shipper.proportional),
+            String(format: "%.2f", shipper.sleeps), String(format: "%.1f", shipper.anonymous), ratios[2],
+            String(format: "%.1f", shipper.proportional),
             String(format: "%.1f", shipper.resident) + queue,
         ]
         return "| " + cells.joined(separator: " | ") + " |"
@@ -109,8 +111,11 @@ extension PeerComparison {
             stream connection; the same counting receiver on loopback answers, to rsyslog as Elasticsearch would
             (it counts its documents: a bulk body holds two lines per document). A run is timed from the first
             write until the receiver has counted every line; CPU time (user + system) and memory are the daemon's
-            own, from /proc. \(runs) runs each, interleaved; median (min–max). Ratios are logshipd / the peer:
-            above 1 is better for lines/s, below 1 for CPU and memory.
+            own, from /proc. Sleeps per line are the voluntary context switches of the daemon's threads over the run
+            (summed from `/proc/PID/task/*/status`), per line: a thread that gives up the CPU to wait for the
+            network, a lock or another thread's hand-over, each a sleep and a wake-up. \(runs) runs each,
+            interleaved; median (min–max). Ratios are logshipd / the peer: above 1 is better for lines/s, below 1
+            for CPU and memory.
 
             Memory as the host feels it: `RssAnon` is what the daemon owns (heap, stacks, relocated data), sampled
             every 20 ms from `/proc/PID/status` over the run, its peak; PSS (`/proc/PID/smaps_rollup`) is read at

@@ -7,14 +7,25 @@ import NIOPosix
 /// the same generator, the same counting receiver on loopback, the same batch limit, two requests in flight, runs
 /// interleaved, medians.
 ///
-/// All are child processes, so their CPU time and peak memory come from `/proc`.
+/// All are child processes, so their CPU time, context switches and peak memory come from `/proc`.
 enum PeerComparison {
     /// One run of one shipper.
     struct Run {
         var linesPerSecond: Double
         var cpuMicrosecondsPerLine: Double
+        /// How often the daemon's threads went to sleep per line, its voluntary context switches
+        /// (``ProcessSpending``): a request handed from thread to thread costs a sleep and a wake-up at each hand-over.
+        var sleepsPerLine: Double
         /// The daemon's peaks over the run, from the first line written until the last was counted.
         var memory: MemorySampler.Peak
+
+        /// `lines` delivered in `elapsed`, the daemon having spent `spent` meanwhile.
+        init(lines: Int, in elapsed: Duration, spent: ProcessSpending, memory: MemorySampler.Peak) {
+            linesPerSecond = Double(lines) / elapsed.seconds
+            cpuMicrosecondsPerLine = spent.cpuSeconds / Double(lines) * 1_000_000
+            sleepsPerLine = Double(spent.voluntarySwitches) / Double(lines)
+            self.memory = memory
+        }
     }
 
     /// Runs per shipper and scenario. The issue asks for at least three; five, because syslog-ng's rate moves by a
@@ -80,9 +91,10 @@ enum PeerComparison {
             fflush(nil)
         }
         print(String(
-            format: "%@ %@: %.0f lines/s, %.1f µs CPU/line, peak RssAnon %.1f MiB (PSS %.1f then), peak RSS %.1f MiB",
-            shipper.rawValue, scenario.title, run.linesPerSecond, run.cpuMicrosecondsPerLine, run.memory.anonymous,
-            run.memory.proportional, run.memory.resident))
+            format: "%@ %@: %.0f lines/s, %.1f µs CPU/line, %.2f sleeps/line, peak RssAnon %.1f MiB "
+                + "(PSS %.1f then), peak RSS %.1f MiB",
+            shipper.rawValue, scenario.title, run.linesPerSecond, run.cpuMicrosecondsPerLine, run.sleepsPerLine,
+            run.memory.anonymous, run.memory.proportional, run.memory.resident))
     }
 
     /// Starts `shipper` against a fresh receiver, writes the scenario's lines to its stream socket, and times
@@ -106,20 +118,18 @@ enum PeerComparison {
         }
         try await waitUntil(within: .seconds(60)) { acceptsStreamConnections(stream) }
         started(process.pid)
-        let cpuBefore = try cpuSeconds(process.pid)
+        let before = try ProcessSpending(pid: process.pid)
         let sampler = MemorySampler(pid: process.pid)
         let start = ContinuousClock.now
         try await generate(lines: scenario.lines, to: stream)
         try await receiver.waitFor(lines: scenario.lines, within: .seconds(600))
         let elapsed = ContinuousClock.now - start
-        let cpu = try cpuSeconds(process.pid) - cpuBefore
+        let spent = try ProcessSpending(pid: process.pid) - before
         let peak = sampler.stop()
         process.signal(SIGTERM)
         _ = try await process.wait(within: .seconds(60))
         await receiver.shutdown()
-        return Run(
-            linesPerSecond: Double(scenario.lines) / elapsed.seconds,
-            cpuMicrosecondsPerLine: cpu / Double(scenario.lines) * 1_000_000, memory: peak)
+        return Run(lines: scenario.lines, in: elapsed, spent: spent, memory: peak)
     }
 
     /// What logshipd runs with beyond the comparison's configuration, for a table of a setting's trade
@@ -156,10 +166,5 @@ enum PeerComparison {
 
     private static func acceptsStreamConnections(_ path: String) -> Bool {
         (try? UnixClient(path: path, type: .stream)) != nil
-    }
-
-    /// User and system CPU time of `pid` so far, from /proc/PID/stat.
-    static func cpuSeconds(_ pid: pid_t) throws -> Double {
-        try ProcessStat(path: "/proc/\(pid)/stat").cpuTicks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 }

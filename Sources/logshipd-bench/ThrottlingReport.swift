@@ -30,17 +30,18 @@ enum ThrottlingReport {
             Written by `logshipd-bench throttle` (release build; `make bench` runs it too) on \(machine).
 
             The release logshipd with `upload.rate.bytes_per_second: \(ThrottleBench.budget)` (`burst_seconds: 1`), its
-            durable spool, batches of up to 1 000 records, two requests in flight. \(grouped(records)) records of 320 bytes as uploaded
-            (NDJSON; about 80 bytes as written) go to its stream socket while uploads are paused (`logctl pause`),
-            then uploads resume. The receiver (loopback, answering after 50 ms) notes when each request's body arrived
-            and its size. A crash record is sent every 200 ms from the resume on, as `logctl send --priority crash` sends
-            it, timed from the send returning (the record is committed) to the arrival of its request. After the pause
-            the bucket held `burst_seconds` of the budget, which the first requests spend on top of the budget's share
-            (the issue allows it): each carries a full batch while the budget's pace would give it a quarter of a
-            second's worth, until the burst is spent. That opening is shown apart; the windows run from its end (the
-            first request no larger than the median) to the backlog's last request. A deviation is the window's bytes
-            against the budget's share of the window. Requests are whole (a quarter of a second of the budget each),
-            so a window holds one request more or less depending on where it starts: ±12.5% in 2 s, ±2.5% in 10 s.
+            durable spool, batches of up to 1 000 records, two requests in flight. \(grouped(records)) records of about
+            80 bytes as written (NDJSON as uploaded, with the record's id: the drain's row gives their bytes) go to its
+            stream socket while uploads are paused (`logctl pause`), then uploads resume. The receiver (loopback,
+            answering after 50 ms) notes when each request's body arrived and its size. A crash record is sent every 200
+            ms from the resume on, as `logctl send --priority crash` sends it, timed from the send returning (the record
+            is committed) to the arrival of its request. After the pause the bucket held `burst_seconds` of the budget,
+            which the first requests spend on top of the budget's share (the issue allows it): each carries a full batch
+            while the budget's pace would give it a quarter of a second's worth, until the burst is spent. That opening
+            is shown apart; the windows run from its end (the first request no larger than the median) to the backlog's
+            last request. A deviation is the window's bytes against the budget's share of the window. Requests are whole
+            (a quarter of a second of the budget each), so a window holds one request more or less depending on where it
+            starts: ±12.5% in 2 s, ±2.5% in 10 s.
 
             \(rows.joined(separator: "\n"))
             """)
