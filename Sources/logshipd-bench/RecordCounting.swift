@@ -19,7 +19,8 @@ enum RecordCounting: Sendable {
     init(_ format: UploadFormat) {
         switch format {
         case .ndjson: self = .lines
-        case .json: self = .marker(Array(#"{"timestamp":"#.utf8), anchor: 0)
+        // Each record's id is its first key.
+        case .json: self = .marker(Array(#"{"id":""#.utf8), anchor: 0)
         // The `U` of `timeUnixNano`.
         case .otlp: self = .otlpProtobuf
         case .otlpJSON: self = .marker(Array(#","timeUnixNano":""#.utf8), anchor: 6)
