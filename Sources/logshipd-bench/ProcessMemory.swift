@@ -33,17 +33,28 @@ struct ProcessMemory {
 
     /// The figures of the lines named `names` (`Name:   1234 kB`) in MiB, every one of them.
     private static func fields(path: String, named names: Set<String>) throws -> [String: Double] {
+        try ProcFields.values(path: path, named: names).mapValues { kilobytes in kilobytes / 1024 }
+    }
+}
+
+/// The figures of a `/proc` file of named lines, as `status` and `smaps_rollup` are (`Name:   1234 kB`,
+/// `voluntary_ctxt_switches:\t12`).
+enum ProcFields {
+    /// The first figure of each line named in `names`, every one of them.
+    ///
+    /// - Throws: When the file cannot be read (its process or thread is gone) or lacks one of `names`.
+    static func values(path: String, named names: Set<String>) throws -> [String: Double] {
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        var fields: [String: Double] = [:]
+        var values: [String: Double] = [:]
         for line in text.split(separator: "\n") {
             let words = line.split { $0 == " " || $0 == "\t" }
-            guard words.count >= 2, names.contains(String(words[0])), let kilobytes = Double(words[1]) else { continue }
-            fields[String(words[0])] = kilobytes / 1024
+            guard words.count >= 2, names.contains(String(words[0])), let value = Double(words[1]) else { continue }
+            values[String(words[0])] = value
         }
-        guard fields.count == names.count else {
-            throw WaitTimeout(description: "\(path) lacks \(names.subtracting(fields.keys).sorted())")
+        guard values.count == names.count else {
+            throw WaitTimeout(description: "\(path) lacks \(names.subtracting(values.keys).sorted())")
         }
-        return fields
+        return values
     }
 }
 

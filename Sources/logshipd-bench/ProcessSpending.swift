@@ -17,12 +17,11 @@ struct ProcessSpending {
     init(pid: pid_t) throws {
         cpuSeconds = try ProcessStat(path: "/proc/\(pid)/stat").cpuTicks / Double(sysconf(Int32(_SC_CLK_TCK)))
         let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        let name = "voluntary_ctxt_switches:"
         voluntarySwitches = tasks.reduce(0) { sum, task in
             // A thread that ended since the listing counts nothing.
-            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
-            else { return sum }
-            let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
-            return sum + (line?.split(separator: "\t").last.flatMap { Int($0) } ?? 0)
+            let values = try? ProcFields.values(path: "/proc/\(pid)/task/\(task)/status", named: [name])
+            return sum + Int(values?[name] ?? 0)
         }
     }
 

@@ -111,9 +111,7 @@ struct ThrottleIntegrationTests {
         // earliest. Both hold whatever the machine's speed.
         /// The limit `seconds` after a decrease to `estimate`, at most the budget.
         func curve(_ estimate: Double, after seconds: Duration) -> Double {
-            let fromPlateau = max(0, seconds / OverloadController.plateau) - 1
-            let span = estimate * (1 - OverloadController.decreaseFactor)
-            return min(Double(budget), estimate + span * fromPlateau * fromPlateau * fromPlateau)
+            min(Double(budget), OverloadController.rate(estimate: estimate, after: seconds))
         }
         let overloaded = firstAccepted - firstOverload
         let highestEstimate = curve(curve(Double(budget) / 2, after: overloaded) / 2, after: overloaded) / 2

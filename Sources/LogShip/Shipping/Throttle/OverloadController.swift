@@ -31,13 +31,18 @@ struct OverloadController: Hashable, Sendable {
         /// The least rate, as configured at the decrease.
         var floor: Double
 
-        /// The cubic through `decreaseFactor · estimate` at `since` and flat at `estimate` a plateau later, never
-        /// under the floor.
+        /// The curve from the decrease, never under the floor.
         func rate(at now: ContinuousClock.Instant) -> Double {
-            let fromPlateau = max(0, (now - since).seconds) / plateau.seconds - 1
-            let span = estimate * (1 - decreaseFactor)
-            return max(floor, estimate + span * fromPlateau * fromPlateau * fromPlateau)
+            max(floor, OverloadController.rate(estimate: estimate, after: now - since))
         }
+    }
+
+    /// The cubic a limit follows `elapsed` after a decrease to `estimate`: `decreaseFactor · estimate` at the
+    /// decrease, flat at `estimate` a plateau later, growing ever faster beyond.
+    static func rate(estimate: Double, after elapsed: Duration) -> Double {
+        let fromPlateau = max(0, elapsed.seconds) / plateau.seconds - 1
+        let span = estimate * (1 - decreaseFactor)
+        return estimate + span * fromPlateau * fromPlateau * fromPlateau
     }
 
     /// What a refusal did to the limit.
