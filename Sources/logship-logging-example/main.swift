@@ -6,8 +6,8 @@ import LogShipLogging
 
 // Logs COUNT records through LogShipLogging to SOCKET (logshipd's datagram ingest socket), every 1000th a crash
 // report, each with its index as metadata; then waits up to 60 s for the buffer to empty and prints one line:
-// `sent=… dropped=… waiting=… slowest_call_us=… calls_over_50ms=…`: the longest time one logging call took, and
-// how many took 50 ms or more.
+// `sent=… dropped=… waiting=… slowest_call_us=… calls_over_50ms=…`: the longest time one logging call took,
+// and how many took 50 ms or more.
 // With PAUSE_AT it stops after that many records, says `paused` on stderr, and goes on at SIGUSR1 (so that a test
 // can restart the daemon at a known point).
 //

@@ -9,7 +9,8 @@ extension Benchmark {
         let encoding = try printFormatCosts()
         let delivery = try await FormatDelivery.run()
         try BenchmarkReport.write(section: "Upload formats", """
-            Written by `logshipd-bench delivery-formats` (release build; `make bench` runs it too) on \(ISO8601DateFormatter().string(from: Date())),
+            Written by `logshipd-bench delivery-formats` (release build; `make bench` runs it too) on \
+            \(ISO8601DateFormatter().string(from: Date())),
             \(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(load) before it started.
 
             What each `upload.format` costs. Encoding alone (`logshipd-bench formats`): batches of 1 000 typical
@@ -19,10 +20,14 @@ extension Benchmark {
             \(encoding.joined(separator: "\n"))
 
             Delivered end to end (`logshipd-bench delivery-formats`): the release logshipd with its durable spool
-            uploading in each format to the counting receiver, which counts each format's records; \(FormatDelivery.lines)
-            lines of the syslog-ng comparison's generator, batches of \(FormatDelivery.batch), \(FormatDelivery.runs) runs with the
-            formats interleaved, median (min–max). CPU time is the daemon's own, from /proc. Bound (issue 31): lines/s at
-            least 0.8× NDJSON's, CPU per line at most 1.5× NDJSON's, in the same run. On a shared machine the lines/s ratios
+            uploading in each format to the counting receiver, \
+            which counts each format's records; \(FormatDelivery.lines)
+            lines of the syslog-ng comparison's generator, \
+            batches of \(FormatDelivery.batch), \(FormatDelivery.runs) runs with the
+            formats interleaved, median (min–max). CPU time is the daemon's own, from /proc. \
+            Bound (issue 31): lines/s at
+            least 0.8× NDJSON's, CPU per line at most 1.5× NDJSON's, in the same run. \
+            On a shared machine the lines/s ratios
             move with the other load (a daemon short of CPU delivers in proportion to its CPU per line); the CPU ratios
             are the steadier figure.
 

@@ -122,7 +122,8 @@ enum ThrottleBench {
         return [
             "| measure | figure | bound (issue 30) | within |",
             "|---|---|---|---|",
-            String(format: "| drain | %@ records, %.1f MB in %d requests, %.1f s (backlog written in %.1f s) | — | — |",
+            String(format: "| drain | %@ records, %.1f MB in %d requests, %.1f s (backlog written in %.1f s) "
+                       + "| — | — |",
                    ThrottlingReport.grouped(outcome.records), Double(outcome.bytes) / 1e6, outcome.requests,
                    outcome.seconds, outcome.backlogWriteSeconds),
             "| worst 2-second window after the opening (most above / most below) | \(worst(outcome.twoSeconds)) "

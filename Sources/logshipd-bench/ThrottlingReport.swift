@@ -63,13 +63,18 @@ enum ThrottlingReport {
         try write(fleet, """
             Written by `logshipd-bench fleet` (release build; `make bench` runs it too) on \(machine).
 
-            \(setup.senders) release logshipd daemons, each with its own SQLite spool and sockets in a directory of its own,
+            \(setup.senders) release logshipd daemons, \
+            each with its own SQLite spool and sockets in a directory of its own,
             no byte budget (the receiver's 429s set each one's rate, from unlimited), `upload.retry_max:
-            \(setup.retryMax)s` (a fleet's choice: with equal jitter each host's first request after the return comes within
+            \(setup.retryMax)s` (a fleet's choice: \
+            with equal jitter each host's first request after the return comes within
             that long, inside the issue's ten seconds of convergence; the packaged 30 s spreads them over 30 s and
-            `logshipd-bench fleet --retry-max 30` shows it), batches of up to 1 000 records, two requests in flight. Each is written \(grouped(setup.backlog)) records
-            (the comparison's generator, about 120 bytes a line) while the receiver's port refuses connections; \(Int(setup.outage.seconds)) s after
-            the last backlog is spooled the receiver binds the port. It takes \(grouped(Int(setup.linesPerSecond))) lines a second: a
+            `logshipd-bench fleet --retry-max 30` shows it), batches of up to 1 000 records, two requests in flight. \
+            Each is written \(grouped(setup.backlog)) records
+            (the comparison's generator, about 120 bytes a line) while the receiver's port refuses connections; \
+            \(Int(setup.outage.seconds)) s after
+            the last backlog is spooled the receiver binds the port. \
+            It takes \(grouped(Int(setup.linesPerSecond))) lines a second: a
             token bucket of lines holding a second's worth, each request judged whole, and one whose lines are not all
             in the bucket answered 429 without `Retry-After` (its lines do not count). The first shipper is sent a
             crash record every 200 ms from the return on (logshipd: through its control socket, timed from the send
@@ -78,9 +83,12 @@ enum ThrottlingReport {
             has been answered again it is still pausing, and a crash record waits for its probe (about a second). Times
             run from the return; the ideal drain is all lines at the receiver's rate (\(Int(setup.ideal)) s).
 
-            syslog-ng 3.38 beside it, the same way: \(setup.senders) instances of `bench/syslog-ng-http-throttle.conf`, `http()`
-            with two workers and `throttle()` per worker at half of an instance's share (\(Int(setup.linesPerSecond) / setup.senders) lines/s each,
-            \(grouped(Int(setup.linesPerSecond))) in all), a disk buffer, and `time-reopen(\(setup.retryMax))` as logshipd's `retry_max`; it
+            syslog-ng 3.38 beside it, the same way: \
+            \(setup.senders) instances of `bench/syslog-ng-http-throttle.conf`, `http()`
+            with two workers and `throttle()` per worker at half of an instance's share \
+            (\(Int(setup.linesPerSecond) / setup.senders) lines/s each,
+            \(grouped(Int(setup.linesPerSecond))) in all), a disk buffer, \
+            and `time-reopen(\(setup.retryMax))` as logshipd's `retry_max`; it
             takes a 429 like a refused connection (the batch stays queued, the worker waits `time-reopen()`), and its
             crash records are lines like any other.
 

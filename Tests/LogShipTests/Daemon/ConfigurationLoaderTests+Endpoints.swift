@@ -99,7 +99,9 @@ extension ConfigurationLoaderTests {
         }
     }
 
-    @Test("credentials that reach several receivers are noted: the top-level auth on plain entries, an Authorization header")
+    @Test("""
+        credentials that reach several receivers are noted: the top-level auth on plain entries, an Authorization header
+        """)
     func credentialNotices() async throws {
         #expect(try await load(Self.endpointList).notices.isEmpty, "one plain entry takes the top-level auth")
 
@@ -162,7 +164,9 @@ extension ConfigurationLoaderTests {
         #expect(good.status == 0, "\(good.standardError)")
     }
 
-    @Test("an endpoint is named in status, metrics and the log without what may hold credentials: its query and fragment")
+    @Test(
+        "an endpoint is named in status, metrics and the log without what may hold credentials: its query and fragment"
+    )
     func endpointShownName() async throws {
         let configuration = try await load("""
             upload:

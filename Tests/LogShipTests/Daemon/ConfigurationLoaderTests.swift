@@ -50,7 +50,10 @@ struct ConfigurationLoaderTests {
         #expect(configuration.spool.maxCacheBytes == SQLiteSpool.defaultCacheBytes)
     }
 
-    @Test("spool.max_cache_bytes: a size from the file or the environment, from 0 to 1 GiB; the documented budget by default")
+    @Test("""
+        spool.max_cache_bytes: a size from the file or the environment, from 0 to 1 GiB; the documented budget by \
+        default
+        """)
     func cacheBudget() async throws {
         #expect(try await load(nil).spool.maxCacheBytes == 4 << 20)
         #expect(try await load("spool:\n  max_cache_bytes: 512KiB\n").spool.maxCacheBytes == 512 << 10)

@@ -53,7 +53,9 @@ struct MallocTuningTests {
         }
     }
 
-    @Test("memory is given back at most once per interval, and an emptying within the interval is trimmed for at its end")
+    @Test(
+        "memory is given back at most once per interval, and an emptying within the interval is trimmed for at its end"
+    )
     func releaseIsThrottled() async throws {
         let interval = Duration.milliseconds(500)
         let releases = Mutex<[ContinuousClock.Instant]>([])

@@ -44,8 +44,11 @@ struct DirectEncoderTests {
         }
     }
 
-    @Test("a damaged line: refused, named by its place in the batch, wherever decoding refused it; never a different body",
-          arguments: formats)
+    @Test(
+        """
+        a damaged line: refused, named by its place in the batch, wherever decoding refused it; never a different body
+        """,
+        arguments: formats)
     func damagedLines(format: UploadFormat) async throws {
         // Seconds of computing in this debug build: off the cooperative pool every test shares.
         try await computedOffThePool {
@@ -109,7 +112,8 @@ enum OddRecords {
     static let strings: [String] = [
         "", "plain", "quote \" backslash \\ slash / tab \t", "line\nbreak\r\n",
         String(decoding: (0..<32).map { UInt8($0) }, as: UTF8.self),
-        "\u{7F}del", "é ü ß ﬃ", "日本語のログ", "emoji 🚀👩‍👩‍👧", "e\u{301}", "\u{2028}\u{2029}", "\u{FEFF}bom", "\u{10FFFF}",
+        "\u{7F}del", "é ü ß ﬃ", "日本語のログ", "emoji 🚀👩‍👩‍👧",
+        "e\u{301}", "\u{2028}\u{2029}", "\u{FEFF}bom", "\u{10FFFF}",
         "\\u0000 not an escape", "{\"json\":[1,2]}", String(repeating: "x", count: 70_000),
         String(repeating: "\"\\\n", count: 5_000),
     ]

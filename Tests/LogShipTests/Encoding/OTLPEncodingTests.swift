@@ -73,7 +73,9 @@ struct OTLPEncodingTests {
         ]}
         """
 
-    @Test("every field of both encodings, parsed strictly by opentelemetry-proto", arguments: [UploadFormat.otlp, .otlpJSON])
+    @Test(
+        "every field of both encodings, parsed strictly by opentelemetry-proto",
+        arguments: [UploadFormat.otlp, .otlpJSON])
     func everyField(format: UploadFormat) async throws {
         let python = PythonTools.python
         try #require(

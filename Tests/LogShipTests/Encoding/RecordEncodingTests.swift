@@ -44,8 +44,12 @@ struct RecordEncodingTests {
         #expect(decoded == record)
     }
 
-    @Test("the widest records fit the room the encoder sizes for them: every key and number at its longest, strings plain or all escapes",
-          arguments: ["", "p", String(decoding: (0..<32).map { UInt8($0) }, as: UTF8.self)])
+    @Test(
+        """
+        the widest records fit the room the encoder sizes for them: every key and number at its longest, strings plain \
+        or all escapes
+        """,
+        arguments: ["", "p", String(decoding: (0..<32).map { UInt8($0) }, as: UTF8.self)])
     func widestRecord(text: String) throws {
         var fields = RecordFields()
         for index in 0..<20 { fields["\(text)\(index)"] = text }

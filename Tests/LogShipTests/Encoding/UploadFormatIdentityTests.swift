@@ -41,7 +41,10 @@ struct UploadFormatIdentityTests {
     }
 
     @Test(
-        "otlp and otlp-json: resource and attributes are the host's; process.pid, user.id, service.name … as logship.field.*",
+        """
+        otlp and otlp-json: resource and attributes are the host's; process.pid, user.id, service.name … as \
+        logship.field.*
+        """,
         arguments: [UploadFormat.otlp, .otlpJSON])
     func otlp(format: UploadFormat) async throws {
         let python = PythonTools.python

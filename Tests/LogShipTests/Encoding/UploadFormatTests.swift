@@ -42,7 +42,8 @@ struct UploadFormatTests {
         encoder.outputFormatting = .withoutEscapingSlashes
         let quoted = { (line: String) in String(decoding: try! encoder.encode(line), as: UTF8.self) }
         #expect(loki == """
-            {"streams":[{"stream":{"host":"web-1","priority":"crash"},"values":[["1795255200000002000",\(quoted(first)),\
+            {"streams":[{"stream":{"host":"web-1","priority":"crash"},\
+            "values":[["1795255200000002000",\(quoted(first)),\
             {"log_record_uid":"\(ids[0])"}]]},\
             {"stream":{"host":"web-1","priority":"info"},"values":[["1795255200000001000",\(quoted(second)),\
             {"log_record_uid":"\(ids[1])"}]]}]}
@@ -126,7 +127,10 @@ struct UploadFormatTests {
     }
 
     @Test(
-        "gzip and zstd, at their fastest and smallest, shrink a batch of typical log lines to under a quarter, and the receiver reads it back",
+        """
+        gzip and zstd, at their fastest and smallest, shrink a batch of typical log lines to under a quarter, and the \
+        receiver reads it back
+        """,
         arguments: [UploadCompression.gzip(level: 1), .gzip(level: 9), .zstd(level: 1), .zstd(level: 19)])
     func compressionShrinks(compression: UploadCompression) async throws {
         let receiver = try await TestReceiver()
@@ -205,7 +209,9 @@ struct UploadFormatTests {
     }
 
     @Test(
-        "otlp and otlp-json: the body a daemon sends parses strictly with opentelemetry-proto's ExportLogsServiceRequest",
+        """
+        otlp and otlp-json: the body a daemon sends parses strictly with opentelemetry-proto's ExportLogsServiceRequest
+        """,
         arguments: [UploadFormat.otlp, .otlpJSON])
     func otlpParsesWithOpenTelemetryProto(format: UploadFormat) async throws {
         let python = PythonTools.python
@@ -279,7 +285,10 @@ enum PythonTools {
 
 @Suite("zstd request bodies")
 struct ZstdBodyTests {
-    @Test("a body of several frames decompresses whole; one that decompresses past the limit or ends inside a frame is refused")
+    @Test("""
+        a body of several frames decompresses whole; one that decompresses past the limit or ends inside a frame is \
+        refused
+        """)
     func frames() throws {
         let text = ByteBuffer(string: String(repeating: "GET /health 200\n", count: 20_000))
         var twoFrames = try UploadCompression.zstd(level: 3).compress(text)

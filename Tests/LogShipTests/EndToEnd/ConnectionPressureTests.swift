@@ -47,7 +47,10 @@ struct ConnectionPressureTests {
         sys.stderr.write("failed %d, closed by the daemon %d\n" % (failed, len(closed)))
         """#
 
-    @Test("2 000 connections from one user writing straight after connect: every line its writers were told was written arrives")
+    @Test("""
+        2 000 connections from one user writing straight after connect: every line its writers were told was written \
+        arrives
+        """)
     func overCapWritersLoseNothing() async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()
@@ -84,7 +87,10 @@ struct ConnectionPressureTests {
     }
 
     @Test(
-        "at an open-file limit of 1 024, six users holding 256 connections each: the daemon clamps its caps, stays up, keeps delivering, and root's logctl gets in"
+        """
+        at an open-file limit of 1 024, six users holding 256 connections each: the daemon clamps its caps, stays up, \
+        keeps delivering, and root's logctl gets in
+        """
     )
     func descriptorLimit() async throws {
         let receiver = try await TestReceiver()

@@ -83,7 +83,10 @@ struct CrashRecoveryTests {
         #expect(try await daemon.wait().status == 0)
     }
 
-    @Test("SIGTERM while operations go from batch to batch: the two requests in flight finish, none starts after, and a restart delivers the rest exactly once")
+    @Test("""
+        SIGTERM while operations go from batch to batch: the two requests in flight finish, none starts after, and a \
+        restart delivers the rest exactly once
+        """)
     func stopDuringRunsOfBatches() async throws {
         // One record per request, so that each slot's operation goes on from batch to batch; from request
         // `heldFrom` on the remote holds its answers, so the stop comes with both slots busy and a backlog left.

@@ -18,7 +18,10 @@ extension DeployTests {
     }
 
     @Test(
-        "install puts logshipd(8), logctl(1) with every subcommand and logshipd.yaml(5) with every key in share/man; man -l renders each",
+        """
+        install puts logshipd(8), logctl(1) with every subcommand and logshipd.yaml(5) with every key in share/man; \
+        man -l renders each
+        """,
         .enabled(
             if: FileManager.default.isExecutableFile(atPath: man), "man is missing: make test-deps installs man-db"))
     func manualPages() async throws {
@@ -61,7 +64,10 @@ extension DeployTests {
     }
 
     @Test(
-        "make deb's package: control fields, Depends from the binaries, conffiles, contents; installed into a scratch root, removed and purged; lintian finds no error or warning",
+        """
+        make deb's package: control fields, Depends from the binaries, conffiles, contents; installed into a scratch \
+        root, removed and purged; lintian finds no error or warning
+        """,
         .enabled(
             if: [dpkgDeb, lintian].allSatisfy(FileManager.default.isExecutableFile(atPath:)),
             "dpkg-deb or lintian is missing (make test-deps installs lintian; dpkg-deb is Debian's own)"),

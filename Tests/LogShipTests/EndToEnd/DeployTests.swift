@@ -36,7 +36,9 @@ struct DeployTests {
         #expect(bash.status == 0 && bash.standardOutput.contains("logctl"), "\(bash.standardError)")
     }
 
-    @Test("install puts binaries, units, sysusers.d, tmpfiles.d and the configuration in place, and says how to enable it")
+    @Test(
+        "install puts binaries, units, sysusers.d, tmpfiles.d and the configuration in place, and says how to enable it"
+    )
     func installLayout() async throws {
         let prefix = try await Self.install()
         for path in [

@@ -37,7 +37,10 @@ struct FirstRunTests {
         }
     }
 
-    @Test("README's logctl throttle examples are taken on make run's configuration, and its status sample has every line status prints, in order")
+    @Test("""
+        README's logctl throttle examples are taken on make run's configuration, and its status sample has every line \
+        status prints, in order
+        """)
     func readmeOnMakeRun() async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()

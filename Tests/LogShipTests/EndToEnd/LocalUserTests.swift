@@ -22,7 +22,9 @@ struct LocalUserTests {
         return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
     }
 
-    @Test("2 MB of newlines on the stream socket store nothing, are counted as blank, and raise RSS by far less than 40 MiB")
+    @Test("""
+        2 MB of newlines on the stream socket store nothing, are counted as blank, and raise RSS by far less than 40 MiB
+        """)
     func newlineFlood() async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()
@@ -56,7 +58,10 @@ struct LocalUserTests {
     }
 
     @Test(
-        "20 000 crash claims from nobody: its burst keeps the crash class, the rest arrive as marked errors, and root's crash report goes ahead of them",
+        """
+        20 000 crash claims from nobody: its burst keeps the crash class, the rest arrive as marked errors, and root's \
+        crash report goes ahead of them
+        """,
         .enabled(if: canSwitchUser))
     func crashClaimFlood() async throws {
         // The receiver holds every request until root's record is accepted: the moment the test looks at is
@@ -105,7 +110,10 @@ struct LocalUserTests {
     }
 
     @Test(
-        "a full spool evicts the noisy user's records, not the quiet one's: nobody's 10 lines survive root's flood of 20 000",
+        """
+        a full spool evicts the noisy user's records, not the quiet one's: nobody's 10 lines survive root's flood of \
+        20 000
+        """,
         .enabled(if: canSwitchUser))
     func fairEviction() async throws {
         let daemon = try await TestDaemon.start {
@@ -135,7 +143,10 @@ struct LocalUserTests {
     }
 
     @Test(
-        "40 control connections from nobody, each sending 8 MiB without a newline: each is refused at 1 MiB and closed after the idle timeout, RSS stays bounded, root's status is answered",
+        """
+        40 control connections from nobody, each sending 8 MiB without a newline: each is refused at 1 MiB and closed \
+        after the idle timeout, RSS stays bounded, root's status is answered
+        """,
         .enabled(if: canSwitchUser))
     func controlFrameFlood() async throws {
         let receiver = try await TestReceiver()
@@ -166,7 +177,9 @@ struct LocalUserTests {
     }
 
     @Test(
-        "a user holding every control connection it may leaves root's logctl status answered; a third user is turned away",
+        """
+        a user holding every control connection it may leaves root's logctl status answered; a third user is turned away
+        """,
         .enabled(if: canSwitchUser))
     func operatorNeverLockedOut() async throws {
         let daemon = try await TestDaemon.start {
@@ -243,7 +256,10 @@ struct LocalUserTests {
         try await daemon.stop()
     }
 
-    @Test("an idle control connection is closed after the timeout, a flush that waits longer is still answered, and logctl's client connects again")
+    @Test("""
+        an idle control connection is closed after the timeout, a flush that waits longer is still answered, and \
+        logctl's client connects again
+        """)
     func controlIdleTimeout() async throws {
         let gate = Gate()
         defer { gate.open() }

@@ -37,7 +37,10 @@ struct OperatorCommandsTests {
         try await daemon.stop()
     }
 
-    @Test("logctl pointed at an ingest socket says so within seconds and sends nothing there; the stream's records still arrive")
+    @Test("""
+        logctl pointed at an ingest socket says so within seconds and sends nothing there; the stream's records still \
+        arrive
+        """)
     func wrongSocket() async throws {
         let daemon = try await TestDaemon.start()
         for (command, socket) in [
@@ -64,7 +67,10 @@ struct OperatorCommandsTests {
         try await daemon.stop()
     }
 
-    @Test("logctl at a stopped daemon says it is stopped, at one that does not take the connection that it did not answer; neither is called another socket, and nothing is sent")
+    @Test("""
+        logctl at a stopped daemon says it is stopped, at one that does not take the connection that it did not \
+        answer; neither is called another socket, and nothing is sent
+        """)
     func stoppedOrSilentDaemon() async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()

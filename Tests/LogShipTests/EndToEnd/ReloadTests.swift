@@ -59,7 +59,10 @@ struct ReloadTests {
         #expect(try await daemon.wait().status == 0)
     }
 
-    @Test("a reload of a half-written file, of one without upload.url, or of one changing a restart-only key is refused whole, in one line saying why")
+    @Test("""
+        a reload of a half-written file, of one without upload.url, or of one changing a restart-only key is refused \
+        whole, in one line saying why
+        """)
     func refusedReloads() async throws {
         let first = try await TestReceiver()
         let second = try await TestReceiver()

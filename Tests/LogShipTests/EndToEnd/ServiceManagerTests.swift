@@ -7,7 +7,10 @@ import Testing
 /// What systemd hears from logshipd: READY, STATUS, WATCHDOG and STOPPING.
 @Suite("Service manager notifications", .serialized)
 struct ServiceManagerTests {
-    @Test("under NOTIFY_SOCKET: READY=1 once the sockets accept, STATUS lines, WATCHDOG=1 at half the interval, STOPPING=1 on SIGTERM")
+    @Test("""
+        under NOTIFY_SOCKET: READY=1 once the sockets accept, STATUS lines, WATCHDOG=1 at half the interval, \
+        STOPPING=1 on SIGTERM
+        """)
     func notifications() async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()
@@ -84,7 +87,10 @@ struct ServiceManagerTests {
 /// Socket activation: the sockets outlive the daemon.
 @Suite("Socket activation")
 struct SocketActivationTests {
-    @Test("sockets held as systemd holds them: lines written before, during and after a restart all arrive; no writer is refused")
+    @Test("""
+        sockets held as systemd holds them: lines written before, during and after a restart all arrive; no writer is \
+        refused
+        """)
     func restartKeepsSockets() async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()
@@ -121,7 +127,10 @@ struct SocketActivationTests {
     }
 
     @Test(
-        "three restarts with 300 idle and 6 busy long-lived writers lose no line a writer was told was written; with the store, an idle writer never sees a restart",
+        """
+        three restarts with 300 idle and 6 busy long-lived writers lose no line a writer was told was written; with \
+        the store, an idle writer never sees a restart
+        """,
         .serialized, arguments: [false, true])
     func restartWithLongLivedWriters(fileDescriptorStore: Bool) async throws {
         let receiver = try await TestReceiver()
@@ -220,7 +229,10 @@ struct SocketActivationTests {
         }
     }
 
-    @Test("three writers connecting through a restart, 300 connects while no daemon runs: none refused, no accepted line lost")
+    @Test("""
+        three writers connecting through a restart, 300 connects while no daemon runs: none refused, no accepted line \
+        lost
+        """)
     func restartUnderLoad() async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()

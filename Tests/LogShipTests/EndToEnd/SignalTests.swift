@@ -39,7 +39,9 @@ struct SignalTests {
         try await running.value
     }
 
-    @Test("logshipd: SIGTERM as soon as the control socket exists stops it cleanly (exit 0); SIGHUP then does not end it")
+    @Test(
+        "logshipd: SIGTERM as soon as the control socket exists stops it cleanly (exit 0); SIGHUP then does not end it"
+    )
     func signalsWhileStarting() async throws {
         // LogshipdProcess.start returns once it sees the control socket, which the daemon binds before its
         // service group runs: about when `systemctl stop` right after a start, or `reload` right after READY=1,

@@ -43,7 +43,10 @@ struct SpoolDiskTests {
             Binaries.logctl, arguments + ["--socket", "\(directory)/control.sock"], stdin: stdin.map { Data($0.utf8) })
     }
 
-    @Test("on a filesystem smaller than spool.min_free_disk: a warning at start with the numbers, what logctl send acknowledges is kept, and status shows the disk")
+    @Test("""
+        on a filesystem smaller than spool.min_free_disk: a warning at start with the numbers, what logctl send \
+        acknowledges is kept, and status shows the disk
+        """)
     func smallFilesystem() async throws {
         try await Self.withSmallDisk { directory, disk in
             let receiver = try await TestReceiver()
@@ -85,7 +88,10 @@ struct SpoolDiskTests {
         }
     }
 
-    @Test("on a small filesystem of error records that another file fills: logctl send of an info record, which may evict none of them, fails naming the disk; error and crash records evict older ones and are kept")
+    @Test("""
+        on a small filesystem of error records that another file fills: logctl send of an info record, which may evict \
+        none of them, fails naming the disk; error and crash records evict older ones and are kept
+        """)
     func fullDiskRefusesWithTheReason() async throws {
         try await Self.withSmallDisk { directory, disk in
             let receiver = try await TestReceiver()
@@ -138,7 +144,10 @@ struct SpoolDiskTests {
         }
     }
 
-    @Test("on a disk full to the last block: crash records from logctl evict info records, no socket line is refused, and each is delivered or counted evicted")
+    @Test("""
+        on a disk full to the last block: crash records from logctl evict info records, no socket line is refused, and \
+        each is delivered or counted evicted
+        """)
     func fullDisk() async throws {
         try await Self.withSmallDisk { directory, disk in
             let receiver = try await TestReceiver()

@@ -12,7 +12,10 @@ struct ThrottleCommandTests {
         return try JSONDecoder().decode(DaemonStatus.self, from: Data(result.standardOutput.utf8))
     }
 
-    @Test("logctl throttle overrides the budget until SIGHUP applies the file's; only root or logshipd's user may; one below a record is refused")
+    @Test("""
+        logctl throttle overrides the budget until SIGHUP applies the file's; only root or logshipd's user may; one \
+        below a record is refused
+        """)
     func throttleAndReload() async throws {
         let receiver = try await TestReceiver()
         let directory = try TemporaryDirectory.make()

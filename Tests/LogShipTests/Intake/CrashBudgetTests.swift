@@ -70,7 +70,9 @@ struct IntakeBoundsTests {
         #expect(!Frame(bytes: [0xC2, 0xA0]).isBlank, "a no-break space is text")
     }
 
-    @Test("one read of 9 000 frames, a third of them blank, is handed on in parts of at most 1 024, blanks only counted")
+    @Test(
+        "one read of 9 000 frames, a third of them blank, is handed on in parts of at most 1 024, blanks only counted"
+    )
     func batching() throws {
         let channel = EmbeddedChannel(handler: FrameBatcher())
         for index in 0..<9_000 {

@@ -331,7 +331,10 @@ struct IngestIntegrationTests {
         }
     }
 
-    @Test("lines that may evict nothing wait in their socket, not read past, until delivery makes room; then every one arrives")
+    @Test("""
+        lines that may evict nothing wait in their socket, not read past, until delivery makes room; then every one \
+        arrives
+        """)
     func linesWaitForRoom() async throws {
         let daemon = try await TestDaemon.start { $0.spool.maxBytes = 64 << 10 }
         try await Self.pauseAndFillWithErrors(daemon)
@@ -372,7 +375,10 @@ struct IngestIntegrationTests {
         try await stopping.value
     }
 
-    @Test("a connection whose lines wait for room holds up only itself: a crash record from another connection is stored meanwhile")
+    @Test("""
+        a connection whose lines wait for room holds up only itself: a crash record from another connection is stored \
+        meanwhile
+        """)
     func waitingHoldsOnlyItsConnection() async throws {
         let daemon = try await TestDaemon.start { $0.spool.maxBytes = 64 << 10 }
         try await Self.pauseAndFillWithErrors(daemon)

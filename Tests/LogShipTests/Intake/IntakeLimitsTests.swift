@@ -9,7 +9,10 @@ import LogShipTestKit
 /// Floods and connection storms: the daemon stays up, bounded, and keeps serving everyone else.
 @Suite("Intake under floods", .serialized)
 struct IntakeLimitsTests {
-    @Test("the limiter serves up to the caps in all and per user, holds what is over a user's cap while it may, and refuses the rest")
+    @Test("""
+        the limiter serves up to the caps in all and per user, holds what is over a user's cap while it may, and \
+        refuses the rest
+        """)
     func limiter() {
         var limiter = ConnectionLimiter(maximum: 4, maximumPerUser: 2, maximumHeld: 1)
         #expect(limiter.admit(0, uid: 1000) == .serve)
@@ -54,7 +57,9 @@ struct IntakeLimitsTests {
         #expect((0..<8).count { own.admit($0, uid: 0) == .serve } == 6, "per-user cap plus the reserve")
     }
 
-    @Test("the descriptor budget keeps the configured caps where the limit allows them, and clamps them where it does not")
+    @Test(
+        "the descriptor budget keeps the configured caps where the limit allows them, and clamps them where it does not"
+    )
     func descriptorBudget() {
         let configured = DescriptorBudget.Places(maximum: 1024, maximumPerUser: 256)
         let roomy = DescriptorBudget(limit: 65536, open: 40, headroom: 100, configured: configured, operatorReserve: 4)
@@ -70,7 +75,11 @@ struct IntakeLimitsTests {
     }
 
     @Test(
-        "5 000 idle connections from one user: beyond the caps they are held a while, then closed; another user's logger still gets through, other users fill the global cap and the rest wait in the queue, descriptors stay bounded",
+        """
+        5 000 idle connections from one user: beyond the caps they are held a while, then closed; another user's \
+        logger still gets through, other users fill the global cap and the rest wait in the queue, descriptors stay \
+        bounded
+        """,
         .enabled(if: LocalUserTests.canSwitchUser))
     func connectionStorm() async throws {
         let receiver = try await TestReceiver()
@@ -134,7 +143,8 @@ struct IntakeLimitsTests {
         daemon.signal(SIGTERM)
         let stopped = try await daemon.wait(within: .seconds(180))
         // A crash report starts with what crashed and ends with the registers: keep both ends.
-        #expect(stopped.status == 0, "\(stopped.standardError.prefix(3000))\n…\n\(stopped.standardError.suffix(1000))")
+        #expect(
+            stopped.status == 0, "\(stopped.standardError.prefix(3000))\n…\n\(stopped.standardError.suffix(1000))")
         #expect(stopped.standardError.contains("over ingest.max_connections_per_user"))
         _ = clients
     }

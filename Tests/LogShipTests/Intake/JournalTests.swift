@@ -27,7 +27,10 @@ struct JournalTests {
         }
     }
 
-    @Test("10 000 entries, logshipd killed with kill -9 halfway: after a restart none is missing, the only repeats are batches in flight")
+    @Test("""
+        10 000 entries, logshipd killed with kill -9 halfway: after a restart none is missing, the only repeats are \
+        batches in flight
+        """)
     func killHalfway() async throws {
         let (journal, journalPath) = try Self.journalDirectory()
         try await journal.append(JournalFiles.entries(10_000, from: Self.t0) { "entry \($0)" })
@@ -90,7 +93,10 @@ struct JournalTests {
         try await daemon.stop()
     }
 
-    @Test("a coredump after 10 000 info entries overtakes 90% of them, as a crash with its COREDUMP_* fields and without the core")
+    @Test("""
+        a coredump after 10 000 info entries overtakes 90% of them, as a crash with its COREDUMP_* fields and without \
+        the core
+        """)
     func coredump() async throws {
         let (journal, journalPath) = try Self.journalDirectory()
         var core = [UInt8](repeating: 0, count: 1 << 20)
@@ -143,7 +149,10 @@ struct JournalTests {
         try await daemon.stop()
     }
 
-    @Test("only the host claims crash: a coredump entry from uid 1000 arrives as info, kernel segfault and OOM-kill lines and PID 1's core-dump failure as crash with their victims")
+    @Test("""
+        only the host claims crash: a coredump entry from uid 1000 arrives as info, kernel segfault and OOM-kill lines \
+        and PID 1's core-dump failure as crash with their victims
+        """)
     func trustedCrashes() async throws {
         let (journal, journalPath) = try Self.journalDirectory()
         let segfault = "worker[4243]: segfault at 0 ip 00005581a2b3c4d5 sp 00007ffd1e2f3a40 error 4 "

@@ -10,7 +10,10 @@ import Testing
 /// What a stream socket's stop does to the connections it serves.
 @Suite("Stream listener stop")
 struct StreamListenerStopTests {
-    @Test("a stop shuts a busy connection's input and reads what its socket holds to the end: every line its writer was told was written is handed on")
+    @Test("""
+        a stop shuts a busy connection's input and reads what its socket holds to the end: every line its writer was \
+        told was written is handed on
+        """)
     func stopReadsWhatTheSocketHolds() async throws {
         let directory = try TemporaryDirectory.make()
         let path = "\(directory)/ingest.sock"

@@ -64,7 +64,10 @@ struct LogShipLoggingTests {
         #expect(sink.currentStatistics == .init(sent: 100, dropped: 900, waiting: 0))
     }
 
-    @Test("a program logging 10 000 records goes on while the daemon is stopped and started under socket activation: each call is quick, nothing is lost")
+    @Test("""
+        a program logging 10 000 records goes on while the daemon is stopped and started under socket activation: each \
+        call is quick, nothing is lost
+        """)
     func restartUnderLoad() async throws {
         let directory = try TemporaryDirectory.make()
         let receiver = try await TestReceiver()

@@ -80,7 +80,10 @@ struct MetricsTests {
         try await daemon.stop()
     }
 
-    @Test("the spool's disk is exported as the status gives it: free, size, what the spool leaves free, and what it evicted, refused and holds back for it")
+    @Test("""
+        the spool's disk is exported as the status gives it: free, size, what the spool leaves free, and what it \
+        evicted, refused and holds back for it
+        """)
     func diskMetrics() throws {
         var status = DaemonStatus()
         status.spoolDiskFree = 5 << 20
@@ -98,7 +101,10 @@ struct MetricsTests {
         #expect(samples["logshipd_records_waiting_for_room"] == 17)
     }
 
-    @Test("each endpoint has series labelled with its URL: requests, failures and records it took, whether it is active or resting")
+    @Test("""
+        each endpoint has series labelled with its URL: requests, failures and records it took, whether it is active \
+        or resting
+        """)
     func endpointMetrics() throws {
         var status = DaemonStatus()
         var primary = EndpointStatus(url: "https://a.example/ingest")

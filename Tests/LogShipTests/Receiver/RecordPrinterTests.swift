@@ -28,7 +28,10 @@ struct RecordPrinterTests {
         #expect(quiet == "request \(refused.sequence) (batch \(batch)): 1 records, answered 503\n")
     }
 
-    @Test("--json prints each request on one line: its records with their ids, a repeat dropped and counted, or kept and marked")
+    @Test("""
+        --json prints each request on one line: its records with their ids, a repeat dropped and counted, or kept and \
+        marked
+        """)
     func jsonLines() async throws {
         // The first request is stored and left unanswered: the same record comes again, under the same id.
         let receiver = try await TestReceiver(behavior: .init(closesUnanswered: { $0 == 0 }))

@@ -6,7 +6,10 @@ import LogShipTestKit
 @Suite("Fuzzing")
 struct FuzzTests {
 
-    @Test("the parsers, the stream framing, the control requests and the journal entry mapping survive 5 000 fuzzed inputs with their properties intact")
+    @Test("""
+        the parsers, the stream framing, the control requests and the journal entry mapping survive 5 000 fuzzed \
+        inputs with their properties intact
+        """)
     func shortRun() async throws {
         let fuzzer = packageRoot.appendingPathComponent(".build-fuzz/debug/logship-fuzz").path
         try #require(

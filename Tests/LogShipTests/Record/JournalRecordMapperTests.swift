@@ -55,7 +55,10 @@ struct JournalRecordMapperTests {
         "COREDUMP_UNIT": "worker.service", "COREDUMP_EXE": "/usr/sbin/sshd", "COREDUMP_PID": "1",
     ]
 
-    @Test("a coredump from systemd-coredump as root is a crash whatever its PRIORITY, counts as the unit that crashed, and carries COREDUMP_*")
+    @Test("""
+        a coredump from systemd-coredump as root is a crash whatever its PRIORITY, counts as the unit that crashed, \
+        and carries COREDUMP_*
+        """)
     func coredump() throws {
         let record = try #require(mapper.record(for: entry(Self.coredumpFields)))
         #expect(record.priority == .crash && record.fields["coredump_exe"] == "/bin/w")
@@ -70,7 +73,10 @@ struct JournalRecordMapperTests {
         #expect(!mapper.fieldsToRead(isCoredump: true).contains("COREDUMP"), "the core itself is never read")
     }
 
-    @Test("a coredump from systemd-coredump@.service after it took the crashing user's uid is a crash; _EXE alone vouches as well as _COMM")
+    @Test("""
+        a coredump from systemd-coredump@.service after it took the crashing user's uid is a crash; _EXE alone vouches \
+        as well as _COMM
+        """)
     func coredumpAsTheCrashingUser() throws {
         // systemd-coredump drops to the crashing process's uid (or its own system user) before it logs.
         var fields = Self.coredumpFields

@@ -263,7 +263,10 @@ struct RecordParserTests {
         }
     }
 
-    @Test("thousands of structured-data parameters, given in reverse order, all arrive sorted; the last of a repeated one wins")
+    @Test("""
+        thousands of structured-data parameters, given in reverse order, all arrive sorted; the last of a repeated one \
+        wins
+        """)
     func manyParameters() {
         let parameters = (0..<8_000).reversed().map { String(format: "p%05d=\"%d\"", $0, $0) }.joined(separator: " ")
         let line = "<14>1 2026-11-21T10:00:00Z host app - - [x \(parameters) p00007=\"again\"] body"

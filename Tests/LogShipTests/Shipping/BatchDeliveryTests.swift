@@ -121,7 +121,10 @@ struct BatchDeliveryTests {
         #expect(try await spool.deadLetters(limit: 10).map(\.line) == ["bad 0", "bad 8"])
     }
 
-    @Test("a part of a probe sent to another endpoint (delivery moved) is a batch of its own there: one endpoint's acceptance never makes the other's refusal the records' fault")
+    @Test("""
+        a part of a probe sent to another endpoint (delivery moved) is a batch of its own there: one endpoint's \
+        acceptance never makes the other's refusal the records' fault
+        """)
     func partAfterMove() async throws {
         let spool = try await spool((0..<16).map { "record \($0)" })
         let refusing = ScriptedUploader { _ in throw UploadError.status(409, responseExcerpt: "") }

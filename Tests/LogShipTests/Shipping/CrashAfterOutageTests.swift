@@ -7,7 +7,10 @@ import Testing
 /// A crash report that arrives while the remote is down does not wait out the backoff the rest waits out.
 @Suite("Crash reports after an outage", .serialized)
 struct CrashAfterOutageTests {
-    @Test("a crash record sent during an outage leaves within about a second of the remote's return, ahead of the backlog that waits out the backoff")
+    @Test("""
+        a crash record sent during an outage leaves within about a second of the remote's return, ahead of the backlog \
+        that waits out the backoff
+        """)
     func crashLeavesSoonAfterTheRemoteReturns() async throws {
         let isDown = Mutex(true)
         let receiver = try await TestReceiver(behavior: .init(decide: { _, _ in isDown.withLock { $0 } ? 503 : nil }))
@@ -43,7 +46,9 @@ struct CrashAfterOutageTests {
         try await daemon.stop()
     }
 
-    @Test("after a probe ends the outage, the error records the outage put back leave before info that was never claimed")
+    @Test(
+        "after a probe ends the outage, the error records the outage put back leave before info that was never claimed"
+    )
     func putBackRecordsKeepTheirPlace() async throws {
         let isDown = Mutex(true)
         let receiver = try await TestReceiver(behavior: .init(decide: { _, _ in isDown.withLock { $0 } ? 503 : nil }))

@@ -8,7 +8,10 @@ import Testing
 /// failed request's, never an older one's, and says when requests have succeeded since.
 @Suite("Delivery in status")
 struct DeliveryAccountingTests {
-    @Test("last error: a refusal, then a 400 that replaces it though nothing is retried, then past once a request is accepted")
+    @Test("""
+        last error: a refusal, then a 400 that replaces it though nothing is retried, then past once a request is \
+        accepted
+        """)
     func lastErrorFollowsTheLatestRequest() async throws {
         let reserved = try PortReservation()  // bound, never listening: the remote is down
         let stand = try await TestReceiver()  // never posted to: the daemon is pointed at the reserved port
@@ -49,7 +52,9 @@ struct DeliveryAccountingTests {
         try await daemon.stop()
     }
 
-    @Test("counters: a 503 is retried, the 400s that isolate two bad records are rejected and dead-letter them; they add up")
+    @Test("""
+        counters: a 503 is retried, the 400s that isolate two bad records are rejected and dead-letter them; they add up
+        """)
     func retriedApartFromRejected() async throws {
         // The first request meets an unavailable remote; after that the remote refuses any request holding a bad
         // record. Ten records of one send are one batch: 503, then the batch again, split until the two bad ones

@@ -6,7 +6,10 @@ import Testing
 /// `upload.url` as a list: delivery moves to the secondary while the primary is down, and back once it answers.
 @Suite("Failover to a second receiver", .serialized)
 struct FailoverTests {
-    @Test("primary down: the secondary receives at once, the crash lane first; primary back: its probe is answered and traffic returns; nothing accepted twice")
+    @Test("""
+        primary down: the secondary receives at once, the crash lane first; primary back: its probe is answered and \
+        traffic returns; nothing accepted twice
+        """)
     func failoverAndBack() async throws {
         let reserved = try PortReservation()  // the primary's port: bound while the primary is down, refusing
         let primary = try await TestReceiver(port: reserved.port)

@@ -10,8 +10,12 @@ import LogShipTestKit
 /// is lost, nothing is dead-lettered for a fault that is not the records', and delivery resumes by itself.
 @Suite("Hostile remotes", .serialized)
 struct HostileRemoteTests {
-    @Test("a remote refusing the credentials or the endpoint: nothing dead-lettered, backoff, status says why, all arrive once it accepts",
-          arguments: [401, 404])
+    @Test(
+        """
+        a remote refusing the credentials or the endpoint: nothing dead-lettered, backoff, status says why, all arrive \
+        once it accepts
+        """,
+        arguments: [401, 404])
     func refusingRemote(status: Int) async throws {
         let accepting = Mutex(false)
         let receiver = try await TestReceiver(behavior: .init { _, _ in accepting.withLock { $0 } ? 200 : status })
@@ -56,7 +60,10 @@ struct HostileRemoteTests {
         try await daemon.stop()
     }
 
-    @Test("a remote that sends its headers and stalls the body: the request is abandoned at upload.timeout and retried; a crash record still arrives")
+    @Test("""
+        a remote that sends its headers and stalls the body: the request is abandoned at upload.timeout and retried; a \
+        crash record still arrives
+        """)
     func stalledBody() async throws {
         let gate = Gate()
         defer { gate.open() }

@@ -17,7 +17,10 @@ struct LinkControlIntegrationTests {
     }
 
     @Test(
-        "a receiver that answers 503 to a random share of requests: every record arrives, in at most twice the requests of a clean run, and the rate is never lowered",
+        """
+        a receiver that answers 503 to a random share of requests: every record arrives, in at most twice the requests \
+        of a clean run, and the rate is never lowered
+        """,
         arguments: [0.0, 0.05, 0.2])
     func randomFailures(_ share: Double) async throws {
         let daemon = try await TestDaemon.start(receiver: .init(failureRate: share, failureStatus: 503)) {
@@ -40,7 +43,10 @@ struct LinkControlIntegrationTests {
         try await daemon.stop()
     }
 
-    @Test("a receiver that takes 20 000 lines a second and answers 429 above it: 100 000 records drain with at most a tenth of the requests refused, and no pause")
+    @Test("""
+        a receiver that takes 20 000 lines a second and answers 429 above it: 100 000 records drain with at most a \
+        tenth of the requests refused, and no pause
+        """)
     func capacity() async throws {
         let capacity = 20_000.0
         let bucket = Mutex((level: capacity, at: ContinuousClock.now))

@@ -29,7 +29,9 @@ struct RetryPolicyTests {
         }
     }
 
-    @Test("failures in a row pause at the third when they are most of the last answers, at the seventh after a healthy run")
+    @Test("""
+        failures in a row pause at the third when they are most of the last answers, at the seventh after a healthy run
+        """)
     func failingEverything() {
         var fresh = RetryPolicy(bounds: Self.bounds)
         let failed = UploadError.status(502, responseExcerpt: "")

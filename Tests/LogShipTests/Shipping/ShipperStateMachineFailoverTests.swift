@@ -11,7 +11,10 @@ struct ShipperStateMachineFailoverTests {
 
     static let endpoints = ["https://a.example/ingest", "https://b.example/ingest"]
 
-    @Test("the active endpoint failing moves delivery to the next at once: no pause; what waited is made again for it, crash first")
+    @Test("""
+        the active endpoint failing moves delivery to the next at once: no pause; what waited is made again for it, \
+        crash first
+        """)
     func movesOnFailure() throws {
         var harness = Harness(endpoints: Self.endpoints)
         harness.recordsAvailable([.info, .crash])
@@ -34,7 +37,10 @@ struct ShipperStateMachineFailoverTests {
             .movedEndpoint(from: Self.endpoints[0], to: Self.endpoints[1], reason: reason)))
     }
 
-    @Test("a resting preferred endpoint is probed by one request once its rest is over: the next record's, or, when records wait, a timer's at its end; a failed probe makes it rest longer; an answered one brings delivery back")
+    @Test("""
+        a resting preferred endpoint is probed by one request once its rest is over: the next record's, or, when \
+        records wait, a timer's at its end; a failed probe makes it rest longer; an answered one brings delivery back
+        """)
     func probesAndReturns() throws {
         var harness = try Self.movedAway()
         harness.advance(by: 5)
@@ -69,7 +75,10 @@ struct ShipperStateMachineFailoverTests {
         #expect(harness.timers[.probeEndpoint(0)] == nil && harness.timers[.probeEndpoint(1)] == nil)
     }
 
-    @Test("the parts of a batch the active endpoint refused stay with it, also when a resting endpoint is due for a probe: its verdict must not mix receivers")
+    @Test("""
+        the parts of a batch the active endpoint refused stay with it, also when a resting endpoint is due for a \
+        probe: its verdict must not mix receivers
+        """)
     func partsDoNotProbe() throws {
         var harness = try Self.movedAway()
         let refused = try harness.claimInfo(endpoint: 1, moreLeft: false)
@@ -82,7 +91,10 @@ struct ShipperStateMachineFailoverTests {
         #expect(parts.map(\.endpoint) == [1, 1], "both parts go where the batch was refused")
     }
 
-    @Test("a less preferred endpoint that failed after delivery went back stands by once its rest is over: not shown as resting for ever")
+    @Test("""
+        a less preferred endpoint that failed after delivery went back stands by once its rest is over: not shown as \
+        resting for ever
+        """)
     func lessPreferredStandsBy() throws {
         var harness = try Self.movedAway()
         let onSecond = try harness.claimInfo(endpoint: 1, moreLeft: true)

@@ -11,7 +11,10 @@ struct ShipperStateMachineReloadTests {
 
     static let (a, b, c) = ("https://a.example/ingest", "https://b.example/ingest", "https://c.example/ingest")
 
-    @Test("endpoints swapped while the first rests: each URL keeps its counts, the one that rested stands by, delivery goes to the new first")
+    @Test("""
+        endpoints swapped while the first rests: each URL keeps its counts, the one that rested stands by, delivery \
+        goes to the new first
+        """)
     func swapped() throws {
         var harness = try ShipperStateMachineFailoverTests.movedAway()
         harness.recordsAvailable([.info])
@@ -35,7 +38,9 @@ struct ShipperStateMachineReloadTests {
         #expect(!harness.notices.contains { if case .movedByReload = $0 { true } else { false } }, "b stays active")
     }
 
-    @Test("the active endpoint renamed: delivery starts with the new URL; a URL that comes back goes on with its counts")
+    @Test(
+        "the active endpoint renamed: delivery starts with the new URL; a URL that comes back goes on with its counts"
+    )
     func renamed() throws {
         var harness = Harness(endpoints: [Self.a, Self.b])
         let first = try harness.claimInfo(moreLeft: false)
@@ -82,7 +87,9 @@ struct ShipperStateMachineReloadTests {
         #expect(!next.isEmpty && next.allSatisfy { $0.endpoint == 1 })
     }
 
-    @Test("a request on its way when a reload gives its place another URL: counted for the URL it went to, judged for none")
+    @Test("""
+        a request on its way when a reload gives its place another URL: counted for the URL it went to, judged for none
+        """)
     func inFlightAcrossReload() throws {
         var harness = Harness(endpoints: [Self.a, Self.b])
         let first = try harness.claimInfo(moreLeft: false)
@@ -117,7 +124,10 @@ struct ShipperStateMachineReloadTests {
         }
     }
 
-    @Test("a reload while the active endpoint is paused and another place gets a new URL: the paused one rests, the new one takes delivery")
+    @Test("""
+        a reload while the active endpoint is paused and another place gets a new URL: the paused one rests, the new \
+        one takes delivery
+        """)
     func pausedActiveRests() throws {
         var harness = try ShipperStateMachineFailoverTests.everyEndpointFailed(second: Reports.refusedConnection)
         #expect(harness.isPaused && ShipperStateMachineFailoverTests.statistics(harness).activeEndpoint == 1)

@@ -151,7 +151,10 @@ struct ShipperStateMachineTests {
         #expect(!recovering.isPaused, "an accepted request starts the count again")
     }
 
-    @Test("a 429 lowers the rate and delivery goes on; what waited at the rate before is cancelled, and the next request waits for the lower rate")
+    @Test("""
+        a 429 lowers the rate and delivery goes on; what waited at the rate before is cancelled, and the next request \
+        waits for the lower rate
+        """)
     func tooManyRequests() throws {
         var harness = Harness()
         harness.recordsAvailable([.info])
@@ -289,7 +292,10 @@ struct ShipperStateMachineTests {
 
     // MARK: Timers
 
-    @Test("while a crash record waits on a paused remote, a crash operation alone probes about every second; its delivery ends the pause")
+    @Test("""
+        while a crash record waits on a paused remote, a crash operation alone probes about every second; its delivery \
+        ends the pause
+        """)
     func crashProbe() throws {
         var harness = try Self.paused()
         harness.recordsAvailable([.info, .crash])
@@ -392,7 +398,10 @@ struct ShipperStateMachineTests {
 
     // MARK: Random schedules
 
-    @Test("random schedules keep the invariants and deliver everything: two in flight, nothing sent into a pause but a crash probe, crash first")
+    @Test("""
+        random schedules keep the invariants and deliver everything: two in flight, nothing sent into a pause but a \
+        crash probe, crash first
+        """)
     func randomSchedules() throws {
         for seed in UInt64(1)...40 {
             var simulation = Simulation(seed: seed)
@@ -402,7 +411,10 @@ struct ShipperStateMachineTests {
         }
     }
 
-    @Test("random schedules with two endpoints that go down and come back deliver everything once; a resting endpoint gets its probe alone")
+    @Test("""
+        random schedules with two endpoints that go down and come back deliver everything once; a resting endpoint \
+        gets its probe alone
+        """)
     func randomFailoverSchedules() throws {
         for seed in UInt64(1)...40 {
             var simulation = Simulation(seed: seed, endpoints: 2)

@@ -8,7 +8,9 @@ import LogShipTestKit
 /// How requests in flight are spread over the upload loops, and that each goes out on its own loop's connection.
 @Suite("Upload loops")
 struct UploadLoopsTests {
-    @Test("an operation takes the lane with the fewest operations, the first when tied; giving one back makes a lane free")
+    @Test(
+        "an operation takes the lane with the fewest operations, the first when tied; giving one back makes a lane free"
+    )
     func leastBusy() async throws {
         let group = await startedEventLoopGroup(threads: 2)
         let loops = UploadLoops(Array(group.makeIterator()))

@@ -32,7 +32,10 @@ struct CacheBudgetTests {
     }
 
     @Test(
-        "while the remote takes records, the lines kept fill spool.max_cache_bytes and no more, beyond the newest chunk and the next two to send; the rest is read back in order",
+        """
+        while the remote takes records, the lines kept fill spool.max_cache_bytes and no more, beyond the newest chunk \
+        and the next two to send; the rest is read back in order
+        """,
         arguments: [0, 512 << 10, 4 << 20])
     func deliveringWithinBudget(budget: Int) async throws {
         let spool = try await open(cacheBytes: budget)

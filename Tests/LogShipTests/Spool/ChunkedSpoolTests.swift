@@ -46,7 +46,9 @@ struct ChunkedSpoolTests {
         await spool.close()
     }
 
-    @Test("a restart keeps what was settled in a chunk: delivered and dead-lettered records stay gone, the rest is pending")
+    @Test("""
+        a restart keeps what was settled in a chunk: delivered and dead-lettered records stay gone, the rest is pending
+        """)
     func partlySettledChunk() async throws {
         let path = "\(try TemporaryDirectory.make())/spool.db"
         let first = try await open(path)
@@ -133,7 +135,9 @@ struct ChunkedSpoolTests {
         #expect(ledger.queues[PriorityClass.info.rawValue].chunks[0].mark(1) == .pending)
     }
 
-    @Test("when the disk is what is short, an eviction empties whole chunks: records evicted from a kept chunk free no disk")
+    @Test("""
+        when the disk is what is short, an eviction empties whole chunks: records evicted from a kept chunk free no disk
+        """)
     func diskShortEvictsWholeChunks() throws {
         var ledger = SpoolLedger(cacheBudget: .init(delivering: 1 << 20, stalled: 1 << 20), instance: .random())
         var insertion = ChunkWrites()

@@ -149,7 +149,10 @@ struct CommitQueueTests {
         }
     }
 
-    @Test("while items wait for room, a caller is held until its own item is stored: one with room goes on, one without waits, and the waiting go first, in order, once room may have been made")
+    @Test("""
+        while items wait for room, a caller is held until its own item is stored: one with room goes on, one without \
+        waits, and the waiting go first, in order, once room may have been made
+        """)
     func waitingForRoom() async throws {
         let committer = RoomCommitter()
         let queue = committer.queue()
@@ -177,7 +180,10 @@ struct CommitQueueTests {
         #expect(committer.abandoned.withLock { $0 }.isEmpty)
     }
 
-    @Test("items still waiting for room when the queue closes are reported, not waited for; a caller held for one is told the queue closed")
+    @Test("""
+        items still waiting for room when the queue closes are reported, not waited for; a caller held for one is told \
+        the queue closed
+        """)
     func closingAbandonsWaiting() async throws {
         let committer = RoomCommitter()
         let queue = committer.queue()
@@ -191,7 +197,10 @@ struct CommitQueueTests {
         #expect(queue.waitingWeight == 0)
     }
 
-    @Test("once its callers stop, a held caller goes on and none is held or kept out any more; what still waits is reported at close")
+    @Test("""
+        once its callers stop, a held caller goes on and none is held or kept out any more; what still waits is \
+        reported at close
+        """)
     func stopHolding() async throws {
         let committer = RoomCommitter()
         let queue = committer.queue()

@@ -58,7 +58,10 @@ struct SpoolLedgerTests {
         #expect(ledger.statistics().refused == 2 && ledger.statistics().evicted == 0)
     }
 
-    @Test("on a short disk, what may evict nothing is refused with the disk named, a socket's group waits from its first entry without room, and a crash record evicts error records")
+    @Test("""
+        on a short disk, what may evict nothing is refused with the disk named, a socket's group waits from its first \
+        entry without room, and a crash record evicts error records
+        """)
     func shortDisk() throws {
         var ledger = SpoolLedger.inMemory()
         try ledger.store([Self.record(.error, "e1"), Self.record(.error, "e2")])

@@ -4,7 +4,9 @@ import Testing
 
 @Suite("Spool room reports")
 struct SpoolRoomReportsTests {
-    @Test("a summary adds evictions by cause and class, and counts refusals for one reason once, under the latest numbers")
+    @Test(
+        "a summary adds evictions by cause and class, and counts refusals for one reason once, under the latest numbers"
+    )
     func tally() {
         var tally = SpoolRoomReports.Tally()
         var first = SpoolRoomReports.Tally()

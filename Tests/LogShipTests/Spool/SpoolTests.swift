@@ -165,7 +165,10 @@ struct SpoolTests {
     }
 
     @Test(
-        "when full, the sender holding the most bytes of the lowest class loses its oldest records first: a noisy uid cannot evict a quiet one",
+        """
+        when full, the sender holding the most bytes of the lowest class loses its oldest records first: a noisy uid \
+        cannot evict a quiet one
+        """,
         arguments: SpoolKind.allCases)
     func fairEviction(_ kind: SpoolKind) async throws {
         /// A record of `recordSize`, its text three characters.
@@ -239,7 +242,10 @@ struct SpoolTests {
     }
 
     @Test(
-        "dead letters count against the budget, hold at most a quarter of it (the oldest give way), and no record evicts them; purge frees them",
+        """
+        dead letters count against the budget, hold at most a quarter of it (the oldest give way), and no record \
+        evicts them; purge frees them
+        """,
         arguments: SpoolKind.allCases)
     func deadLettersInBudget(_ kind: SpoolKind) async throws {
         let spool = try await kind.make(maximumBytes: 8 * recordSize)
@@ -362,7 +368,10 @@ struct SpoolTests {
     }
 
     @Test(
-        "records from a socket that find no room wait for it instead of being dropped; a waited append is refused, told why",
+        """
+        records from a socket that find no room wait for it instead of being dropped; a waited append is refused, told \
+        why
+        """,
         arguments: SpoolKind.allCases)
     func noRoomWaits(_ kind: SpoolKind) async throws {
         let spool = try await kind.make(maximumBytes: 4 * recordSize, minimumFreeDisk: 0)
@@ -382,7 +391,10 @@ struct SpoolTests {
     }
 
     @Test(
-        "a socket's records waiting for room are let go once the senders stop; what never found room is counted refused by the close",
+        """
+        a socket's records waiting for room are let go once the senders stop; what never found room is counted refused \
+        by the close
+        """,
         arguments: SpoolKind.allCases)
     func stopHoldingSenders(_ kind: SpoolKind) async throws {
         let spool = try await kind.make(maximumBytes: 4 * recordSize, minimumFreeDisk: 0)
@@ -455,7 +467,10 @@ struct SQLiteSpoolTests {
         await spool.close()
     }
 
-    @Test("appends are synced to the disk when they commit: the writer runs with synchronous FULL, also after a settling write")
+    @Test("""
+        appends are synced to the disk when they commit: the writer runs with synchronous FULL, also after a settling \
+        write
+        """)
     func syncedCommits() async throws {
         let store = try await SQLiteSpool.open(
             path: "\(try TemporaryDirectory.make())/spool.db", maximumBytes: 1 << 30, minimumFreeDiskBytes: 0,
@@ -590,8 +605,12 @@ struct SQLiteSpoolTests {
         await spool.close()
     }
 
-    @Test("through a disk that fills, a socket's records are each stored once: pending and evicted add up to what was handed over",
-          .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    @Test(
+        """
+        through a disk that fills, a socket's records are each stored once: pending and evicted add up to what was \
+        handed over
+        """,
+        .enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func fillingDiskStoresOnce() async throws {
         let mountPoint = try await mountTmpfs(size: "8m")
         defer { _ = umount2(mountPoint, Int32(MNT_DETACH)) }

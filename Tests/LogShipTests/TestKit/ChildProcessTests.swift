@@ -16,7 +16,9 @@ struct ChildProcessTests {
         try await waitUntil { !FileManager.default.fileExists(atPath: "/proc/\(pid)") }
     }
 
-    @Test("a child inherits its three standard streams and nothing else: not the sockets NIO opens without close-on-exec")
+    @Test(
+        "a child inherits its three standard streams and nothing else: not the sockets NIO opens without close-on-exec"
+    )
     func childInheritsOnlyItsStandardStreams() async throws {
         // NIO opens its sockets without close-on-exec. A receiver's listening socket inherited by a child (a
         // daemon, a fuzzer) stayed listening after the receiver stopped: a daemon's requests to it waited out

@@ -81,7 +81,10 @@ extension UploadRateLimiterTests {
         }
     }
 
-    @Test("fifty hosts with backlogs, each a fiftieth of a receiver's capacity, find their shares: few refusals once they have, and the backlogs drain close to the capacity's pace")
+    @Test("""
+        fifty hosts with backlogs, each a fiftieth of a receiver's capacity, find their shares: few refusals once they \
+        have, and the backlogs drain close to the capacity's pace
+        """)
     func fleetFindsItsShares() throws {
         // The fleet of `logshipd-bench fleet`: 50 hosts of 20 000 lines (150 bytes each) in batches of 1 000,
         // against a receiver taking 20 000 lines a second, the hosts coming in over ten seconds.

@@ -192,7 +192,10 @@ struct UploadRateLimiterTests {
         #expect(grant(admission)?.limits.maxBytes == 1000)
     }
 
-    @Test("an overload lowers the rate in force to a little under what was accepted; it grows back to it, stays near it, then grows on to the budget, or without one to what was sent, and lets go")
+    @Test("""
+        an overload lowers the rate in force to a little under what was accepted; it grows back to it, stays near it, \
+        then grows on to the budget, or without one to what was sent, and lets go
+        """)
     func overload() throws {
         var limiter = UploadRateLimiter(
             budget: UploadRateBudget(bytesPerSecond: 100_000, minimumBytesPerSecond: 1000), now: at(0))

@@ -21,7 +21,10 @@ struct TLSTests {
         return try await LogshipdProcess.status(directory: directory)
     }
 
-    @Test("tls.ca_file: an unknown CA is refused, retried, and said in words in status and the log (BoringSSL's only at debug level); a reload that trusts it delivers")
+    @Test("""
+        tls.ca_file: an unknown CA is refused, retried, and said in words in status and the log (BoringSSL's only at \
+        debug level); a reload that trusts it delivers
+        """)
     func serverVerification() async throws {
         let directory = try TemporaryDirectory.make()
         let trusted = try await TestCertificateAuthority(directory: directory, name: "trusted-ca")
@@ -154,7 +157,10 @@ struct TLSTests {
         }
     }
 
-    @Test("tls.server_name verifies a certificate for another name; tls.min_version 1.3 refuses a TLS 1.2 remote; insecure_skip_verify trusts anything")
+    @Test("""
+        tls.server_name verifies a certificate for another name; tls.min_version 1.3 refuses a TLS 1.2 remote; \
+        insecure_skip_verify trusts anything
+        """)
     func serverNameVersionAndSkipVerify() async throws {
         let directory = try TemporaryDirectory.make()
         let ca = try await TestCertificateAuthority(directory: directory, name: "ca")

@@ -46,7 +46,10 @@ struct UploadClientTests {
         client.shutdown()
     }
 
-    @Test("a retired client still serves the requests that reach it, each on a connection of its own; a shut-down one refuses")
+    @Test("""
+        a retired client still serves the requests that reach it, each on a connection of its own; a shut-down one \
+        refuses
+        """)
     func retired() async throws {
         let receiver = try await TestReceiver()
         let client = try client(receiver)
@@ -60,7 +63,10 @@ struct UploadClientTests {
         #expect(receiver.records.map(\.message) == ["before", "after one", "after two"])
     }
 
-    @Test("upload.headers reach the remote and win over the format's Content-Type; Host and Content-Length stay the client's")
+    @Test("""
+        upload.headers reach the remote and win over the format's Content-Type; Host and Content-Length stay the \
+        client's
+        """)
     func configuredHeaders() async throws {
         let receiver = try await TestReceiver()
         // A timeout a loaded machine cannot reach: with the default 10 s, a CI run beside two CPU hogs and the

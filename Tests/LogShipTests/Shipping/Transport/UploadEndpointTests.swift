@@ -20,7 +20,10 @@ struct UploadEndpointTests {
                 && moved.hostHeader == "logs.internal")
     }
 
-    @Test("an IPv4 or IPv6 literal connects as an address, is checked as an address, and is bracketed only in the Host header")
+    @Test("""
+        an IPv4 or IPv6 literal connects as an address, is checked as an address, and is bracketed only in the Host \
+        header
+        """)
     func addresses() throws {
         let six = try #require(UploadEndpoint(url: "https://[2001:db8::1]:8443/ingest"))
         #expect(six.connectHost == "2001:db8::1" && six.host == "2001:db8::1")
