@@ -43,7 +43,7 @@ extension FleetBench {
             }
             for instance in instances {
                 let stream = "\(instance.directory)/ingest.sock"
-                try await waitUntil(within: .seconds(60)) { (try? UnixClient(path: stream, type: .stream)) != nil }
+                try await waitUntil(within: .seconds(60)) { PeerComparison.acceptsStreamConnections(stream) }
             }
             let fleet = instances
             let firstWrite = ContinuousClock.now

@@ -58,18 +58,6 @@ enum FormatDelivery {
         let stream = "\(directory)/ingest.sock"
         let process = try PeerComparison.startLogshipd(
             directory: directory, url: receiver.url, batch: batch, format: format)
-        try await waitUntil(within: .seconds(60)) { (try? UnixClient(path: stream, type: .stream)) != nil }
-        let before = try ProcessSpending(pid: process.pid)
-        let sampler = MemorySampler(pid: process.pid)
-        let start = ContinuousClock.now
-        try await PeerComparison.generate(lines: lines, to: stream)
-        try await receiver.waitFor(lines: lines, within: .seconds(600))
-        let elapsed = ContinuousClock.now - start
-        let spent = try ProcessSpending(pid: process.pid) - before
-        let peak = sampler.stop()
-        process.signal(SIGTERM)
-        _ = try await process.wait(within: .seconds(60))
-        await receiver.shutdown()
-        return PeerComparison.Run(lines: lines, in: elapsed, spent: spent, memory: peak)
+        return try await PeerComparison.deliver(lines: lines, to: stream, by: process, countedBy: receiver)
     }
 }

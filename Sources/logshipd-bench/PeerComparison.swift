@@ -116,20 +116,33 @@ enum PeerComparison {
         case .syslogNG: try startSyslogNG(directory: directory, url: receiver.url, batch: scenario.batch)
         case .rsyslog: try startRsyslog(directory: directory, port: receiver.port, batch: scenario.batch)
         }
+        return try await deliver(
+            lines: scenario.lines, to: stream, by: process, countedBy: receiver, started: started)
+    }
+
+    /// Waits until `process` accepts connections on `stream`, writes `lines` lines to it, and times until
+    /// `receiver` has counted them all; then stops both. CPU time, sleeps and memory are the process's over that
+    /// time.
+    ///
+    /// - Parameter started: Told the process's pid once it accepts connections, before the first line.
+    static func deliver(
+        lines: Int, to stream: String, by process: ChildProcess, countedBy receiver: CountingReceiver,
+        started: (pid_t) -> Void = { _ in }
+    ) async throws -> Run {
         try await waitUntil(within: .seconds(60)) { acceptsStreamConnections(stream) }
         started(process.pid)
         let before = try ProcessSpending(pid: process.pid)
         let sampler = MemorySampler(pid: process.pid)
         let start = ContinuousClock.now
-        try await generate(lines: scenario.lines, to: stream)
-        try await receiver.waitFor(lines: scenario.lines, within: .seconds(600))
+        try await generate(lines: lines, to: stream)
+        try await receiver.waitFor(lines: lines, within: .seconds(600))
         let elapsed = ContinuousClock.now - start
         let spent = try ProcessSpending(pid: process.pid) - before
         let peak = sampler.stop()
         process.signal(SIGTERM)
         _ = try await process.wait(within: .seconds(60))
         await receiver.shutdown()
-        return Run(lines: scenario.lines, in: elapsed, spent: spent, memory: peak)
+        return Run(lines: lines, in: elapsed, spent: spent, memory: peak)
     }
 
     /// What logshipd runs with beyond the comparison's configuration, for a table of a setting's trade
@@ -164,7 +177,8 @@ enum PeerComparison {
         }
     }
 
-    private static func acceptsStreamConnections(_ path: String) -> Bool {
+    /// Whether a stream connection to `path` is accepted: a daemon listening there is ready for lines.
+    static func acceptsStreamConnections(_ path: String) -> Bool {
         (try? UnixClient(path: path, type: .stream)) != nil
     }
 }
